@@ -1,0 +1,70 @@
+"""Build records from the mini-sessions of fixtures/rules/<ID>.yaml (and tests that want the same).
+
+A case lists messages in wire order; each entry is one of:
+  c2s: <JSON value>        host -> server message (serialised compactly)
+  s2c: <JSON value>        server -> host message
+  c2s_raw / s2c_raw: str   exact bytes (UTF-8) of the frame, for malformed input
+  c2s_b64 / s2c_b64: str   exact bytes, base64 (for invalid UTF-8)
+  event: {event: closed}   an event record;  stderr: "text"  a stderr line
+Optional keys per entry: t_ms (time since the start), conn, transport, http, sse, offset, eol.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tracer.model import Direction, Record, RecordType
+
+ROOT = Path(__file__).resolve().parent.parent
+RULE_CASES = ROOT / "fixtures" / "rules"
+T0 = 1_780_000_000_000_000_000
+
+
+def dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def build_records(entries: list[dict], default_transport: str = "stdio") -> list[Record]:
+    out: list[Record] = []
+    for i, e in enumerate(entries, 1):
+        t_ns = T0 + int(float(e.get("t_ms", i)) * 1_000_000)
+        common = dict(seq=i, t_ns=t_ns, conn=str(e.get("conn", "c1")),
+                      transport=e.get("transport", default_transport), line=i, source="case")
+        if "event" in e:
+            out.append(Record(RecordType.EVENT, data=e["event"], **common))
+            continue
+        if "stderr" in e:
+            out.append(Record(RecordType.STDERR, raw=e["stderr"].encode(), **common))
+            continue
+        if "http_only" in e:
+            out.append(Record(RecordType.HTTP, http=e["http_only"], **common))
+            continue
+        for d in ("c2s", "s2c"):
+            if d in e:
+                raw = dumps(e[d])
+            elif f"{d}_raw" in e:
+                raw = e[f"{d}_raw"].encode("utf-8")
+            elif f"{d}_b64" in e:
+                raw = base64.b64decode(e[f"{d}_b64"])
+            else:
+                continue
+            out.append(Record(RecordType.MESSAGE, dir=Direction(d), raw=raw, http=e.get("http"),
+                              sse=e.get("sse"), offset=e.get("offset"), eol=e.get("eol", True), **common))
+            break
+        else:
+            raise ValueError(f"case entry {i} has no message: {e}")
+    return out
+
+
+def load_rule_cases() -> list[tuple[str, dict]]:
+    cases = []
+    for path in sorted(RULE_CASES.glob("MCP*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for case in doc.get("cases", []):
+            cases.append((doc["rule"], case))
+    return cases

@@ -1,0 +1,5 @@
+import sys
+
+from tracer.cli import main
+
+sys.exit(main())

@@ -1,0 +1,271 @@
+"""The one analyser: classify -> pair -> era -> rules -> session update, one record at a time.
+
+The same code serves live capture (feed records as they arrive) and offline lint (stream a file).
+Memory stays flat apart from the pending-request table: analysed messages are handed back and not
+kept, sessions are dropped when their connection closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from tracer.classify import Classified, classify_raw
+from tracer.era import label_era, possible_versions
+from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record, RecordType, Severity
+from tracer.pairing import PairStatus, match_response, note_cancel, register_request
+from tracer.protocol import ALL, LEG, LEGACY_VERSIONS, MODERN_VERSION
+from tracer.rules.registry import Rule, all_rules
+from tracer.session import DiscoverState, InitState, Session
+
+_RESPONSES = (Kind.RESULT, Kind.ERROR)
+_CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
+
+
+class RuleSet:
+    """The selected rules, indexed by (kind, method, versions) so each message runs only its own."""
+
+    def __init__(self, rules: Iterable[Rule] | None = None):
+        rules = list(all_rules().values()) if rules is None else list(rules)
+        self.rules = rules
+        self.message_rules = [r for r in rules if r.phase == "message"]
+        self.end_rules = [r for r in rules if r.phase == "end"]
+        self._known_methods = frozenset().union(*(r.methods for r in self.message_rules if r.methods))
+        self._cache: dict[tuple, tuple[Rule, ...]] = {}
+
+    def for_message(self, kind: Kind, method: str | None, versions: frozenset[str]) -> tuple[Rule, ...]:
+        if method not in self._known_methods:
+            method = None
+        key = (kind, method, versions)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = tuple(
+                r
+                for r in self.message_rules
+                if kind in r.kinds
+                and (r.methods is None or (method is not None and method in r.methods))
+                and versions <= r.versions
+            )
+            self._cache[key] = hit
+        return hit
+
+
+def _request_versions(req) -> frozenset[str]:
+    if req.era is Era.MODERN:
+        return frozenset({MODERN_VERSION})
+    if req.era is Era.LEGACY:
+        return frozenset({req.version}) if req.version in LEGACY_VERSIONS else LEG
+    return ALL
+
+
+def _finding(rule: Rule, hit: Hit | str, m: Analysed) -> Finding:
+    rec = m.rec
+    if type(hit) is str:
+        return Finding(rule.id, rule.severity, hit, rec.seq, rec.line, rec.source, offset=rec.offset)
+    return Finding(
+        rule.id,
+        hit.severity or rule.severity,
+        hit.message,
+        rec.seq,
+        rec.line,
+        rec.source,
+        path=hit.path,
+        related_seq=hit.related_seq,
+        offset=hit.offset if hit.offset is not None else rec.offset,
+    )
+
+
+class Analyser:
+    def __init__(self, rules: RuleSet | Iterable[Rule] | None = None):
+        self.ruleset = rules if isinstance(rules, RuleSet) else RuleSet(rules)
+        self.sessions: dict[str, Session] = {}
+        self.header: dict | None = None
+        self.records = 0
+        self.messages = 0
+        self.last_t_ns = 0
+        self._end_findings_pending: list[Finding] = []
+        self.session_cells: dict[str, str] = {}  # conn -> compatibility cell, for closed sessions
+
+    # -- public API --------------------------------------------------------------------------
+
+    def feed(self, rec: Record) -> Analysed | None:
+        """Analyse one record. Returns the analysis of a message record, else None."""
+        self.records += 1
+        if rec.t_ns > self.last_t_ns:
+            self.last_t_ns = rec.t_ns
+        rtype = rec.type
+        if rtype is RecordType.MESSAGE:
+            return self._message(rec)
+        if rtype is RecordType.HEADER:
+            self.header = rec.data
+        elif rtype is RecordType.EVENT and rec.data and rec.data.get("event") in _CLOSE_EVENTS:
+            self._end_findings_pending = self.close(rec.conn, rec.t_ns)
+        return None
+
+    def close(self, conn: str, t_ns: int | None = None) -> list[Finding]:
+        """A connection closed: run the end-of-session rules and forget its state."""
+        s = self.sessions.pop(conn, None)
+        if s is None:
+            return []
+        return self._end(s, t_ns)
+
+    def finish(self) -> list[Finding]:
+        """End of input: every session still open is closed. Returns end-of-session findings."""
+        out: list[Finding] = []
+        for conn in list(self.sessions):
+            out.extend(self.close(conn, self.last_t_ns))
+        return out
+
+    def take_end_findings(self) -> list[Finding]:
+        """Findings produced by a close event seen in `feed` (e.g. never-answered requests)."""
+        out = self._end_findings_pending
+        self._end_findings_pending = []
+        return out
+
+    def run(self, records: Iterable[Record]) -> Iterator[Analysed | Finding]:
+        """Analyse a stream; yields analysed messages and, as sessions close, their end findings."""
+        for rec in records:
+            a = self.feed(rec)
+            if a is not None:
+                yield a
+            elif rec.type is RecordType.EVENT:
+                yield from self.take_end_findings()
+        yield from self.finish()
+
+    # -- pipeline ----------------------------------------------------------------------------
+
+    def session(self, rec: Record) -> Session:
+        s = self.sessions.get(rec.conn)
+        if s is None:
+            s = self.sessions[rec.conn] = Session(rec.conn, transport=rec.transport, first_seq=rec.seq)
+        return s
+
+    def _message(self, rec: Record) -> Analysed:
+        self.messages += 1
+        s = self.session(rec)
+        c = classify_raw(rec.raw)
+        if c.kind is Kind.BATCH:
+            batch = self._analysed(rec, c)
+            label_era(batch, s)
+            batch.members = [self._one(rec, mc, s, batch_seq=rec.seq) for mc in c.members or ()]
+            if batch.members:
+                batch.era, batch.version, batch.era_reason = (
+                    batch.members[0].era, batch.members[0].version, batch.members[0].era_reason)
+            self._run_rules(batch, s)
+            s.last_t_ns = rec.t_ns
+            return batch
+        return self._one(rec, c, s)
+
+    @staticmethod
+    def _analysed(rec: Record, c: Classified) -> Analysed:
+        return Analysed(rec, c.kind, c.obj, c.method, c.id, c.idkey, c.reason, c.problem)
+
+    def _one(self, rec: Record, c: Classified, s: Session, batch_seq: int | None = None) -> Analysed:
+        m = self._analysed(rec, c)
+        m.batch_seq = batch_seq
+        kind = m.kind
+        if kind is Kind.RESULT or kind is Kind.ERROR:
+            match_response(m, s)
+        label_era(m, s)
+        if kind is Kind.REQUEST:
+            register_request(m, s)
+        self._run_rules(m, s)
+        self._apply(m, s)
+        return m
+
+    def _run_rules(self, m: Analysed, s: Session) -> None:
+        kind = m.kind
+        method = m.method if m.method is not None else m.answers_method
+        for rule in self.ruleset.for_message(kind, method, possible_versions(m)):
+            out = rule.fn(m, s)
+            if out:
+                for hit in out:
+                    m.findings.append(_finding(rule, hit, m))
+
+    def _apply(self, m: Analysed, s: Session) -> None:
+        """Update the session with what this message established (after the rules read it)."""
+        rec = m.rec
+        direction = rec.dir
+        kind = m.kind
+        s.messages += 1
+        s.last_t_ns = rec.t_ns
+        if m.era is Era.MODERN and kind is Kind.REQUEST:
+            s.modern_requests += 1
+        elif m.era is Era.LEGACY:
+            s.legacy_messages += 1
+        method = m.method
+        if kind is Kind.REQUEST:
+            if direction is Direction.C2S and s.first_c2s is None:
+                s.first_c2s = m
+            if method == "initialize":
+                params = m.params or {}
+                s.inits += 1
+                if s.init is None:
+                    pv = params.get("protocolVersion")
+                    caps = params.get("capabilities")
+                    s.init = InitState(rec.seq, m.id, pv if type(pv) is str else None,
+                                       caps if type(caps) is dict else None, params.get("clientInfo"))
+            elif method == "server/discover" and s.discover is None:
+                s.discover = DiscoverState(rec.seq, before_initialize=s.init is None)
+        elif kind is Kind.NOTIFICATION:
+            if direction is Direction.C2S and s.first_c2s is None:
+                s.first_c2s = m
+            if method == "notifications/cancelled":
+                note_cancel(m, s)
+            elif method == "notifications/initialized" and s.init is not None and s.init.initialized_seq is None:
+                s.init.initialized_seq = rec.seq
+        elif kind is Kind.RESULT or kind is Kind.ERROR:
+            req = m.request
+            if req is not None and m.pair_status in (PairStatus.PAIRED, PairStatus.AFTER_CANCEL):
+                init = s.init
+                if req.method == "initialize" and init is not None and init.request_seq == req.seq:
+                    if kind is Kind.RESULT:
+                        res = m.result or {}
+                        pv = res.get("protocolVersion")
+                        caps = res.get("capabilities")
+                        init.result_seq = rec.seq
+                        init.negotiated_version = pv if type(pv) is str else None
+                        init.server_caps = caps if type(caps) is dict else None
+                        init.server_info = res.get("serverInfo")
+                    else:
+                        init.error_seq = rec.seq
+                disc = s.discover
+                if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
+                    disc.outcome = "result" if kind is Kind.RESULT else "error"
+                    disc.result = m.result
+                    err = m.error
+                    disc.error_code = err.get("code") if err else None
+        if kind is not Kind.INVALID and direction is not None:
+            s.last_kind[direction] = kind
+            s.last_seq[direction] = rec.seq
+
+    def _end(self, s: Session, t_ns: int | None) -> list[Finding]:
+        s.closed = True
+        if s.messages:
+            self.session_cells[s.conn] = s.compatibility
+        out: list[Finding] = []
+        end_t = t_ns or s.last_t_ns
+        for rule in self.ruleset.end_rules:
+            for req, hit in rule.fn(s, end_t) or ():
+                if req is not None and not _request_versions(req) <= rule.versions:
+                    continue
+                f = Finding(rule.id, hit.severity or rule.severity, hit.message,
+                            req.seq if req else 0, req.line if req else 0, req.source if req else "",
+                            path=hit.path, related_seq=hit.related_seq)
+                out.append(f)
+        return out
+
+
+def analyse_all(records: Iterable[Record], rules: Iterable[Rule] | None = None) -> tuple[list[Analysed], list[Finding]]:
+    """Convenience for tests and small inputs: every analysed message and the end findings."""
+    a = Analyser(rules)
+    msgs: list[Analysed] = []
+    ends: list[Finding] = []
+    for item in a.run(records):
+        if isinstance(item, Finding):
+            ends.append(item)
+        else:
+            msgs.append(item)
+    return msgs, ends
+
+
+__all__ = ["Analyser", "RuleSet", "analyse_all", "possible_versions", "Severity"]

@@ -1,0 +1,264 @@
+"""Capture format v1: JSONL, one record per line, appended and flushed as it happens.
+
+Line 1 is a header record; then `message`, `stderr`, `http` and `event` records. The raw bytes of a
+message are stored as `text` when they are valid UTF-8, else as `b64`. A reader streams the file,
+tolerates a torn last line (a killed writer), and reports a broken line by its number and goes on.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import IO, Any
+
+import orjson
+
+from tracer import __version__
+from tracer.model import Direction, Record, RecordType
+from tracer.redact import redact_headers
+
+FORMAT_NAME = "mcptrace"
+FORMAT_VERSION = 1
+
+
+def now_iso(t_ns: int | None = None) -> str:
+    t = (t_ns if t_ns is not None else time.time_ns()) / 1e9
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def header_record(
+    transport: str,
+    *,
+    command: list[str] | None = None,
+    upstream: str | None = None,
+    label: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    t = time.time_ns()
+    head: dict[str, Any] = {
+        "type": "header",
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "tool": f"mcptrace/{__version__}",
+        "started": now_iso(t),
+        "t_ns": t,
+        "transport": transport,
+    }
+    if command is not None:
+        head["command"] = command
+    if upstream is not None:
+        head["upstream"] = upstream
+    if label:
+        head["label"] = label
+    if extra:
+        head.update(extra)
+    return head
+
+
+def _bytes_fields(raw: bytes, out: dict[str, Any]) -> None:
+    try:
+        out["text"] = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        out["b64"] = base64.b64encode(raw).decode("ascii")
+
+
+def record_to_dict(rec: Record, *, redact: bool = True) -> dict[str, Any]:
+    """The JSON object a record is stored as (only the fields that are set)."""
+    out: dict[str, Any] = {"type": rec.type.value, "seq": rec.seq, "t_ns": rec.t_ns}
+    if rec.dir is not None:
+        out["dir"] = rec.dir.value
+    out["transport"] = rec.transport
+    out["conn"] = rec.conn
+    if rec.type in (RecordType.MESSAGE, RecordType.STDERR) or rec.raw:
+        _bytes_fields(rec.raw, out)
+    if rec.offset is not None:
+        out["offset"] = rec.offset
+    if not rec.eol:
+        out["eol"] = False
+    if rec.dir_inferred:
+        out["dir_inferred"] = True
+    if rec.http is not None:
+        http = dict(rec.http)
+        if redact:
+            for key in ("req_headers", "resp_headers"):
+                if key in http and http[key] is not None:
+                    http[key] = redact_headers(http[key])
+        out["http"] = http
+    if rec.sse is not None:
+        out["sse"] = rec.sse
+    if rec.data is not None:
+        out["data"] = rec.data
+    return out
+
+
+def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") -> Record:
+    """Build a record from its stored object; raises ValueError with a reason when malformed."""
+    try:
+        rtype = RecordType(obj["type"])
+    except (KeyError, ValueError):
+        raise ValueError(f"unknown record type {obj.get('type')!r}") from None
+    if rtype is RecordType.HEADER:
+        return Record(RecordType.HEADER, data=obj, line=line, source=source, t_ns=obj.get("t_ns", 0))
+    text = obj.get("text")
+    if text is not None:
+        if type(text) is not str:
+            raise ValueError("'text' is not a string")
+        raw = text.encode("utf-8", "surrogatepass")
+    elif "b64" in obj:
+        try:
+            raw = base64.b64decode(obj["b64"], validate=True)
+        except (ValueError, TypeError):
+            raise ValueError("'b64' is not valid base64") from None
+    else:
+        raw = b""
+    d = obj.get("dir")
+    try:
+        direction = Direction(d) if d is not None else None
+    except ValueError:
+        raise ValueError(f"unknown direction {d!r}") from None
+    if rtype is RecordType.MESSAGE and direction is None:
+        raise ValueError("message record without 'dir'")
+    seq = obj.get("seq", 0)
+    t_ns = obj.get("t_ns", 0)
+    if type(seq) is not int or type(t_ns) is not int:
+        raise ValueError("'seq' and 't_ns' must be integers")
+    return Record(
+        rtype,
+        seq=seq,
+        t_ns=t_ns,
+        dir=direction,
+        raw=raw,
+        transport=obj.get("transport", "stdio"),
+        conn=str(obj.get("conn", "0")),
+        offset=obj.get("offset"),
+        eol=obj.get("eol", True),
+        dir_inferred=obj.get("dir_inferred", False),
+        http=obj.get("http"),
+        sse=obj.get("sse"),
+        data=obj.get("data"),
+        line=line,
+        source=source,
+    )
+
+
+class CaptureWriter:
+    """Appends records to a capture file; every record is flushed as it is written.
+
+    Thread-safe: the tee's writer thread and the proxy's event loop may share one writer. Sequence
+    numbers are assigned here, so they are monotonic in file order.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any], *, redact: bool = True):
+        self.path = os.fspath(path)
+        self.redact = redact
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self._fh: IO[bytes] = os.fdopen(fd, "wb")
+        self._lock = threading.Lock()
+        self._seq = 0
+        self.records_written = 0
+        header = dict(header)
+        header.setdefault("redacted", redact)
+        self._write_obj(header)
+
+    def _write_obj(self, obj: dict[str, Any]) -> None:
+        self._fh.write(orjson.dumps(obj) + b"\n")
+        self._fh.flush()
+
+    def next_seq(self) -> int:
+        with self._lock:
+            self._seq += 1
+            return self._seq
+
+    def write(self, rec: Record) -> Record:
+        """Write a record, assigning its seq (and t_ns if unset). Returns the record."""
+        with self._lock:
+            self._seq += 1
+            rec.seq = self._seq
+            if not rec.t_ns:
+                rec.t_ns = time.time_ns()
+            self._write_obj(record_to_dict(rec, redact=self.redact))
+            self.records_written += 1
+        return rec
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+    def __enter__(self) -> CaptureWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(slots=True)
+class ReadProblem:
+    """A capture line that could not be read. The reader goes on after it."""
+
+    source: str
+    line: int
+    message: str
+    torn: bool = False  # the last line, cut short (the writer was killed or is still writing)
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: {self.message}"
+
+
+def iter_lines(fh: IO[bytes], first_line: int = 1) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, content without newline, had_newline) for every line of a binary file."""
+    n = first_line - 1
+    for raw in fh:
+        n += 1
+        if raw.endswith(b"\n"):
+            yield n, raw[:-1], True
+        else:
+            yield n, raw, False
+
+
+def read_capture(fh: IO[bytes], source: str = "") -> Iterator[Record | ReadProblem]:
+    """Stream the records of a capture file (binary mode); problems are yielded, never raised."""
+    loads = orjson.loads
+    saw_header = False
+    for n, line, had_nl in iter_lines(fh):
+        if not line.strip():
+            continue
+        try:
+            obj = loads(line)
+            if type(obj) is not dict:
+                raise ValueError("record is not a JSON object")
+            rec = record_from_dict(obj, line=n, source=source)
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            torn = not had_nl
+            msg = (
+                "torn last line (the writer was stopped mid-record); ignored"
+                if torn
+                else f"broken capture record: {exc}"
+            )
+            yield ReadProblem(source, n, msg, torn=torn)
+            continue
+        if rec.type is RecordType.HEADER:
+            if saw_header:
+                # Concatenated captures: a new header starts a new capture; keep going.
+                pass
+            saw_header = True
+            version = obj.get("version")
+            if type(version) is int and version > FORMAT_VERSION:
+                yield ReadProblem(
+                    source, n, f"capture format version {version} is newer than this mcptrace reads "
+                    f"({FORMAT_VERSION}); reading what it can"
+                )
+        yield rec
+
+
+def write_records(path: str, header: dict[str, Any], records: Iterable[Record], *, redact: bool = True) -> int:
+    """Write a whole capture at once (importers, replay). Returns the number of records."""
+    with CaptureWriter(path, header, redact=redact) as w:
+        for rec in records:
+            w.write(rec)
+        return w.records_written

@@ -1,0 +1,175 @@
+"""Classify one message on its own: request, notification, result, error, invalid, or batch.
+
+Classification never needs history. It follows JSON-RPC 2.0 member rules (method+id = request,
+method without id = notification, result = result, error = error), with MCP's stricter ids: an id
+must be a string or an integer, never null, a fraction, a boolean, an object or an array.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from tracer.model import Kind
+
+_MISSING = object()
+
+
+@dataclass(slots=True)
+class Classified:
+    kind: Kind
+    obj: Any = None
+    method: str | None = None
+    id: Any = None
+    idkey: tuple | None = None
+    reason: str | None = None  # why it is invalid
+    problem: str | None = None  # machine code for the reason (see REASONS)
+    members: list[Classified] | None = None
+    json_ok: bool = True
+
+
+# Machine codes for invalid messages, and the rule that reports each.
+REASONS = {
+    "not-utf8": "MCP101",
+    "not-json": "MCP101",
+    "not-object": "MCP103",
+    "bad-jsonrpc": "MCP102",
+    "unclassifiable": "MCP104",
+    "method-not-string": "MCP105",
+    "null-id": "MCP108",
+    "bad-id": "MCP109",
+    "result-and-error": "MCP113",
+    "too-deep": "MCP101",
+}
+
+
+def id_key(value: Any) -> tuple | None:
+    """The id with its JSON type: `1` and `"1"` differ; `1` and `1.0` are the same JSON number."""
+    t = type(value)
+    if t is str:
+        return ("s", value)
+    if t is int:
+        return ("n", value)
+    if t is float and value.is_integer():
+        return ("n", int(value))
+    return None
+
+
+def id_problem(value: Any) -> str | None:
+    """Why a request/response id is not acceptable for MCP, or None."""
+    t = type(value)
+    if t is str or t is int:
+        return None
+    if value is None:
+        return "null-id"
+    if t is float:
+        return None if value.is_integer() else "bad-id"
+    return "bad-id"
+
+
+def _describe_id(value: Any) -> str:
+    if value is None:
+        return "null"
+    if type(value) is bool:
+        return "a boolean"
+    if type(value) is float:
+        return f"the number {value!r} (not an integer)"
+    if type(value) is dict:
+        return "an object"
+    if type(value) is list:
+        return "an array"
+    return type(value).__name__
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(raw: bytes | str) -> tuple[Any, str | None, str | None]:
+    """(value, problem code, reason). orjson first; the standard library only for what orjson refuses
+    but JSON allows (integers beyond 64 bits, lone surrogate escapes)."""
+    try:
+        return orjson.loads(raw), None, None
+    except orjson.JSONDecodeError as exc:
+        first = str(exc)
+    if isinstance(raw, bytes | bytearray | memoryview):
+        try:
+            text = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, "not-utf8", f"not UTF-8: invalid byte at offset {exc.start}"
+    else:
+        text = raw
+    if not text.strip():
+        return None, "not-json", "empty message"
+    try:
+        return json.loads(text, parse_constant=_reject_constant), None, None
+    except RecursionError:
+        return None, "too-deep", "JSON nested too deeply to parse"
+    except ValueError:
+        if "recursion limit" in first:
+            return None, "too-deep", "JSON nested too deeply to parse"
+        return None, "not-json", f"not JSON: {first}"
+
+
+def classify_raw(raw: bytes | str) -> Classified:
+    obj, problem, reason = parse_json(raw)
+    if problem is not None:
+        return Classified(Kind.INVALID, reason=reason, problem=problem, json_ok=False)
+    return classify_value(obj)
+
+
+def classify_value(obj: Any, *, in_batch: bool = False) -> Classified:
+    t = type(obj)
+    if t is list and not in_batch:
+        return Classified(Kind.BATCH, obj=obj, members=[classify_value(m, in_batch=True) for m in obj])
+    if t is not dict:
+        what = "an array" if t is list else "null" if obj is None else f"a {type(obj).__name__}"
+        return Classified(Kind.INVALID, obj=obj, reason=f"not a JSON object (it is {what})",
+                          problem="not-object")
+    jsonrpc = obj.get("jsonrpc", _MISSING)
+    if jsonrpc != "2.0" or type(jsonrpc) is not str:
+        why = "missing" if jsonrpc is _MISSING else f"{jsonrpc!r}, not \"2.0\""
+        return Classified(Kind.INVALID, obj=obj, reason=f"jsonrpc is {why}", problem="bad-jsonrpc",
+                          method=obj.get("method") if type(obj.get("method")) is str else None)
+    method = obj.get("method", _MISSING)
+    msg_id = obj.get("id", _MISSING)
+    if method is not _MISSING:
+        if type(method) is not str:
+            return Classified(Kind.INVALID, obj=obj, reason="method is not a string",
+                              problem="method-not-string")
+        if msg_id is _MISSING:
+            return Classified(Kind.NOTIFICATION, obj=obj, method=method)
+        bad = id_problem(msg_id)
+        if bad is not None:
+            return Classified(Kind.INVALID, obj=obj, method=method, id=msg_id, problem=bad,
+                              reason=f"request id is {_describe_id(msg_id)}")
+        return Classified(Kind.REQUEST, obj=obj, method=method, id=msg_id, idkey=id_key(msg_id))
+    has_result = "result" in obj
+    has_error = "error" in obj
+    if has_result and has_error:
+        return Classified(Kind.INVALID, obj=obj, id=None if msg_id is _MISSING else msg_id,
+                          idkey=id_key(msg_id), reason="has both result and error",
+                          problem="result-and-error")
+    if not has_result and not has_error:
+        return Classified(Kind.INVALID, obj=obj, id=None if msg_id is _MISSING else msg_id,
+                          idkey=id_key(msg_id),
+                          reason="neither method nor result/error: cannot classify",
+                          problem="unclassifiable")
+    if has_result:
+        if msg_id is _MISSING or id_problem(msg_id) is not None:
+            what = "missing" if msg_id is _MISSING else _describe_id(msg_id)
+            return Classified(Kind.INVALID, obj=obj, id=None if msg_id is _MISSING else msg_id,
+                              reason=f"result id is {what}",
+                              problem="null-id" if msg_id is None else "bad-id")
+        return Classified(Kind.RESULT, obj=obj, id=msg_id, idkey=id_key(msg_id))
+    # An error response: the id may be absent or null when the request's id could not be read
+    # (JSON-RPC -32700/-32600); MCP117/MCP118 judge that, classification accepts it.
+    if msg_id is _MISSING or msg_id is None:
+        return Classified(Kind.ERROR, obj=obj, id=None)
+    if id_problem(msg_id) is not None:
+        return Classified(Kind.INVALID, obj=obj, id=msg_id,
+                          reason=f"error id is {_describe_id(msg_id)}", problem="bad-id")
+    return Classified(Kind.ERROR, obj=obj, id=msg_id, idkey=id_key(msg_id))

@@ -1,0 +1,73 @@
+"""`mcptrace lint`: check recorded MCP traffic against the spec, offline, for CI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "lint"
+HELP = "check recorded MCP traffic (captures, NDJSON, host logs, HAR, .mitm) against the spec"
+EXAMPLE = """  mcptrace lint capture.jsonl
+  mcptrace lint --format sarif -o lint.sarif logs/*.jsonl
+  mcptrace lint --select MCP1,MCP2 --ignore MCP209 --fail-on warning ~/Library/Logs/Claude/mcp.log"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tracer.report import EXTRA_FORMATS, FORMATS
+
+    p.add_argument("paths", nargs="+", metavar="PATH", help="inputs; the format is detected from content")
+    p.add_argument("--format", "-f", default="text", choices=list(FORMATS) + sorted(EXTRA_FORMATS),
+                   help="report format (default: text)")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
+    p.add_argument("--select", action="append", metavar="IDS",
+                   help="only these rule ids or prefixes, comma-separated (MCP1,MCP310)")
+    p.add_argument("--ignore", action="append", metavar="IDS", help="skip these rule ids or prefixes")
+    p.add_argument("--fail-on", default="error", choices=["info", "warning", "error", "never"],
+                   help="exit 1 when a finding is at or above this severity (default: error)")
+    p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
+    p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer.analyser import RuleSet
+    from tracer.cli import UsageError
+    from tracer.cli.inputs import register_optional_inputs
+    from tracer.lint import InputError, lint_paths
+    from tracer.model import Severity
+    from tracer.report import make_reporter
+    from tracer.rules.registry import SelectionError, select_rules
+
+    register_optional_inputs()
+    try:
+        rules = select_rules(args.select, args.ignore)
+    except SelectionError as exc:
+        raise UsageError(str(exc)) from None
+    out = sys.stdout
+    if args.output:
+        try:
+            out = open(args.output, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror}") from None
+    try:
+        reporter = make_reporter(args.format, out, color=out.isatty() and args.format == "text")
+        try:
+            stats = lint_paths(args.paths, RuleSet(rules), reporter, fmt=args.input_format,
+                               progress=False if args.no_progress else None)
+        except InputError as exc:
+            sys.stderr.write(f"mcptrace: error: {exc}\n")
+            return 2
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if args.fail_on == "never":
+        return 0
+    threshold = Severity.parse(args.fail_on)
+    worst = stats.worst()
+    if (worst is not None and worst >= threshold) or (stats.problems and threshold <= Severity.ERROR
+                                                        and _has_broken_lines(stats)):
+        return 1
+    return 0
+
+
+def _has_broken_lines(stats) -> bool:
+    return stats.problems > 0

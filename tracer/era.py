@@ -1,0 +1,127 @@
+"""Label each message with its protocol era, the version it speaks, and the reason.
+
+Modern (2026-07-28) is per request: `params._meta["io.modelcontextprotocol/protocolVersion"]`, a
+modern-only method, or an answer to a modern request. Legacy is per session: an `initialize`
+handshake and its negotiated version, an `MCP-Protocol-Version` header without `_meta`, or a method
+the modern revision removed. Everything else is `unknown`, with the reason.
+"""
+
+from __future__ import annotations
+
+from tracer.model import Analysed, Direction, Era, Kind
+from tracer.protocol import (
+    ALL,
+    LEG,
+    LEGACY_ONLY_METHODS,
+    LEGACY_VERSIONS,
+    META_PROTOCOL_VERSION,
+    MODERN_ONLY_METHODS,
+    MODERN_VERSION,
+)
+from tracer.session import Session
+
+
+_MODERN_SET = frozenset({MODERN_VERSION})
+
+
+def possible_versions(m: Analysed) -> frozenset[str]:
+    """Which versions a message may be speaking, by what its era label knows. A rule runs on a
+    message only if it applies to every version the message may be speaking: no guessing."""
+    if m.era is Era.MODERN:
+        return _MODERN_SET
+    if m.era is Era.LEGACY:
+        v = m.version
+        if v in LEGACY_VERSIONS:
+            return frozenset({v})
+        return LEG
+    return ALL
+
+
+def _header(m: Analysed, name: str) -> str | None:
+    http = m.rec.http
+    if not http:
+        return None
+    headers = http.get("req_headers")
+    if not headers:
+        return None
+    name = name.lower()
+    for k, v in headers.items() if isinstance(headers, dict) else headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+def label_era(m: Analysed, s: Session) -> None:
+    kind = m.kind
+    method = m.method
+    meta = m.meta if kind is Kind.REQUEST or kind is Kind.NOTIFICATION else None
+    if meta is not None:
+        pv = meta.get(META_PROTOCOL_VERSION)
+        if pv is not None:
+            m.era = Era.MODERN
+            m.version = pv if type(pv) is str else None
+            m.era_reason = f"params._meta protocolVersion {pv!r}"
+            return
+    if method is not None:
+        if method in MODERN_ONLY_METHODS:
+            m.era = Era.MODERN
+            m.version = "2026-07-28"
+            m.era_reason = f"{method} exists only in 2026-07-28"
+            return
+        if method == "initialize" and kind is Kind.REQUEST:
+            params = m.params or {}
+            requested = params.get("protocolVersion")
+            m.era = Era.LEGACY
+            m.version = requested if type(requested) is str else None
+            m.era_reason = f"initialize handshake (client requests {requested!r})"
+            return
+    req = m.request
+    if req is not None:  # a response: it speaks the era of the request it answers
+        if req.method == "initialize" and kind is Kind.RESULT:
+            res = m.result or {}
+            negotiated = res.get("protocolVersion")
+            m.era = Era.LEGACY
+            m.version = negotiated if type(negotiated) is str else req.version
+            m.era_reason = f"answers initialize: negotiated {negotiated!r}"
+            return
+        if req.era is Era.MODERN:
+            m.era = Era.MODERN
+            m.version = req.version
+            m.era_reason = f"answers modern {req.method} (seq {req.seq})"
+            return
+    init = s.init
+    if init is not None:
+        m.era = Era.LEGACY
+        m.version = s.legacy_version
+        how = f"negotiated {init.negotiated_version}" if init.negotiated_version else "not yet negotiated"
+        m.era_reason = f"session opened by initialize at seq {init.request_seq} ({how})"
+        return
+    header = _header(m, "mcp-protocol-version")
+    if header is not None and m.dir is Direction.C2S:
+        m.era = Era.LEGACY
+        m.version = header
+        m.era_reason = f"MCP-Protocol-Version header {header!r} without _meta"
+        return
+    if s.modern_requests and not s.legacy_messages:
+        m.era = Era.MODERN
+        m.version = MODERN_VERSION
+        m.era_reason = "session carries modern requests and no initialize"
+        return
+    if method is not None and method in LEGACY_ONLY_METHODS:
+        m.era = Era.LEGACY
+        m.version = None
+        m.era_reason = f"{method} exists only before 2026-07-28 (no initialize captured)"
+        return
+    if req is not None and req.era is Era.LEGACY:
+        m.era = Era.LEGACY
+        m.version = req.version
+        m.era_reason = f"answers legacy {req.method} (seq {req.seq})"
+        return
+    if s.legacy_messages and not s.modern_requests:
+        m.era = Era.LEGACY
+        m.version = None
+        m.era_reason = "session carries legacy-only traffic and no modern _meta"
+        return
+    m.era = Era.UNKNOWN
+    m.version = None
+    m.era_reason = "no initialize or per-request _meta seen in this session yet"

@@ -1,0 +1,205 @@
+"""Incremental framers: newline-delimited JSON (stdio) and Server-Sent Events (HTTP).
+
+Both are pure: they are fed copies of the bytes that crossed the wire, in whatever chunks they came,
+and return frames. They never decode more than a frame and never change what they were given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Frame:
+    data: bytes  # the line without its "\n" (a "\r" before it is kept)
+    offset: int  # byte offset of the first byte of the line in the stream
+    eol: bool = True  # False: the stream ended before a "\n"
+
+
+class LineFramer:
+    """Splits a byte stream into lines. `feed` returns complete lines; `finish` the unterminated tail.
+
+    `max_line` caps what is buffered for one line: a longer line is still framed (its length and
+    offset are exact) but only its first `max_line` bytes are kept, and `truncated` counts such lines.
+    """
+
+    __slots__ = ("_buf", "_start", "max_line", "truncated", "_dropped")
+
+    def __init__(self, max_line: int = 64 * 1024 * 1024):
+        self._buf = bytearray()
+        self._start = 0  # stream offset of _buf[0]
+        self.max_line = max_line
+        self.truncated = 0
+        self._dropped = 0  # bytes of the current line not kept (over max_line)
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        frames: list[Frame] = []
+        if not chunk:
+            return frames
+        pos = 0
+        n = len(chunk)
+        while pos < n:
+            nl = chunk.find(b"\n", pos)
+            if nl < 0:
+                self._keep(chunk[pos:])
+                break
+            self._keep(chunk[pos:nl])
+            line_len = len(self._buf) + self._dropped
+            frames.append(Frame(bytes(self._buf), self._start))
+            if self._dropped:
+                self.truncated += 1
+            self._start += line_len + 1
+            self._buf.clear()
+            self._dropped = 0
+            pos = nl + 1
+        return frames
+
+    def _keep(self, part: bytes) -> None:
+        room = self.max_line - len(self._buf)
+        if len(part) <= room:
+            self._buf += part
+        else:
+            if room > 0:
+                self._buf += part[:room]
+            self._dropped += len(part) - max(room, 0)
+
+    def finish(self) -> Frame | None:
+        """The bytes after the last newline, if any (a message missing its final newline)."""
+        if not self._buf and not self._dropped:
+            return None
+        frame = Frame(bytes(self._buf), self._start, eol=False)
+        self._start += len(self._buf) + self._dropped
+        self._buf.clear()
+        self._dropped = 0
+        return frame
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf) + self._dropped
+
+
+@dataclass(slots=True)
+class SseEvent:
+    data: str
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+    offset: int = 0  # stream offset of the event's first line
+    has_data: bool = True
+    comments: list[str] = field(default_factory=list)
+
+
+class SseParser:
+    """WHATWG event-stream parser, incremental over bytes; handles CR, LF and CRLF line endings,
+    chunks split mid-line and mid-UTF-8 sequence (lines are decoded only when complete)."""
+
+    __slots__ = ("_buf", "_offset", "_line_start", "_data", "_event", "_id", "_retry", "_ev_start",
+                 "_comments", "_started", "_pending_cr", "last_id")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._offset = 0  # stream offset of _buf[0]
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._ev_start: int | None = None
+        self._comments: list[str] = []
+        self._started = False
+        self._pending_cr = False
+        self.last_id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        out: list[SseEvent] = []
+        if self._pending_cr and chunk.startswith(b"\n"):
+            # the "\n" of a CRLF split across chunks
+            chunk = chunk[1:]
+            self._offset += 1
+        self._pending_cr = False
+        self._buf += chunk
+        buf = self._buf
+        pos = 0
+        while True:
+            cr = buf.find(b"\r", pos)
+            lf = buf.find(b"\n", pos)
+            if cr < 0 and lf < 0:
+                break
+            if cr >= 0 and (lf < 0 or cr < lf):
+                end = cr
+                if cr + 1 < len(buf):
+                    nxt = cr + 2 if buf[cr + 1] == 0x0A else cr + 1
+                else:
+                    nxt = cr + 1
+                    self._pending_cr = True
+            else:
+                end = lf
+                nxt = lf + 1
+            line = bytes(buf[pos:end])
+            ev = self._line(line, self._offset + pos)
+            if ev is not None:
+                out.append(ev)
+            pos = nxt
+        if pos:
+            del buf[:pos]
+            self._offset += pos
+        return out
+
+    def _line(self, raw: bytes, offset: int) -> SseEvent | None:
+        line = raw.decode("utf-8", "replace")
+        if not self._started:
+            self._started = True
+            if line.startswith("\ufeff"):
+                line = line[1:]
+        if line == "":
+            return self._dispatch()
+        if self._ev_start is None:
+            self._ev_start = offset
+        if line.startswith(":"):
+            self._comments.append(line[1:])
+            return None
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+                self.last_id = value
+        elif name == "retry":
+            if value.isdigit():
+                self._retry = int(value)
+        return None
+
+    def _dispatch(self) -> SseEvent | None:
+        start = self._ev_start if self._ev_start is not None else self._offset
+        has_data = bool(self._data)
+        ev = None
+        if has_data or self._id is not None or self._retry is not None or self._event:
+            ev = SseEvent(
+                data="\n".join(self._data),
+                event=self._event or "message",
+                id=self._id,
+                retry=self._retry,
+                offset=start,
+                has_data=has_data,
+                comments=self._comments,
+            )
+        self._data = []
+        self._event = ""
+        self._id = None
+        self._retry = None
+        self._ev_start = None
+        self._comments = []
+        return ev
+
+    def finish(self) -> SseEvent | None:
+        """At end of stream an unterminated event is discarded (per the spec); report it if any."""
+        if self._buf:
+            self.feed(b"\n")
+        if self._data:
+            return SseEvent(data="\n".join(self._data), event=self._event or "message", id=self._id,
+                            offset=self._ev_start or 0, has_data=True)
+        return None

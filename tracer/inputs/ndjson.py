@@ -1,0 +1,86 @@
+"""Bare NDJSON: one JSON-RPC message per line, no direction recorded.
+
+Direction is inferred from the message (requests and notifications by the method's side in the
+schema; responses as the opposite of the request they answer) and marked `dir_inferred`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import IO
+
+import orjson
+
+from tracer.capture import ReadProblem, iter_lines
+from tracer.classify import id_key
+from tracer.model import Direction, Record, RecordType
+from tracer.protocol import CLIENT_METHODS_ANY, SERVER_METHODS_ANY
+
+
+def sniff(head: bytes) -> bool:
+    lines = head.split(b"\n")
+    checked = 0
+    for line in lines[:-1] if len(lines) > 1 else lines:
+        line = line.strip()
+        if not line:
+            continue
+        checked += 1
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if checked > 64:
+                break
+            continue
+        if isinstance(obj, dict) and ("jsonrpc" in obj or "method" in obj or "result" in obj or "error" in obj):
+            return True
+        if isinstance(obj, list):
+            return True
+        if checked > 64:
+            break
+    # One huge first line (cut by the head): JSON-looking text is read as NDJSON.
+    stripped = head.lstrip()
+    return len(lines) <= 1 and stripped[:1] in (b"{", b"[")
+
+
+class DirectionGuesser:
+    """Infers who sent each message of a direction-less log."""
+
+    def __init__(self) -> None:
+        self.pending: dict[tuple, Direction] = {}
+
+    def guess(self, obj: object) -> Direction:
+        if type(obj) is list:
+            return self.guess(obj[0]) if obj and type(obj[0]) is dict else Direction.C2S
+        if type(obj) is not dict:
+            return Direction.C2S
+        method = obj.get("method")
+        if type(method) is str:
+            if method in CLIENT_METHODS_ANY and method not in SERVER_METHODS_ANY:
+                d = Direction.C2S
+            elif method in SERVER_METHODS_ANY and method not in CLIENT_METHODS_ANY:
+                d = Direction.S2C
+            else:
+                d = Direction.C2S  # ping, cancelled, progress: both sides; assume the host
+            key = id_key(obj.get("id"))
+            if key is not None:
+                self.pending[key] = d
+            return d
+        key = id_key(obj.get("id"))
+        if key is not None and key in self.pending:
+            return self.pending.pop(key).other
+        return Direction.S2C  # a response to nothing we saw: most responses come from servers
+
+
+def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
+    guesser = DirectionGuesser()
+    seq = 0
+    for n, line, had_nl in iter_lines(fh):
+        if not line.strip():
+            continue
+        seq += 1
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            obj = None
+        yield Record(RecordType.MESSAGE, seq=seq, t_ns=0, dir=guesser.guess(obj), raw=line,
+                     transport="ndjson", conn="0", eol=had_nl, dir_inferred=True, line=n, source=source)

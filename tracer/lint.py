@@ -1,0 +1,148 @@
+"""Offline lint: stream inputs through the analyser and hand findings to a reporter.
+
+Memory does not grow with the input: records are read one at a time, analysed messages are dropped
+after their findings are reported, and sessions are dropped when their connection closes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from tracer.analyser import Analyser, RuleSet
+from tracer.capture import ReadProblem
+from tracer.inputs import InputError, open_input
+from tracer.model import Finding, RecordType, Severity
+
+
+@dataclass
+class LintStats:
+    files: int = 0
+    records: int = 0
+    messages: int = 0
+    findings: int = 0
+    problems: int = 0
+    by_rule: Counter = field(default_factory=Counter)
+    by_severity: Counter = field(default_factory=Counter)
+    eras: Counter = field(default_factory=Counter)
+    formats: dict[str, str] = field(default_factory=dict)
+    sessions: dict[str, str] = field(default_factory=dict)  # "file#conn" -> compatibility cell
+    seconds: float = 0.0
+
+    def worst(self) -> Severity | None:
+        present = [s for s in Severity if self.by_severity.get(s.label)]
+        return max(present) if present else None
+
+
+class Reporter:
+    """Receives what lint finds, as it finds it."""
+
+    def start(self, rules: list) -> None: ...
+    def file(self, path: str, fmt: str) -> None: ...
+    def problem(self, p: ReadProblem) -> None: ...
+    def finding(self, f: Finding) -> None: ...
+    def end(self, stats: LintStats) -> None: ...
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal and the input is large."""
+
+    MIN_BYTES = 20 * 1024 * 1024
+
+    def __init__(self, total_bytes: int, enabled: bool | None = None):
+        self.total = total_bytes
+        self.enabled = (sys.stderr.isatty() and total_bytes >= self.MIN_BYTES) if enabled is None else enabled
+        self.last = 0.0
+
+    def update(self, done_bytes: int, messages: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.2:
+            return
+        self.last = now
+        frac = min(1.0, done_bytes / self.total) if self.total else 1.0
+        bar = "#" * int(frac * 30)
+        sys.stderr.write(f"\rlint [{bar:<30}] {frac * 100:5.1f}%  {messages:,} messages")
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 70 + "\r")
+            sys.stderr.flush()
+
+
+def lint_paths(
+    paths: Iterable[str],
+    rules: RuleSet,
+    reporter: Reporter,
+    *,
+    fmt: str | None = None,
+    progress: bool | None = None,
+    keep: Callable[[Finding], bool] | None = None,
+) -> LintStats:
+    """Lint every path; raises InputError (before reporting anything for it) for unreadable input."""
+    stats = LintStats()
+    started = time.perf_counter()
+    paths = list(paths)
+    opened = []
+    for path in paths:  # open all first, so an unreadable input fails before any output
+        opened.append(open_input(path, fmt=fmt))
+    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    bar = Progress(total, progress)
+    done_before = 0
+    reporter.start(rules.rules)
+
+    def emit(f: Finding) -> None:
+        if keep is not None and not keep(f):
+            return
+        stats.findings += 1
+        stats.by_rule[f.rule] += 1
+        stats.by_severity[f.severity.label] += 1
+        reporter.finding(f)
+
+    for inp in opened:
+        path, input_fmt, records = inp.path, inp.format, inp.records
+        stats.files += 1
+        stats.formats[path] = input_fmt.name
+        reporter.file(path, input_fmt.name)
+        analyser = Analyser(rules)
+        n = 0
+        for item in records:
+            if isinstance(item, ReadProblem):
+                stats.problems += 1
+                reporter.problem(item)
+                continue
+            n += 1
+            a = analyser.feed(item)
+            if a is not None:
+                stats.messages += 1
+                stats.eras[a.era.value] += 1
+                for f in a.findings:
+                    emit(f)
+                if a.members:
+                    for member in a.members:
+                        for f in member.findings:
+                            emit(f)
+                if not stats.messages & 0xFFFF:
+                    bar.update(done_before + inp.position(), stats.messages)
+            elif item.type is RecordType.EVENT:
+                for f in analyser.take_end_findings():
+                    emit(f)
+        for f in analyser.finish():
+            emit(f)
+        for conn, cell in analyser.session_cells.items():
+            stats.sessions[f"{path}#{conn}"] = cell
+        stats.records += n
+        done_before += os.path.getsize(path) if os.path.isfile(path) else 0
+    bar.done()
+    stats.seconds = time.perf_counter() - started
+    reporter.end(stats)
+    return stats
+
+
+__all__ = ["InputError", "LintStats", "Reporter", "lint_paths"]

@@ -1,0 +1,207 @@
+"""The data every door and consumer shares.
+
+A `Record` is one line of a capture: what crossed the wire (a `message` envelope), a line of a
+server's stderr, an HTTP exchange without a JSON-RPC body, or an event. Only raw bytes and transport
+facts are stored; everything else (`Analysed`) is derived from them, so an improved rule applies to
+every old capture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any
+
+
+class Direction(StrEnum):
+    C2S = "c2s"  # host (client) -> server
+    S2C = "s2c"  # server -> host (client)
+
+    @property
+    def other(self) -> Direction:
+        return Direction.S2C if self is Direction.C2S else Direction.C2S
+
+    @property
+    def arrow(self) -> str:
+        return "→" if self is Direction.C2S else "←"
+
+
+class Kind(StrEnum):
+    REQUEST = "request"
+    NOTIFICATION = "notification"
+    RESULT = "result"
+    ERROR = "error"
+    INVALID = "invalid"
+    BATCH = "batch"
+
+
+class Era(StrEnum):
+    MODERN = "modern"
+    LEGACY = "legacy"
+    UNKNOWN = "unknown"
+
+
+class Severity(IntEnum):
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (expected info, warning or error)") from None
+
+
+class RecordType(StrEnum):
+    HEADER = "header"
+    MESSAGE = "message"
+    STDERR = "stderr"
+    HTTP = "http"
+    EVENT = "event"
+
+
+@dataclass(slots=True)
+class Record:
+    """One capture record. For `message` records this is the envelope of one framed message.
+
+    `raw` holds exactly the bytes of the frame (for stdio: one line without its final `\\n`; a
+    `\\r` before it is kept, it is part of what was sent). `line` and `source` say where the record
+    was read from; they are not written back.
+    """
+
+    type: RecordType
+    seq: int = 0
+    t_ns: int = 0
+    dir: Direction | None = None
+    raw: bytes = b""
+    transport: str = "stdio"
+    conn: str = "0"
+    # stdio framing facts
+    offset: int | None = None  # byte offset of the frame in its stream
+    eol: bool = True  # the frame was terminated by "\n"
+    # NDJSON / host logs: direction guessed from content
+    dir_inferred: bool = False
+    # HTTP facts: {"method","url","status","req_headers","resp_headers",...}
+    http: dict[str, Any] | None = None
+    # SSE facts: {"id","event","stream","retry"}
+    sse: dict[str, Any] | None = None
+    # event records: {"event": "exit", "code": 0, ...}; header records: the header fields
+    data: dict[str, Any] | None = None
+    # where it was read from (not stored)
+    line: int = 0
+    source: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode("utf-8", "replace")
+
+
+@dataclass(slots=True)
+class Finding:
+    rule: str
+    severity: Severity
+    message: str
+    seq: int = 0  # the message it is about (0: the capture as a whole)
+    line: int = 0  # source line of that message
+    source: str = ""
+    path: str | None = None  # JSON path inside the message, e.g. "$.params._meta"
+    related_seq: int | None = None  # another message it refers to (the request, the first use...)
+    offset: int | None = None  # stream byte offset (stdio framing)
+
+
+@dataclass(slots=True)
+class Hit:
+    """What a rule returns: the rule's id and severity are added by the runner."""
+
+    message: str
+    path: str | None = None
+    severity: Severity | None = None  # override (rules whose severity depends on the version)
+    related_seq: int | None = None
+    offset: int | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Analysed:
+    """Everything derived from one message record. Built by `tracer.analyser.Analyser`."""
+
+    rec: Record
+    kind: Kind
+    obj: Any = None  # the parsed JSON value (None when invalid JSON)
+    method: str | None = None
+    id: Any = None  # the id as sent
+    idkey: tuple | None = None  # id with its JSON type: ("s", "1") vs ("n", 1)
+    reason: str | None = None  # why it is invalid
+    problem: str | None = None  # machine code of the reason (tracer.classify.REASONS)
+    era: Era = Era.UNKNOWN
+    era_reason: str = ""
+    version: str | None = None  # protocol version label (negotiated or _meta)
+    # pairing
+    partner_seq: int | None = None
+    latency_ns: int | None = None
+    pair_reason: str | None = None
+    pair_status: str | None = None  # see tracer.pairing.PairStatus
+    request: Any = None  # for responses: the PendingRequest answered (tracer.pairing)
+    answers_method: str | None = None  # for responses: the method of the request answered
+    findings: list[Finding] = field(default_factory=list)
+    members: list[Analysed] | None = None  # batch members
+    batch_seq: int | None = None  # for members: seq of the batch
+    op_seq: int | None = None  # MRTR: seq of the first round of the operation
+
+    @property
+    def seq(self) -> int:
+        return self.rec.seq
+
+    @property
+    def dir(self) -> Direction | None:
+        return self.rec.dir
+
+    @property
+    def params(self) -> dict | None:
+        obj = self.obj
+        if type(obj) is dict:
+            p = obj.get("params")
+            if type(p) is dict:
+                return p
+        return None
+
+    @property
+    def meta(self) -> dict | None:
+        p = self.params
+        if p is not None:
+            m = p.get("_meta")
+            if type(m) is dict:
+                return m
+        return None
+
+    @property
+    def result(self) -> dict | None:
+        obj = self.obj
+        if type(obj) is dict:
+            r = obj.get("result")
+            if type(r) is dict:
+                return r
+        return None
+
+    @property
+    def error(self) -> dict | None:
+        obj = self.obj
+        if type(obj) is dict:
+            e = obj.get("error")
+            if type(e) is dict:
+                return e
+        return None
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), default=None)
+
+    @property
+    def label(self) -> str:
+        """The method, or for a response the method it answers."""
+        return self.method or self.answers_method or ""

@@ -1,0 +1,159 @@
+"""Request/response pairing: keyed on (connection, requester direction, id with its JSON type).
+
+`1` and `"1"` never pair, and a server's request id 1 never pairs with the client's id 1. Every
+message is kept; pairing only annotates: the partner's seq, the latency, why they paired, and a
+status the correlation rules read (unknown id, duplicate, answered notification, reuse...).
+"""
+
+from __future__ import annotations
+
+from tracer.classify import id_key
+from tracer.model import Analysed, Era, Kind
+from tracer.session import PendingRequest, Session, find_pending_any_type
+
+
+class PairStatus:
+    PAIRED = "paired"
+    AFTER_CANCEL = "after-cancel"  # answered although the requester had cancelled it
+    UNKNOWN_ID = "unknown-id"  # MCP203
+    WRONG_DIRECTION = "wrong-direction"  # MCP203: the id is pending, but from the same side
+    TYPE_MISMATCH = "type-mismatch"  # MCP203: 1 vs "1"
+    DUPLICATE = "duplicate"  # MCP204
+    ANSWERS_NOTIFICATION = "answers-notification"  # MCP205
+    NO_ID = "no-id"  # an error without id: nothing to pair
+    REUSE_PENDING = "reuse-pending"  # a request id still awaiting its answer is used again
+    REUSE_SESSION = "reuse-session"  # legacy: an id used earlier in the session is used again
+    NEW = "new"  # a request, waiting for its answer
+
+
+def _fmt_id(idkey: tuple) -> str:
+    return repr(idkey[1]) if idkey[0] == "s" else str(idkey[1])
+
+
+def match_response(m: Analysed, s: Session) -> None:
+    """Pair a result/error with the request it answers (before era labelling)."""
+    if m.idkey is None:
+        m.pair_status = PairStatus.NO_ID
+        return
+    direction = m.rec.dir
+    requester = direction.other
+    key = (requester, m.idkey)
+    req = s.pending.pop(key, None)
+    if req is not None:
+        m.request = req
+        m.answers_method = req.method
+        m.partner_seq = req.seq
+        m.latency_ns = m.rec.t_ns - req.t_ns
+        m.op_seq = req.op_seq
+        m.pair_reason = (
+            f"id {_fmt_id(m.idkey)} ({'string' if m.idkey[0] == 's' else 'number'}) answers the "
+            f"{req.method} request that {requester.value} sent at seq {req.seq} on connection {s.conn}"
+        )
+        m.pair_status = PairStatus.AFTER_CANCEL if req.cancelled_seq is not None else PairStatus.PAIRED
+        req.response_seq = m.rec.seq
+        req.response_t_ns = m.rec.t_ns
+        req.response_kind = m.kind
+        if req.msg is not None:
+            req.msg.partner_seq = m.rec.seq
+            req.msg.latency_ns = m.latency_ns
+            req.msg.pair_reason = f"answered by seq {m.rec.seq} ({m.kind.value})"
+            req.msg = None
+        s.answered.put(key, req)
+        return
+    first = s.answered.get(key)
+    if first is not None:
+        m.request = first
+        m.answers_method = first.method
+        m.partner_seq = first.seq
+        m.pair_status = PairStatus.DUPLICATE
+        m.pair_reason = f"id {_fmt_id(m.idkey)} was already answered at seq {first.response_seq}"
+        return
+    same_side = s.pending.get((direction, m.idkey))
+    if same_side is not None:
+        m.pair_status = PairStatus.WRONG_DIRECTION
+        m.pair_reason = (
+            f"id {_fmt_id(m.idkey)} is pending, but it is a request {direction.value} sent itself "
+            f"(seq {same_side.seq}); a response must travel the other way"
+        )
+        return
+    other_type = find_pending_any_type(s, requester, m.idkey)
+    if other_type is not None:
+        m.pair_status = PairStatus.TYPE_MISMATCH
+        m.pair_reason = (
+            f"id {_fmt_id(m.idkey)} does not match the pending request id {_fmt_id(other_type.idkey)} "
+            f"(seq {other_type.seq}): ids keep their JSON type"
+        )
+        return
+    if s.last_kind.get(requester) is Kind.NOTIFICATION:
+        m.pair_status = PairStatus.ANSWERS_NOTIFICATION
+        m.partner_seq = s.last_seq.get(requester)
+        m.pair_reason = (
+            f"id {_fmt_id(m.idkey)} matches no request; it follows the notification at seq "
+            f"{m.partner_seq}"
+        )
+        return
+    m.pair_status = PairStatus.UNKNOWN_ID
+    m.pair_reason = f"id {_fmt_id(m.idkey)} matches no request {requester.value} sent on connection {s.conn}"
+
+
+def register_request(m: Analysed, s: Session) -> None:
+    """Record a request as pending (after era labelling, so the pending entry knows its era)."""
+    direction = m.rec.dir
+    key = (direction, m.idkey)
+    earlier = s.pending.get(key)
+    if earlier is not None:
+        m.pair_status = PairStatus.REUSE_PENDING
+        m.partner_seq = None
+        m.pair_reason = f"id {_fmt_id(m.idkey)} is still awaiting an answer to seq {earlier.seq}"
+        m.request = earlier
+    elif m.era is not Era.MODERN and key in s.used_ids:
+        m.pair_status = PairStatus.REUSE_SESSION
+        m.request = s.used_ids[key]
+        m.pair_reason = f"id {_fmt_id(m.idkey)} was already used at seq {m.request.seq} in this session"
+    else:
+        m.pair_status = PairStatus.NEW
+    req = PendingRequest(
+        seq=m.rec.seq,
+        line=m.rec.line,
+        source=m.rec.source,
+        t_ns=m.rec.t_ns,
+        dir=direction,
+        idkey=m.idkey,
+        id=m.id,
+        method=m.method or "",
+        era=m.era,
+        version=m.version,
+        params=m.params,
+        msg=m,
+    )
+    s.pending[key] = req
+    s.used_ids.put(key, req)
+
+
+def note_cancel(m: Analysed, s: Session) -> PendingRequest | None:
+    """`notifications/cancelled`: mark the request it names (sent by the same side) as cancelled."""
+    params = m.params
+    if params is None:
+        return None
+    key = id_key(params.get("requestId"))
+    if key is None:
+        return None
+    req = s.pending.get((m.rec.dir, key))
+    if req is not None and req.cancelled_seq is None:
+        req.cancelled_seq = m.rec.seq
+        req.cancelled_t_ns = m.rec.t_ns
+    return req
+
+
+def cancelled_target(m: Analysed, s: Session) -> tuple[PendingRequest | None, bool]:
+    """(the request a cancel names, whether it is still pending), looked up without changing state."""
+    params = m.params
+    if params is None:
+        return None, False
+    key = id_key(params.get("requestId"))
+    if key is None:
+        return None, False
+    req = s.pending.get((m.rec.dir, key))
+    if req is not None:
+        return req, True
+    return s.answered.get((m.rec.dir, key)), False

@@ -1,0 +1,32 @@
+"""Lint report formats. Each reporter streams: findings are written as they are found."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from tracer.lint import Reporter
+
+FORMATS = ("text", "json", "sarif")
+
+
+def make_reporter(name: str, out: IO[str], *, color: bool = False) -> Reporter:
+    if name == "text":
+        from tracer.report.text import TextReporter
+
+        return TextReporter(out, color=color)
+    if name == "json":
+        from tracer.report.jsonfmt import JsonReporter
+
+        return JsonReporter(out)
+    if name == "sarif":
+        from tracer.report.sarif import SarifReporter
+
+        return SarifReporter(out)
+    extra = EXTRA_FORMATS.get(name)
+    if extra is not None:
+        return extra(out)
+    raise ValueError(f"unknown report format {name!r}")
+
+
+# Formats added by later modules (junit, github): name -> factory(out)
+EXTRA_FORMATS: dict = {}

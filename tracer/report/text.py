@@ -1,0 +1,58 @@
+"""`path:line: MCPnnn [severity] message`, one line per finding, then a summary by rule."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from tracer.capture import ReadProblem
+from tracer.lint import LintStats, Reporter
+from tracer.model import Finding
+
+_COLORS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
+_RESET = "\x1b[0m"
+
+
+def location(f: Finding) -> str:
+    where = f"{f.source}:{f.line}" if f.line else (f.source or "-")
+    return where
+
+
+class TextReporter(Reporter):
+    def __init__(self, out: IO[str], *, color: bool = False):
+        self.out = out
+        self.color = color
+        self.names: dict[str, str] = {}
+
+    def start(self, rules: list) -> None:
+        self.names = {r.id: r.name for r in rules}
+
+    def problem(self, p: ReadProblem) -> None:
+        self.out.write(f"{p.source}:{p.line}: capture problem: {p.message}\n")
+
+    def finding(self, f: Finding) -> None:
+        sev = f.severity.label
+        if self.color:
+            sev = f"{_COLORS[sev]}{sev}{_RESET}"
+        extra = []
+        if f.seq:
+            extra.append(f"seq {f.seq}")
+        if f.offset is not None:
+            extra.append(f"offset {f.offset}")
+        if f.path:
+            extra.append(f.path)
+        tail = f" ({', '.join(extra)})" if extra else ""
+        self.out.write(f"{location(f)}: {f.rule} [{sev}] {f.message}{tail}\n")
+
+    def end(self, stats: LintStats) -> None:
+        out = self.out
+        if stats.findings:
+            out.write("\nFindings by rule:\n")
+            for rule_id, n in sorted(stats.by_rule.items()):
+                out.write(f"  {rule_id} {self.names.get(rule_id, ''):<40} {n:>8}\n")
+        eras = ", ".join(f"{k} {v}" for k, v in sorted(stats.eras.items())) or "none"
+        sev = ", ".join(f"{stats.by_severity.get(k, 0)} {k}s" for k in ("error", "warning", "info"))
+        out.write(
+            f"\n{stats.messages:,} messages in {stats.files} file(s) ({eras}); {sev}"
+            + (f"; {stats.problems} unreadable capture line(s)" if stats.problems else "")
+            + "\n"
+        )

@@ -1,0 +1,256 @@
+"""MCP2xx: correlation and direction. Pairing is computed once by the analyser
+(tracer.pairing); these rules only read its verdict and the direction tables."""
+
+from __future__ import annotations
+
+from tracer.era import possible_versions
+from tracer.model import Analysed, Direction, Hit, Kind, Severity
+from tracer.pairing import PairStatus
+from tracer.protocol import (
+    ALL,
+    DIRECTIONS,
+    LEG,
+    META_PROTOCOL_VERSION,
+    MODERN,
+    MODERN_EXTENSION_REQUESTS,
+)
+from tracer.rules.registry import RESPONSES, rule
+
+REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
+
+
+@rule("MCP201", "request-id-reused-in-session", Severity.ERROR, kinds=(Kind.REQUEST,), versions=LEG,
+      scope="pairing", spec="spec/2025-11-25/basic/index.mdx:L48; spec/2024-11-05/basic/messages.mdx:L28")
+def request_id_reused_in_session(m: Analysed, s):
+    """A sender reuses a request id it already used in the same session, even if the earlier
+    request has completed. Ids are tracked per direction.
+
+    Example: the client sends `tools/list` with id 1, gets the answer, then `tools/call` with id 1.
+    """
+    if m.pair_status in (PairStatus.REUSE_SESSION, PairStatus.REUSE_PENDING):
+        yield Hit(f"{m.pair_reason}; legacy ids must be unique per session", path="$.id",
+                  related_seq=m.request.seq if m.request else None)
+
+
+@rule("MCP202", "request-id-reused-while-pending", Severity.ERROR, kinds=(Kind.REQUEST,),
+      versions=MODERN, scope="pairing", spec="spec/2026-07-28/basic/index.mdx:L48-49")
+def request_id_reused_while_pending(m: Analysed, s):
+    """A request id is reused while the earlier request with that id still awaits its response.
+    Modern ids may be reused only after the response.
+
+    Example: two `tools/call` requests with id 7, the second sent before the first is answered.
+    """
+    if m.pair_status == PairStatus.REUSE_PENDING:
+        yield Hit(m.pair_reason or "id reused while pending", path="$.id",
+                  related_seq=m.request.seq if m.request else None)
+
+
+@rule("MCP203", "response-id-unknown", Severity.ERROR, kinds=RESPONSES, scope="pairing",
+      spec="spec/2026-07-28/basic/index.mdx:L70, :L103; JSON-RPC §5")
+def response_id_unknown(m: Analysed, s):
+    """A response's `id` matches no outstanding request sent in the opposite direction: an unknown
+    id, the wrong direction, or a type mismatch (`1` is not `"1"`).
+
+    Example: the server answers id `"1"` to the client's request id `1`.
+    """
+    if m.pair_status in (PairStatus.UNKNOWN_ID, PairStatus.WRONG_DIRECTION, PairStatus.TYPE_MISMATCH):
+        yield Hit(m.pair_reason or "response id matches no request", path="$.id")
+
+
+@rule("MCP204", "duplicate-response", Severity.ERROR, kinds=RESPONSES, scope="pairing",
+      spec="JSON-RPC §5; spec/2026-07-28/basic/patterns/index.mdx:L17-18 (inferred)")
+def duplicate_response(m: Analysed, s):
+    """A second response arrives for a request that already has one.
+
+    Example: two results with id 3 for one `tools/call` with id 3.
+    """
+    if m.pair_status == PairStatus.DUPLICATE:
+        req = m.request
+        yield Hit(m.pair_reason or "duplicate response", path="$.id",
+                  related_seq=req.response_seq if req else None)
+
+
+@rule("MCP205", "notification-answered", Severity.ERROR, kinds=RESPONSES, scope="pairing",
+      spec="spec/2026-07-28/basic/index.mdx:L160; spec/2025-11-25/basic/index.mdx:L96; JSON-RPC §4.1")
+def notification_answered(m: Analysed, s):
+    """A receiver answers a notification: a response that correlates with no request, right after a
+    notification from the other side. The receiver MUST NOT send a response to a notification.
+
+    Example: `notifications/initialized`, then a result with an id the client never used.
+    """
+    if m.pair_status == PairStatus.ANSWERS_NOTIFICATION:
+        yield Hit(m.pair_reason or "response to a notification", related_seq=m.partner_seq)
+
+
+@rule("MCP206", "modern-client-sends-response", Severity.ERROR, kinds=RESPONSES, versions=MODERN,
+      spec="spec/2026-07-28/basic/patterns/index.mdx:L20-21; spec/2026-07-28/basic/transports/stdio.mdx:L35-37")
+def modern_client_sends_response(m: Analysed, s):
+    """The client sends a JSON-RPC response in modern (2026-07-28) traffic. Modern servers send no
+    requests, so there is nothing for a client to answer.
+
+    Example: a modern client writes `{"jsonrpc": "2.0", "id": 0, "result": {}}` to the server.
+    """
+    if m.rec.dir is Direction.C2S:
+        yield "a modern client sent a JSON-RPC response; 2026-07-28 servers send no requests"
+
+
+@rule("MCP207", "modern-server-sends-request", Severity.ERROR, kinds=(Kind.REQUEST,), versions=MODERN,
+      spec="spec/2026-07-28/basic/patterns/index.mdx:L20; spec/2026-07-28/basic/patterns/mrtr.mdx:L10-13")
+def modern_server_sends_request(m: Analysed, s):
+    """The server sends a JSON-RPC request in modern traffic. Input the server needs (sampling,
+    elicitation, roots) travels inside an `InputRequiredResult` instead.
+
+    Example: a modern server writes `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage",...}`.
+    """
+    if m.rec.dir is Direction.S2C:
+        yield Hit(f"a modern server sent a {m.method} request; use an InputRequiredResult instead",
+                  path="$.method")
+
+
+def _allowed(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
+    out: set[str] = set()
+    for v in versions:
+        d = DIRECTIONS[v]
+        out |= (d[0] if request else d[1]) if c2s else (d[2] if request else d[3])
+    if c2s and request and "2026-07-28" in versions:
+        out |= MODERN_EXTENSION_REQUESTS
+    return frozenset(out)
+
+
+def _known(versions: frozenset[str]) -> frozenset[str]:
+    out: set[str] = set()
+    for v in versions:
+        for part in DIRECTIONS[v]:
+            out |= part
+    if "2026-07-28" in versions:
+        out |= MODERN_EXTENSION_REQUESTS
+    return frozenset(out)
+
+
+_KNOWN_CACHE: dict[frozenset[str], frozenset[str]] = {}
+_ALLOWED_CACHE: dict[tuple, frozenset[str]] = {}
+
+
+def known_methods(versions: frozenset[str]) -> frozenset[str]:
+    k = _KNOWN_CACHE.get(versions)
+    if k is None:
+        k = _KNOWN_CACHE[versions] = _known(versions)
+    return k
+
+
+def allowed_methods(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
+    key = (versions, c2s, request)
+    a = _ALLOWED_CACHE.get(key)
+    if a is None:
+        a = _ALLOWED_CACHE[key] = _allowed(versions, c2s, request)
+    return a
+
+
+@rule("MCP208", "method-wrong-direction", Severity.ERROR, kinds=REQ_NOTE,
+      spec="ClientRequest/ServerRequest/ClientNotification/ServerNotification unions, e.g. schema/2026-07-28/schema.ts:L3153-3185")
+def method_wrong_direction(m: Analysed, s):
+    """A known MCP method travels in the wrong direction for the version (RULES.md Appendix A):
+    a client sending `sampling/createMessage` or `notifications/message`, a server sending
+    `tools/call`, a modern client sending `notifications/progress`.
+
+    Example: the server writes `{"jsonrpc":"2.0","id":5,"method":"tools/call",...}`.
+    """
+    if m.rec.dir is None or m.rec.dir_inferred:
+        return
+    versions = possible_versions(m)
+    method = m.method
+    if method not in known_methods(versions):
+        return
+    c2s = m.rec.dir is Direction.C2S
+    request = m.kind is Kind.REQUEST
+    if method in allowed_methods(versions, c2s, request):
+        return
+    # Sent as the wrong kind (a request method as a notification) is MCP111/MCP112, not this.
+    if method in allowed_methods(versions, c2s, not request):
+        return
+    who = "client" if c2s else "server"
+    yield Hit(f"a {who} must not send {method} ({'request' if request else 'notification'}) "
+              f"in this protocol version", path="$.method")
+
+
+@rule("MCP209", "unknown-method", Severity.INFO, kinds=REQ_NOTE,
+      spec="schema/2026-07-28/schema.ts:L345-357 (MethodNotFoundError); JSON-RPC §5.1")
+def unknown_method(m: Analysed, s):
+    """The method is unknown to the version's schema: a custom or extension method, or a method of
+    another protocol version. The expected reaction is -32601 (Method not found).
+
+    Example: `{"jsonrpc": "2.0", "id": 1, "method": "acme/reindex"}`.
+    """
+    method = m.method
+    if method is None or method.startswith("rpc."):
+        return
+    versions = possible_versions(m)
+    if method not in known_methods(versions):
+        which = "any MCP version" if versions == ALL else ", ".join(sorted(versions))
+        yield Hit(f"{method} is not a method of {which} (custom or extension method?)", path="$.method")
+
+
+_REMOVED_IN_MODERN = frozenset({
+    "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
+    "resources/unsubscribe", "notifications/roots/list_changed", "notifications/elicitation/complete",
+    "tasks/list", "tasks/result", "notifications/tasks/status", "sampling/createMessage",
+    "elicitation/create", "roots/list",
+})
+
+
+@rule("MCP210", "removed-method-with-modern-meta", Severity.ERROR, kinds=REQ_NOTE, versions=MODERN,
+      spec="spec/2026-07-28/changelog.mdx:L14-L24, :L53-60; spec/2026-07-28/basic/versioning.mdx:L174-180")
+def removed_method_with_modern_meta(m: Analysed, s):
+    """A message carrying modern `_meta` (protocolVersion 2026-07-28) uses a method the modern
+    revision removed: `initialize`, `ping`, `logging/setLevel`, `resources/subscribe`, core tasks,
+    top-level `sampling/createMessage` / `elicitation/create` / `roots/list`, and others.
+
+    Example: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`.
+    """
+    meta = m.meta
+    if meta is None or META_PROTOCOL_VERSION not in meta:
+        return
+    if m.method in _REMOVED_IN_MODERN:
+        yield Hit(f"{m.method} was removed in 2026-07-28 but is sent with modern _meta", path="$.method")
+
+
+NEVER_ANSWERED_GRACE_NS = 0
+
+
+@rule("MCP211", "request-never-answered", Severity.WARNING, phase="end", scope="pairing",
+      spec="JSON-RPC §5; spec/2025-11-25/basic/lifecycle.mdx:L248-252")
+def request_never_answered(s, end_t_ns: int):
+    """A request gets no response before the capture (or its connection) ends.
+
+    Example: `tools/call` id 9 with no result or error after it.
+    """
+    for req in s.pending.values():
+        if req.idkey is None:
+            continue
+        age_ms = max(0, end_t_ns - req.t_ns) / 1e6 if req.t_ns else 0
+        note = " (it was cancelled)" if req.cancelled_seq is not None else ""
+        yield req, Hit(f"{req.method} id {req.id!r} was never answered{note}; "
+                       f"pending {age_ms:.0f} ms when the capture ended")
+
+
+@rule("MCP504", "message-after-cancel", Severity.WARNING, kinds=RESPONSES, scope="pairing",
+      spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L37-40; spec/2026-07-28/basic/transports/stdio.mdx:L78-83")
+def message_after_cancel(m: Analysed, s):
+    """The receiver answers a request after receiving its `notifications/cancelled`. Legacy: SHOULD
+    NOT respond (warning). Modern: MUST NOT send anything more for it (error). Races are expected,
+    so a response sent within 50 ms of the cancel is not flagged.
+
+    Example: `notifications/cancelled` for id 4, then a result for id 4 a second later.
+    """
+    if m.pair_status != PairStatus.AFTER_CANCEL:
+        return
+    req = m.request
+    gap_ms = (m.rec.t_ns - (req.cancelled_t_ns or m.rec.t_ns)) / 1e6
+    if gap_ms < RACE_MS:
+        return
+    sev = Severity.ERROR if m.era.value == "modern" else Severity.WARNING
+    yield Hit(f"answered {gap_ms:.0f} ms after the requester cancelled it (seq {req.cancelled_seq})",
+              severity=sev, related_seq=req.cancelled_seq)
+
+
+RACE_MS = 50

@@ -1,0 +1,125 @@
+"""The rule registry: one function per rule, registered with the metadata docs and reports need.
+
+A message rule is `fn(msg: Analysed, session: Session) -> Iterable[Hit | str] | None`; it reads the
+message and a read-only view of the session *before* this message was applied (the analyser has
+already computed the message's era and pairing). An end rule (`phase="end"`) runs once per session
+when it closes: `fn(session) -> Iterable[tuple[seq_or_msg, Hit]]`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from tracer.model import Kind, Severity
+from tracer.protocol import ALL, describe_versions
+
+MESSAGE_KINDS = frozenset({Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR})
+RESPONSES = frozenset({Kind.RESULT, Kind.ERROR})
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    name: str
+    severity: Severity
+    versions: frozenset[str]
+    spec: str
+    fn: Callable
+    kinds: frozenset[Kind]  # message kinds the rule looks at
+    methods: frozenset[str] | None  # only messages with one of these methods (or answering one)
+    scope: str
+    phase: str  # "message" or "end"
+    family: str  # module name: envelope, correlation, ...
+
+    @property
+    def doc(self) -> str:
+        return inspect.getdoc(self.fn) or ""
+
+    @property
+    def summary(self) -> str:
+        return self.doc.split("\n\n", 1)[0].replace("\n", " ")
+
+    @property
+    def versions_label(self) -> str:
+        return describe_versions(self.versions)
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def rule(
+    rule_id: str,
+    name: str,
+    severity: Severity,
+    *,
+    spec: str,
+    versions: frozenset[str] = ALL,
+    kinds: Iterable[Kind] = MESSAGE_KINDS,
+    methods: Iterable[str] | None = None,
+    scope: str = "single",
+    phase: str = "message",
+) -> Callable[[Callable], Callable]:
+    """Register a rule function under an id from shared/spec/RULES.md. Ids are never reused."""
+
+    def deco(fn: Callable) -> Callable:
+        if rule_id in REGISTRY:
+            raise ValueError(f"rule id {rule_id} registered twice")
+        module = fn.__module__.rsplit(".", 1)[-1]
+        REGISTRY[rule_id] = Rule(
+            id=rule_id,
+            name=name,
+            severity=severity,
+            versions=frozenset(versions),
+            spec=spec,
+            fn=fn,
+            kinds=frozenset(kinds),
+            methods=frozenset(methods) if methods is not None else None,
+            scope=scope,
+            phase=phase,
+            family=module,
+        )
+        return fn
+
+    return deco
+
+
+def all_rules() -> dict[str, Rule]:
+    import tracer.rules  # noqa: F401  (imports every family, which registers its rules)
+
+    return dict(sorted(REGISTRY.items()))
+
+
+class SelectionError(ValueError):
+    pass
+
+
+def _match(token: str, ids: list[str]) -> list[str]:
+    token = token.strip().upper()
+    if not token:
+        return []
+    if token in ids:
+        return [token]
+    if token in ("ALL", "MCP"):
+        return list(ids)
+    matched = [i for i in ids if i.startswith(token)]
+    if not matched:
+        raise SelectionError(f"unknown rule id or prefix {token!r} (see `mcptrace rules`)")
+    return matched
+
+
+def select_rules(select: Iterable[str] | None = None, ignore: Iterable[str] | None = None) -> list[Rule]:
+    """Rules chosen by ids or prefixes (`MCP1`, `MCP31`, `MCP310`); unknown tokens are an error."""
+    rules = all_rules()
+    ids = list(rules)
+    chosen = set(ids)
+    if select:
+        chosen = set()
+        for tok in select:
+            for part in tok.split(","):
+                chosen.update(_match(part, ids))
+    for tok in ignore or ():
+        for part in tok.split(","):
+            chosen.difference_update(_match(part, ids))
+    return [rules[i] for i in ids if i in chosen]
