@@ -177,7 +177,11 @@ class Analyser:
         method = m.method if m.method is not None else m.answers_method
         for rule in self.ruleset.for_message(kind, method, possible_versions(m)):
             out = rule.fn(m, s)
-            if out:
+            if out is None:
+                continue
+            if type(out) is str or type(out) is Hit:
+                m.findings.append(_finding(rule, out, m))
+            else:
                 for hit in out:
                     m.findings.append(_finding(rule, hit, m))
 

@@ -96,19 +96,27 @@ def record_to_dict(rec: Record, *, redact: bool = True) -> dict[str, Any]:
     return out
 
 
+_RTYPES = {t.value: t for t in RecordType}
+_DIRS = {d.value: d for d in Direction}
+_MESSAGE = RecordType.MESSAGE
+
+
 def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") -> Record:
     """Build a record from its stored object; raises ValueError with a reason when malformed."""
-    try:
-        rtype = RecordType(obj["type"])
-    except (KeyError, ValueError):
-        raise ValueError(f"unknown record type {obj.get('type')!r}") from None
+    get = obj.get
+    rtype = _RTYPES.get(get("type"))  # type: ignore[arg-type]
+    if rtype is None:
+        raise ValueError(f"unknown record type {get('type')!r}")
     if rtype is RecordType.HEADER:
-        return Record(RecordType.HEADER, data=obj, line=line, source=source, t_ns=obj.get("t_ns", 0))
-    text = obj.get("text")
+        return Record(RecordType.HEADER, data=obj, line=line, source=source, t_ns=get("t_ns", 0))
+    text = get("text")
     if text is not None:
         if type(text) is not str:
             raise ValueError("'text' is not a string")
-        raw = text.encode("utf-8", "surrogatepass")
+        try:
+            raw = text.encode()
+        except UnicodeEncodeError:  # lone surrogates: keep them, the message is then invalid
+            raw = text.encode("utf-8", "surrogatepass")
     elif "b64" in obj:
         try:
             raw = base64.b64decode(obj["b64"], validate=True)
@@ -116,33 +124,36 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
             raise ValueError("'b64' is not valid base64") from None
     else:
         raw = b""
-    d = obj.get("dir")
-    try:
-        direction = Direction(d) if d is not None else None
-    except ValueError:
-        raise ValueError(f"unknown direction {d!r}") from None
-    if rtype is RecordType.MESSAGE and direction is None:
-        raise ValueError("message record without 'dir'")
-    seq = obj.get("seq", 0)
-    t_ns = obj.get("t_ns", 0)
+    d = get("dir")
+    if d is None:
+        if rtype is _MESSAGE:
+            raise ValueError("message record without 'dir'")
+        direction = None
+    else:
+        direction = _DIRS.get(d)
+        if direction is None:
+            raise ValueError(f"unknown direction {d!r}")
+    seq = get("seq", 0)
+    t_ns = get("t_ns", 0)
     if type(seq) is not int or type(t_ns) is not int:
         raise ValueError("'seq' and 't_ns' must be integers")
+    conn = get("conn", "0")
     return Record(
         rtype,
-        seq=seq,
-        t_ns=t_ns,
-        dir=direction,
-        raw=raw,
-        transport=obj.get("transport", "stdio"),
-        conn=str(obj.get("conn", "0")),
-        offset=obj.get("offset"),
-        eol=obj.get("eol", True),
-        dir_inferred=obj.get("dir_inferred", False),
-        http=obj.get("http"),
-        sse=obj.get("sse"),
-        data=obj.get("data"),
-        line=line,
-        source=source,
+        seq,
+        t_ns,
+        direction,
+        raw,
+        get("transport", "stdio"),
+        conn if type(conn) is str else str(conn),
+        get("offset"),
+        get("eol", True),
+        get("dir_inferred", False),
+        get("http"),
+        get("sse"),
+        get("data"),
+        line,
+        source,
     )
 
 

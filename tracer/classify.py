@@ -123,12 +123,37 @@ def classify_raw(raw: bytes | str) -> Classified:
 
 def classify_value(obj: Any, *, in_batch: bool = False) -> Classified:
     t = type(obj)
+    if t is dict:
+        # The common case first (a well-formed message), without building anything twice.
+        get = obj.get
+        if get("jsonrpc") == "2.0":
+            method = get("method", _MISSING)
+            if type(method) is str:
+                if "id" not in obj:
+                    return Classified(Kind.NOTIFICATION, obj, method)
+                msg_id = obj["id"]
+                ti = type(msg_id)
+                if ti is int:
+                    return Classified(Kind.REQUEST, obj, method, msg_id, ("n", msg_id))
+                if ti is str:
+                    return Classified(Kind.REQUEST, obj, method, msg_id, ("s", msg_id))
+            elif method is _MISSING and "id" in obj and ("result" in obj) != ("error" in obj):
+                msg_id = obj["id"]
+                ti = type(msg_id)
+                kind = Kind.RESULT if "result" in obj else Kind.ERROR
+                if ti is int:
+                    return Classified(kind, obj, None, msg_id, ("n", msg_id))
+                if ti is str:
+                    return Classified(kind, obj, None, msg_id, ("s", msg_id))
+        return _classify_object(obj)
     if t is list and not in_batch:
         return Classified(Kind.BATCH, obj=obj, members=[classify_value(m, in_batch=True) for m in obj])
-    if t is not dict:
-        what = "an array" if t is list else "null" if obj is None else f"a {type(obj).__name__}"
-        return Classified(Kind.INVALID, obj=obj, reason=f"not a JSON object (it is {what})",
-                          problem="not-object")
+    what = "an array" if t is list else "null" if obj is None else f"a {type(obj).__name__}"
+    return Classified(Kind.INVALID, obj=obj, reason=f"not a JSON object (it is {what})", problem="not-object")
+
+
+def _classify_object(obj: dict) -> Classified:
+    """Every case of a JSON object, with the reason when it is not a valid message."""
     jsonrpc = obj.get("jsonrpc", _MISSING)
     if jsonrpc != "2.0" or type(jsonrpc) is not str:
         why = "missing" if jsonrpc is _MISSING else f"{jsonrpc!r}, not \"2.0\""

@@ -1,6 +1,8 @@
 """The rule registry: one function per rule, registered with the metadata docs and reports need.
 
-A message rule is `fn(msg: Analysed, session: Session) -> Iterable[Hit | str] | None`; it reads the
+A message rule is `fn(msg: Analysed, session: Session)` returning None (nothing found: the cheap path
+for rules that run on every message, so write those as plain functions, not generators), a `str` or
+a `Hit`, or an iterable of them (a generator is fine for rules that run rarely); it reads the
 message and a read-only view of the session *before* this message was applied (the analyser has
 already computed the message's era and pairing). An end rule (`phase="end"`) runs once per session
 when it closes: `fn(session) -> Iterable[tuple[seq_or_msg, Hit]]`.

@@ -1,0 +1,79 @@
+"""The framers see copies of the wire bytes in any chunking and frame them identically."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracer.framing import LineFramer, SseParser
+
+
+def _frame_all(data: bytes, cuts: list[int]):
+    f = LineFramer()
+    frames = []
+    prev = 0
+    for c in sorted(set(min(c, len(data)) for c in cuts)) + [len(data)]:
+        frames.extend(f.feed(data[prev:c]))
+        prev = c
+    tail = f.finish()
+    if tail is not None:
+        frames.append(tail)
+    return frames
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=2000), st.lists(st.integers(min_value=0, max_value=2000), max_size=20))
+def test_line_framer_reassembles_any_bytes_split_anywhere(data, cuts):
+    frames = _frame_all(data, cuts)
+    rebuilt = b"".join(fr.data + (b"\n" if fr.eol else b"") for fr in frames)
+    assert rebuilt == data
+    for fr in frames:
+        assert data[fr.offset:fr.offset + len(fr.data)] == fr.data
+    assert frames == _frame_all(data, [])
+
+
+def test_line_framer_reports_offsets_and_the_missing_final_newline():
+    frames = _frame_all(b'{"a":1}\r\nbanner\n{"b"', [3, 9])
+    assert [(fr.data, fr.offset, fr.eol) for fr in frames] == [
+        (b'{"a":1}\r', 0, True), (b"banner", 9, True), (b'{"b"', 16, False)]
+
+
+def test_line_framer_caps_what_it_keeps_of_a_huge_line_but_keeps_offsets_exact():
+    f = LineFramer(max_line=10)
+    frames = f.feed(b"x" * 25 + b"\nok\n")
+    assert frames[0].data == b"x" * 10 and frames[0].offset == 0
+    assert frames[1].data == b"ok" and frames[1].offset == 26
+    assert f.truncated == 1
+
+
+def _sse_all(data: bytes, cuts: list[int]):
+    p = SseParser()
+    out = []
+    prev = 0
+    for c in sorted(set(min(c, len(data)) for c in cuts)) + [len(data)]:
+        out.extend(p.feed(data[prev:c]))
+        prev = c
+    return [(e.event, e.data, e.id) for e in out]
+
+
+SSE = ("event: message\nid: 7\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"caf\u00e9\"}}\n\n"
+       ": keep-alive\n\n"
+       "data: line1\r\ndata: line2\r\n\r\n"
+       "event: endpoint\rdata: /messages?sid=1\r\r").encode()
+
+
+@settings(max_examples=300)
+@given(st.lists(st.integers(min_value=0, max_value=len(SSE)), max_size=12))
+def test_sse_parser_gives_the_same_events_for_any_chunking_even_mid_utf8(cuts):
+    assert _sse_all(SSE, cuts) == [
+        ("message", '{"jsonrpc":"2.0","id":1,"result":{"t":"caf\u00e9"}}', "7"),
+        ("message", "line1\nline2", None),
+        ("endpoint", "/messages?sid=1", None),
+    ]
+
+
+def test_sse_parser_keeps_comments_out_of_data_and_reports_an_unterminated_event():
+    p = SseParser()
+    assert p.feed(b": ping\n\ndata: {}\n") == []
+    tail = p.finish()
+    assert tail is not None and tail.data == "{}"
