@@ -5,8 +5,11 @@ A case lists messages in wire order; each entry is one of:
   s2c: <JSON value>        server -> host message
   c2s_raw / s2c_raw: str   exact bytes (UTF-8) of the frame, for malformed input
   c2s_b64 / s2c_b64: str   exact bytes, base64 (for invalid UTF-8)
-  event: {event: closed}   an event record;  stderr: "text"  a stderr line
-Optional keys per entry: t_ms (time since the start), conn, transport, http, sse, offset, eol.
+  event: {event: closed}   an event record;  stderr: "text"  a stderr line (stderr_b64: exact bytes)
+  http_only: {method, url, status, flow, req_headers, resp_headers...}   an HTTP exchange without a
+                           JSON-RPC body (an `http` record); `body: "text"` is its body
+Optional keys per entry: t_ms (time since the start), conn, transport, http, sse, offset, eol
+(`http` and `sse` also on events: the HTTP door's stream-open / sse-event / stream-closed).
 """
 
 from __future__ import annotations
@@ -36,13 +39,15 @@ def build_records(entries: list[dict], default_transport: str = "stdio") -> list
         common = dict(seq=i, t_ns=t_ns, conn=str(e.get("conn", "c1")),
                       transport=e.get("transport", default_transport), line=i, source="case")
         if "event" in e:
-            out.append(Record(RecordType.EVENT, data=e["event"], **common))
+            out.append(Record(RecordType.EVENT, data=e["event"], http=e.get("http"), sse=e.get("sse"), **common))
             continue
-        if "stderr" in e:
-            out.append(Record(RecordType.STDERR, raw=e["stderr"].encode(), **common))
+        if "stderr" in e or "stderr_b64" in e:
+            raw = e["stderr"].encode() if "stderr" in e else base64.b64decode(e["stderr_b64"])
+            out.append(Record(RecordType.STDERR, raw=raw, offset=e.get("offset"), **common))
             continue
         if "http_only" in e:
-            out.append(Record(RecordType.HTTP, http=e["http_only"], **common))
+            out.append(Record(RecordType.HTTP, http=e["http_only"], raw=e.get("body", "").encode("utf-8"),
+                              **common))
             continue
         for d in ("c2s", "s2c"):
             if d in e:

@@ -68,7 +68,7 @@ def test_json_report_is_parseable_and_complete(tmp_path, capsys):
     assert main(["lint", "--format", "json", path]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["messages"] == 6
-    assert [f["rule"] for f in doc["findings"]] == ["MCP101"]
+    assert [f["rule"] for f in doc["findings"]] == ["MCP801"]  # stdio: a stray line is explained by the framing rule
     assert doc["findings"][0]["line"] == 7 and doc["findings"][0]["severity"] == "error"
 
 
@@ -80,9 +80,9 @@ def test_sarif_report_has_results_with_locations_and_the_rule_list(tmp_path, cap
     run = doc["runs"][0]
     assert doc["version"] == "2.1.0"
     res = run["results"][0]
-    assert res["ruleId"] == "MCP101" and res["level"] == "error"
+    assert res["ruleId"] == "MCP801" and res["level"] == "error"
     assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 7
-    assert any(r["id"] == "MCP101" for r in run["tool"]["driver"]["rules"])
+    assert any(r["id"] == "MCP801" for r in run["tool"]["driver"]["rules"])
 
 
 def test_unreadable_input_is_exit_2_with_one_line_and_no_traceback(tmp_path):
@@ -113,4 +113,4 @@ def test_deeply_nested_and_random_messages_are_findings_not_crashes(tmp_path, ca
     path = _capture(tmp_path / "nasty.jsonl", [*GOOD, ("c2s", deep), ("s2c", bytes(range(256)))])
     assert main(["lint", "--format", "json", path]) == 1
     rules = [f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]]
-    assert rules == ["MCP101", "MCP101"]
+    assert rules == ["MCP801", "MCP801"]

@@ -8,14 +8,16 @@ kept, sessions are dropped when their connection closes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 from tracer.classify import Classified, classify_raw
-from tracer.era import label_era, possible_versions
+from tracer.era import label_era, possible_versions, session_versions
 from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record, RecordType, Severity
 from tracer.pairing import PairStatus, match_response, note_cancel, register_request
 from tracer.protocol import ALL, LEG, LEGACY_VERSIONS, MODERN_VERSION
-from tracer.rules.registry import Rule, all_rules
+from tracer.rules.registry import OBSERVERS, Rule, all_rules
 from tracer.session import DiscoverState, InitState, Session
+from tracer.tracking import apply as apply_tracking
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -27,8 +29,14 @@ class RuleSet:
     def __init__(self, rules: Iterable[Rule] | None = None):
         rules = list(all_rules().values()) if rules is None else list(rules)
         self.rules = rules
-        self.message_rules = [r for r in rules if r.phase == "message"]
+        # stable sort: id order, except that late rules (the schema safety net) come last
+        self.message_rules = sorted((r for r in rules if r.phase == "message"), key=lambda r: r.order)
         self.end_rules = [r for r in rules if r.phase == "end"]
+        # rules about HTTP facts (headers, status codes, SSE streams): they see every record that
+        # has them, messages included (tracer.rules.http)
+        self.http_rules = [r for r in rules if r.phase == "http"]
+        # message rules with an end-of-session check run it like an end rule, under their own id
+        self.end_rules += [replace(r, fn=r.end_fn, phase="end") for r in rules if r.end_fn is not None]
         self._known_methods = frozenset().union(*(r.methods for r in self.message_rules if r.methods))
         self._cache: dict[tuple, tuple[Rule, ...]] = {}
 
@@ -84,6 +92,7 @@ class Analyser:
         self.last_t_ns = 0
         self._end_findings_pending: list[Finding] = []
         self.session_cells: dict[str, str] = {}  # conn -> compatibility cell, for closed sessions
+        self._observers = tuple(OBSERVERS)  # rule families' state hooks (tracer.rules.registry)
 
     # -- public API --------------------------------------------------------------------------
 
@@ -97,8 +106,13 @@ class Analyser:
             return self._message(rec)
         if rtype is RecordType.HEADER:
             self.header = rec.data
-        elif rtype is RecordType.EVENT and rec.data and rec.data.get("event") in _CLOSE_EVENTS:
-            self._end_findings_pending = self.close(rec.conn, rec.t_ns)
+            return None
+        if self._observers:
+            self._observe(rec, None, None)
+        if rec.http is not None and self.ruleset.http_rules:
+            self._run_http_rules(rec, None, self.sessions.get(rec.conn) or self.session(rec))
+        if rtype is RecordType.EVENT and rec.data and rec.data.get("event") in _CLOSE_EVENTS:
+            self._end_findings_pending.extend(self.close(rec.conn, rec.t_ns))
         return None
 
     def close(self, conn: str, t_ns: int | None = None) -> list[Finding]:
@@ -116,7 +130,8 @@ class Analyser:
         return out
 
     def take_end_findings(self) -> list[Finding]:
-        """Findings produced by a close event seen in `feed` (e.g. never-answered requests)."""
+        """Findings of the last record that was not a message: a close event's end-of-session
+        findings (e.g. never-answered requests), or a record rule's (an HTTP exchange)."""
         out = self._end_findings_pending
         self._end_findings_pending = []
         return out
@@ -127,7 +142,7 @@ class Analyser:
             a = self.feed(rec)
             if a is not None:
                 yield a
-            elif rec.type is RecordType.EVENT:
+            else:
                 yield from self.take_end_findings()
         yield from self.finish()
 
@@ -141,16 +156,24 @@ class Analyser:
 
     def _message(self, rec: Record) -> Analysed:
         self.messages += 1
-        s = self.session(rec)
+        s = self.sessions.get(rec.conn)
+        if s is None:
+            s = self.session(rec)
         c = classify_raw(rec.raw)
         if c.kind is Kind.BATCH:
             batch = self._analysed(rec, c)
             label_era(batch, s)
+            if self._observers:
+                self._observe(rec, batch, s)
             batch.members = [self._one(rec, mc, s, batch_seq=rec.seq) for mc in c.members or ()]
             if batch.members:
-                batch.era, batch.version, batch.era_reason = (
-                    batch.members[0].era, batch.members[0].version, batch.members[0].era_reason)
+                # the batch speaks what its best-labelled member speaks: the last one that knows its
+                # version (a batch [ping, initialize] is labelled by the initialize it carries)
+                best = next((x for x in reversed(batch.members) if x.version is not None), batch.members[0])
+                batch.era, batch.version, batch.era_reason = best.era, best.version, best.era_reason
             self._run_rules(batch, s)
+            if rec.http is not None and self.ruleset.http_rules:
+                self._run_http_rules(rec, batch, s)
             s.last_t_ns = rec.t_ns
             return batch
         return self._one(rec, c, s)
@@ -160,17 +183,62 @@ class Analyser:
         return Analysed(rec, c.kind, c.obj, c.method, c.id, c.idkey, c.reason, c.problem)
 
     def _one(self, rec: Record, c: Classified, s: Session, batch_seq: int | None = None) -> Analysed:
-        m = self._analysed(rec, c)
-        m.batch_seq = batch_seq
-        kind = m.kind
+        # The hot path of everything: kept flat on purpose (each call costs at 100,000 messages/s).
+        kind = c.kind
+        m = Analysed(rec, kind, c.obj, c.method, c.id, c.idkey, c.reason, c.problem)
+        if batch_seq is not None:
+            m.batch_seq = batch_seq
         if kind is Kind.RESULT or kind is Kind.ERROR:
             match_response(m, s)
         label_era(m, s)
         if kind is Kind.REQUEST:
             register_request(m, s)
-        self._run_rules(m, s)
+        if self._observers and batch_seq is None:
+            self._observe(rec, m, s)
+        method = m.method if m.method is not None else m.answers_method
+        for rule in self.ruleset.for_message(kind, method, possible_versions(m)):
+            out = rule.fn(m, s)
+            if out is None:
+                continue
+            if type(out) is str or type(out) is Hit:
+                m.findings.append(_finding(rule, out, m))
+            else:
+                for hit in out:
+                    m.findings.append(_finding(rule, hit, m))
+        if rec.http is not None and batch_seq is None and self.ruleset.http_rules:
+            self._run_http_rules(rec, m, s)
         self._apply(m, s)
         return m
+
+    def _run_http_rules(self, rec: Record, m: Analysed | None, s: Session) -> None:
+        """Rules about a record's HTTP facts: `fn(rec, m, session)`, `m` the analysed message or None
+        (an HTTP exchange without a JSON-RPC body, an SSE stream event). They run when the versions
+        the message (else the connection) may speak are all theirs. Findings of a message go with
+        it; the others are taken with `take_end_findings`."""
+        versions = possible_versions(m) if m is not None else session_versions(s, rec)
+        for rule in self.ruleset.http_rules:
+            if not versions <= rule.versions:
+                continue
+            out = rule.fn(rec, m, s)
+            if not out:
+                continue
+            for hit in [out] if type(out) is str or type(out) is Hit else out:
+                if type(hit) is str:
+                    hit = Hit(hit)
+                f = Finding(rule.id, hit.severity or rule.severity, hit.message, rec.seq, rec.line, rec.source,
+                            path=hit.path, related_seq=hit.related_seq)
+                if m is not None:
+                    m.findings.append(f)
+                else:
+                    self._end_findings_pending.append(f)
+
+    def _observe(self, rec: Record, m: Analysed | None, s: Session | None) -> None:
+        transport = rec.transport
+        for transports, fn in self._observers:
+            if transports is None or transport in transports:
+                if s is None:
+                    s = self.sessions.get(rec.conn) or self.session(rec)
+                fn(rec, m, s)
 
     def _run_rules(self, m: Analysed, s: Session) -> None:
         kind = m.kind
@@ -203,13 +271,17 @@ class Analyser:
             if method == "initialize":
                 params = m.params or {}
                 s.inits += 1
-                if s.init is None:
+                if s.init is None or s.init.error_seq is not None:  # a retry after a failed one restarts
                     pv = params.get("protocolVersion")
                     caps = params.get("capabilities")
                     s.init = InitState(rec.seq, m.id, pv if type(pv) is str else None,
                                        caps if type(caps) is dict else None, params.get("clientInfo"))
             elif method == "server/discover" and s.discover is None:
                 s.discover = DiscoverState(rec.seq, before_initialize=s.init is None)
+            elif (direction is Direction.C2S and method != "ping" and s.init is not None
+                  and s.init.result_seq is not None and s.init.initialized_seq is None
+                  and s.init.early_request is None):
+                s.init.early_request = s.pending.get((direction, m.idkey))
         elif kind is Kind.NOTIFICATION:
             if direction is Direction.C2S and s.first_c2s is None:
                 s.first_c2s = m
@@ -238,6 +310,8 @@ class Analyser:
                     disc.result = m.result
                     err = m.error
                     disc.error_code = err.get("code") if err else None
+        if kind is not Kind.INVALID:
+            apply_tracking(m, s)  # capabilities, tools, progress, subscriptions, MRTR rounds...
         if kind is not Kind.INVALID and direction is not None:
             s.last_kind[direction] = kind
             s.last_seq[direction] = rec.seq
@@ -254,7 +328,7 @@ class Analyser:
                     continue
                 f = Finding(rule.id, hit.severity or rule.severity, hit.message,
                             req.seq if req else 0, req.line if req else 0, req.source if req else "",
-                            path=hit.path, related_seq=hit.related_seq)
+                            path=hit.path, related_seq=hit.related_seq, offset=hit.offset)
                 out.append(f)
         return out
 

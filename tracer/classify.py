@@ -114,10 +114,34 @@ def parse_json(raw: bytes | str) -> tuple[Any, str | None, str | None]:
         return None, "not-json", f"not JSON: {first}"
 
 
+def _has_float_id(obj: Any) -> bool:
+    t = type(obj)
+    if t is dict:
+        return type(obj.get("id")) is float
+    if t is list:
+        return any(type(m) is dict and type(m.get("id")) is float for m in obj)
+    return False
+
+
+def exact_json(raw: bytes | str, fallback: Any) -> Any:
+    """The standard library's parse of `raw`, which keeps integers beyond 64 bits exact (orjson
+    turns them into floats, so `2**64 + 1` would become `2**64`). `fallback` if it cannot."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray | memoryview) else raw
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return fallback
+
+
 def classify_raw(raw: bytes | str) -> Classified:
     obj, problem, reason = parse_json(raw)
     if problem is not None:
         return Classified(Kind.INVALID, reason=reason, problem=problem, json_ok=False)
+    if _has_float_id(obj):
+        # Rare: an id written as a number orjson could only give as a float (a fraction, an
+        # exponent, or an integer beyond 64 bits). Re-read it exactly so 1.0 stays a float while
+        # 18446744073709551617 stays that integer.
+        obj = exact_json(raw, obj)
     return classify_value(obj)
 
 

@@ -22,6 +22,7 @@ from tracer.session import Session
 
 
 _MODERN_SET = frozenset({MODERN_VERSION})
+_LEGACY_SETS = {v: frozenset({v}) for v in LEGACY_VERSIONS}
 
 
 def possible_versions(m: Analysed) -> frozenset[str]:
@@ -30,10 +31,7 @@ def possible_versions(m: Analysed) -> frozenset[str]:
     if m.era is Era.MODERN:
         return _MODERN_SET
     if m.era is Era.LEGACY:
-        v = m.version
-        if v in LEGACY_VERSIONS:
-            return frozenset({v})
-        return LEG
+        return _LEGACY_SETS.get(m.version, LEG)
     return ALL
 
 
@@ -97,6 +95,13 @@ def label_era(m: Analysed, s: Session) -> None:
         m.era_reason = f"session opened by initialize at seq {init.request_seq} ({how})"
         return
     header = _header(m, "mcp-protocol-version")
+    if header == MODERN_VERSION and m.dir is Direction.C2S:
+        # a modern POST whose body has no _meta (a notification, or a response the client should
+        # not send): the header the modern transport requires says which era it is
+        m.era = Era.MODERN
+        m.version = MODERN_VERSION
+        m.era_reason = f"MCP-Protocol-Version header {header!r} without _meta"
+        return
     if header is not None and m.dir is Direction.C2S:
         m.era = Era.LEGACY
         m.version = header
@@ -125,3 +130,24 @@ def label_era(m: Analysed, s: Session) -> None:
     m.era = Era.UNKNOWN
     m.version = None
     m.era_reason = "no initialize or per-request _meta seen in this session yet"
+
+
+def session_versions(s: Session, rec=None) -> frozenset[str]:
+    """The versions a connection may be speaking, for a record that carries no message of its own
+    (an HTTP exchange, an SSE stream event): the session's era, else the request's
+    `MCP-Protocol-Version` header, else every version."""
+    if s.init is not None:
+        return _LEGACY_SETS.get(s.legacy_version, LEG)
+    if s.modern_requests and not s.legacy_messages:
+        return _MODERN_SET
+    http = rec.http if rec is not None else None
+    headers = http.get("req_headers") if http else None
+    if headers:
+        for k, v in headers.items() if isinstance(headers, dict) else headers:
+            if k.lower() == "mcp-protocol-version":
+                if v == MODERN_VERSION:
+                    return _MODERN_SET
+                return _LEGACY_SETS.get(v, ALL)
+    if s.legacy_messages and not s.modern_requests:
+        return LEG
+    return ALL

@@ -14,6 +14,7 @@ class Frame:
     data: bytes  # the line without its "\n" (a "\r" before it is kept)
     offset: int  # byte offset of the first byte of the line in the stream
     eol: bool = True  # False: the stream ended before a "\n"
+    cut: int = 0  # bytes of the line not kept (over LineFramer.max_line); the line is len(data) + cut long
 
 
 class LineFramer:
@@ -23,7 +24,7 @@ class LineFramer:
     offset are exact) but only its first `max_line` bytes are kept, and `truncated` counts such lines.
     """
 
-    __slots__ = ("_buf", "_start", "max_line", "truncated", "_dropped")
+    __slots__ = ("_buf", "_dropped", "_resync", "_start", "discarded", "max_line", "truncated")
 
     def __init__(self, max_line: int = 64 * 1024 * 1024):
         self._buf = bytearray()
@@ -31,21 +32,41 @@ class LineFramer:
         self.max_line = max_line
         self.truncated = 0
         self._dropped = 0  # bytes of the current line not kept (over max_line)
+        self._resync = False  # after skip(): discard up to the next newline
+        self.discarded = 0  # bytes of lines broken by skip() that were thrown away
 
     def feed(self, chunk: bytes) -> list[Frame]:
         frames: list[Frame] = []
         if not chunk:
             return frames
         pos = 0
+        if self._resync:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                self._start += len(chunk)
+                self.discarded += len(chunk)
+                return frames
+            self._start += nl + 1
+            self.discarded += nl + 1
+            self._resync = False
+            pos = nl + 1
         n = len(chunk)
+        buf = self._buf
+        max_line = self.max_line
         while pos < n:
             nl = chunk.find(b"\n", pos)
             if nl < 0:
                 self._keep(chunk[pos:])
                 break
+            if not buf and not self._dropped and nl - pos <= max_line:
+                # the common case, a whole line inside one chunk: one copy, no buffering
+                frames.append(Frame(chunk[pos:nl], self._start))
+                self._start += nl - pos + 1
+                pos = nl + 1
+                continue
             self._keep(chunk[pos:nl])
             line_len = len(self._buf) + self._dropped
-            frames.append(Frame(bytes(self._buf), self._start))
+            frames.append(Frame(bytes(self._buf), self._start, cut=self._dropped))
             if self._dropped:
                 self.truncated += 1
             self._start += line_len + 1
@@ -67,11 +88,23 @@ class LineFramer:
         """The bytes after the last newline, if any (a message missing its final newline)."""
         if not self._buf and not self._dropped:
             return None
-        frame = Frame(bytes(self._buf), self._start, eol=False)
+        frame = Frame(bytes(self._buf), self._start, eol=False, cut=self._dropped)
         self._start += len(self._buf) + self._dropped
         self._buf.clear()
         self._dropped = 0
         return frame
+
+    def skip(self, n: int) -> int:
+        """`n` bytes of the stream were not seen (a capture that could not keep up dropped them).
+        Offsets stay exact; the line the gap falls in cannot be framed, so its bytes up to the next
+        newline are discarded. Returns how many buffered bytes of that broken line were dropped."""
+        lost = len(self._buf) + self._dropped
+        self.discarded += lost
+        self._start += lost + n
+        self._buf.clear()
+        self._dropped = 0
+        self._resync = True
+        return lost
 
     @property
     def pending(self) -> int:

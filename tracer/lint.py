@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem
 from tracer.inputs import InputError, open_input
-from tracer.model import Finding, RecordType, Severity
+from tracer.model import Analysed, Finding, Severity
 
 
 @dataclass
@@ -84,6 +84,7 @@ def lint_paths(
     fmt: str | None = None,
     progress: bool | None = None,
     keep: Callable[[Finding], bool] | None = None,
+    on_message: Callable[[Analysed], None] | None = None,
 ) -> LintStats:
     """Lint every path; raises InputError (before reporting anything for it) for unreadable input."""
     stats = LintStats()
@@ -120,6 +121,8 @@ def lint_paths(
             n += 1
             a = analyser.feed(item)
             if a is not None:
+                if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
+                    on_message(a)
                 stats.messages += 1
                 stats.eras[a.era.value] += 1
                 for f in a.findings:
@@ -130,7 +133,7 @@ def lint_paths(
                             emit(f)
                 if not stats.messages & 0xFFFF:
                     bar.update(done_before + inp.position(), stats.messages)
-            elif item.type is RecordType.EVENT:
+            else:  # an event's end-of-session findings, an HTTP record's findings
                 for f in analyser.take_end_findings():
                     emit(f)
         for f in analyser.finish():

@@ -144,7 +144,7 @@ class Analysed:
     # pairing
     partner_seq: int | None = None
     latency_ns: int | None = None
-    pair_reason: str | None = None
+    pair_note: str | None = None  # why it paired or did not (set for the unusual cases; see pair_reason)
     pair_status: str | None = None  # see tracer.pairing.PairStatus
     request: Any = None  # for responses: the PendingRequest answered (tracer.pairing)
     answers_method: str | None = None  # for responses: the method of the request answered
@@ -196,6 +196,26 @@ class Analysed:
             if type(e) is dict:
                 return e
         return None
+
+    @property
+    def pair_reason(self) -> str | None:
+        """Why this message paired (or did not), in words. Built on demand: most messages pair
+        plainly and nobody asks."""
+        if self.pair_note is not None:
+            return self.pair_note
+        req = self.request
+        if req is not None and self.pair_status in ("paired", "after-cancel"):
+            kind, value = req.idkey
+            shown = repr(value) if kind == "s" else str(value)
+            return (f"id {shown} ({'string' if kind == 's' else 'number'}) answers the {req.method} request "
+                    f"that {req.dir.value} sent at seq {req.seq} on connection {self.rec.conn}")
+        if self.kind is Kind.REQUEST and self.partner_seq is not None:
+            return f"answered by seq {self.partner_seq}"
+        return None
+
+    @pair_reason.setter
+    def pair_reason(self, value: str | None) -> None:
+        self.pair_note = value
 
     @property
     def worst(self) -> Severity | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tracer.classify import id_key
 from tracer.model import Analysed, Era, Kind
 from tracer.session import PendingRequest, Session, find_pending_any_type
+from tracer.tracking import is_input_required, link_retry
 
 
 class PairStatus:
@@ -44,11 +45,12 @@ def match_response(m: Analysed, s: Session) -> None:
         m.answers_method = req.method
         m.partner_seq = req.seq
         m.latency_ns = m.rec.t_ns - req.t_ns
+        if req.op_seq is None and m.kind is Kind.RESULT and is_input_required(m.result):
+            # MRTR: the server asked for input, so this request opens a multi-round operation
+            req.op_seq = req.seq
+            if req.msg is not None:
+                req.msg.op_seq = req.seq
         m.op_seq = req.op_seq
-        m.pair_reason = (
-            f"id {_fmt_id(m.idkey)} ({'string' if m.idkey[0] == 's' else 'number'}) answers the "
-            f"{req.method} request that {requester.value} sent at seq {req.seq} on connection {s.conn}"
-        )
         m.pair_status = PairStatus.AFTER_CANCEL if req.cancelled_seq is not None else PairStatus.PAIRED
         req.response_seq = m.rec.seq
         req.response_t_ns = m.rec.t_ns
@@ -56,9 +58,11 @@ def match_response(m: Analysed, s: Session) -> None:
         if req.msg is not None:
             req.msg.partner_seq = m.rec.seq
             req.msg.latency_ns = m.latency_ns
-            req.msg.pair_reason = f"answered by seq {m.rec.seq} ({m.kind.value})"
             req.msg = None
-        s.answered.put(key, req)
+        answered = s.answered
+        answered[key] = req
+        if len(answered) > answered.cap:
+            answered.popitem(last=False)
         return
     first = s.answered.get(key)
     if first is not None:
@@ -127,7 +131,12 @@ def register_request(m: Analysed, s: Session) -> None:
         msg=m,
     )
     s.pending[key] = req
-    s.used_ids.put(key, req)
+    if m.era is not Era.MODERN:  # only legacy forbids reuse after the answer
+        used = s.used_ids
+        used[key] = req
+        if len(used) > used.cap:
+            used.popitem(last=False)
+    link_retry(m, s, req)
 
 
 def note_cancel(m: Analysed, s: Session) -> PendingRequest | None:
@@ -157,3 +166,22 @@ def cancelled_target(m: Analysed, s: Session) -> tuple[PendingRequest | None, bo
     if req is not None:
         return req, True
     return s.answered.get((m.rec.dir, key)), False
+
+
+def operation_latency_ns(m: Analysed) -> int | None:
+    """For a response: the time since the first round of its operation was sent. For the final
+    response of an MRTR operation (a call that took several rounds) that is the operation's true
+    total latency; for a plain request/response it equals `latency_ns`. None when unpaired."""
+    req = m.request
+    if req is None or m.pair_status not in (PairStatus.PAIRED, PairStatus.AFTER_CANCEL):
+        return None
+    rnd = req.retry_of
+    start = rnd.op_t_ns if rnd is not None else req.t_ns
+    return m.rec.t_ns - start
+
+
+def operation_rounds(m: Analysed) -> int:
+    """How many rounds (requests) the operation of this request or response has had so far."""
+    req = m.request if m.kind in (Kind.RESULT, Kind.ERROR) else None
+    rnd = req.retry_of if req is not None else None
+    return rnd.number + 1 if rnd is not None else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # Header names whose values are credentials. Compared case-insensitively.
@@ -42,4 +43,46 @@ def redact_headers(headers: Any) -> Any:
     for pair in headers:
         name, value = pair[0], pair[1]
         out.append([name, redact_value(name, value) if is_secret(name) and isinstance(value, str) else value])
+    return out
+
+
+# Command-line arguments that carry credentials (host configs often pass API keys as arguments).
+_SECRET_NAME = re.compile(r"(?i)(token|secret|passw(or)?d|api[-_]?key|access[-_]?key|private[-_]?key|"
+                          r"credential|client[-_]?secret|bearer|cookie)")
+_ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_URL_USERINFO = re.compile(r"(://[^/:@\s]+):[^@/\s]+@")
+_AUTH_VALUE = re.compile(r"(?i)^((proxy-)?authorization\s*:\s*|bearer\s+)")
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line fit for a capture header: values of options named like credentials
+    (`--api-key X`, `--token=X`), `NAME=value` assignments (`env API_KEY=... server`),
+    `Authorization:`/`Bearer` values and passwords in URLs are replaced by `<redacted>`."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            hide_next = False
+            if not arg.startswith("-"):
+                out.append(REDACTED)
+                continue
+        if arg.startswith("-"):
+            name, eq, _value = arg.partition("=")
+            if _SECRET_NAME.search(name):
+                if eq:
+                    out.append(f"{name}={REDACTED}")
+                else:
+                    out.append(arg)
+                    hide_next = True
+                continue
+        else:
+            env = _ENV_ASSIGNMENT.match(arg)
+            if env and _SECRET_NAME.search(env.group(1)):
+                out.append(f"{env.group(1)}={REDACTED}")
+                continue
+            auth = _AUTH_VALUE.match(arg)
+            if auth:
+                out.append(auth.group(0) + REDACTED)
+                continue
+        out.append(_URL_USERINFO.sub(r"\1:" + REDACTED + "@", arg))
     return out

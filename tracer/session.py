@@ -52,6 +52,7 @@ class PendingRequest:
     response_t_ns: int | None = None
     response_kind: Kind | None = None
     op_seq: int | None = None  # MRTR: first round of the operation
+    retry_of: Any = None  # MRTR: the tracer.tracking.Round this request retries (set by pairing)
 
     @property
     def meta(self) -> dict | None:
@@ -78,6 +79,8 @@ class InitState:
     server_info: Any = None
     error_seq: int | None = None
     initialized_seq: int | None = None  # notifications/initialized
+    # the first client request (not ping) after the result while initialized was not yet sent (MCP407)
+    early_request: PendingRequest | None = None
 
 
 @dataclass(slots=True)
@@ -110,6 +113,8 @@ class Session:
     closed: bool = False
     # negotiated facts for the rules of later issues (capabilities, tools list, progress tokens...)
     extra: dict[str, Any] = field(default_factory=dict)
+    # capabilities, tools list, progress tokens, subscriptions, MRTR rounds... (tracer.tracking)
+    track: Any = field(default_factory=lambda: _new_tracking())
 
     # -- era ---------------------------------------------------------------------------------
 
@@ -137,6 +142,12 @@ class Session:
         if self.legacy_messages:
             return "legacy (no initialize captured)"
         return "unknown (no initialize or per-request _meta seen)"
+
+
+def _new_tracking() -> Any:
+    from tracer.tracking import Tracking  # tracking builds on this module
+
+    return Tracking()
 
 
 def find_pending_any_type(session: Session, direction: Direction, idkey: tuple) -> PendingRequest | None:

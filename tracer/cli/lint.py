@@ -9,7 +9,8 @@ NAME = "lint"
 HELP = "check recorded MCP traffic (captures, NDJSON, host logs, HAR, .mitm) against the spec"
 EXAMPLE = """  mcptrace lint capture.jsonl
   mcptrace lint --format sarif -o lint.sarif logs/*.jsonl
-  mcptrace lint --select MCP1,MCP2 --ignore MCP209 --fail-on warning ~/Library/Logs/Claude/mcp.log"""
+  mcptrace lint --select MCP1,MCP2 --ignore MCP209 --fail-on warning ~/Library/Logs/Claude/mcp.log
+  mcptrace lint --format github --baseline mcptrace-baseline.json captures/*.jsonl"""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,6 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="exit 1 when a finding is at or above this severity (default: error)")
     p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="suppress the findings this baseline lists; its entries that no longer occur are "
+                        "reported as stale (on stderr)")
+    p.add_argument("--write-baseline", metavar="FILE",
+                   help="write every finding of this run to FILE as a baseline (exit 0 once written)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         rules = select_rules(args.select, args.ignore)
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
+    baseline = _baseline(args)
     out = sys.stdout
     if args.output:
         try:
@@ -52,13 +59,17 @@ def run(args: argparse.Namespace) -> int:
         reporter = make_reporter(args.format, out, color=out.isatty() and args.format == "text")
         try:
             stats = lint_paths(args.paths, RuleSet(rules), reporter, fmt=args.input_format,
-                               progress=False if args.no_progress else None)
+                               progress=False if args.no_progress else None,
+                               keep=baseline.keep if baseline else None,
+                               on_message=baseline.on_message if baseline else None)
         except InputError as exc:
             sys.stderr.write(f"mcptrace: error: {exc}\n")
             return 2
     finally:
         if out is not sys.stdout:
             out.close()
+    if baseline is not None and _finish_baseline(args, baseline):
+        return 0
     if args.fail_on == "never":
         return 0
     threshold = Severity.parse(args.fail_on)
@@ -71,3 +82,40 @@ def run(args: argparse.Namespace) -> int:
 
 def _has_broken_lines(stats) -> bool:
     return stats.problems > 0
+
+
+def _baseline(args: argparse.Namespace):
+    """The Baseline for --baseline / --write-baseline, or None."""
+    if not args.baseline and not args.write_baseline:
+        return None
+    from tracer.baseline import Baseline, BaselineError, load_baseline
+    from tracer.cli import UsageError
+
+    if not args.baseline:
+        return Baseline()
+    try:
+        return load_baseline(args.baseline)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _finish_baseline(args: argparse.Namespace, baseline) -> bool:
+    """Report suppressed and stale entries, write the new baseline. True: the run wrote one."""
+    from tracer.cli import UsageError
+
+    if args.baseline:
+        stale = baseline.stale()
+        sys.stderr.write(f"mcptrace: baseline {args.baseline}: {baseline.suppressed} known finding(s) "
+                         f"suppressed, {sum(e.count for e in stale)} stale\n")
+        for e in stale:
+            times = f" (x{e.count})" if e.count > 1 else ""
+            sys.stderr.write(f"mcptrace: stale baseline entry {e.fingerprint}: {e.rule} in {e.file or '-'}"
+                             f"{times}: {e.message}\n")
+    if not args.write_baseline:
+        return False
+    try:
+        n = baseline.write(args.write_baseline)
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.write_baseline}: {exc.strerror}") from None
+    sys.stderr.write(f"mcptrace: wrote {n} baseline entr{'y' if n == 1 else 'ies'} to {args.write_baseline}\n")
+    return True

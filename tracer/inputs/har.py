@@ -1,17 +1,132 @@
-"""HAR (HTTP Archive) files: placeholder sniffer until the HTTP door lands (issue: mitmproxy addon)."""
+"""HAR (HTTP Archive 1.2) files: browser devtools, HTTP Toolkit, Charles, mitmproxy's `hardump`.
+
+Each entry is an exchange with whole bodies; entries are replayed through the HTTP door's recorder
+(tracer.http_recorder) in wire order, so a HAR gives the same envelopes as a live capture of the
+same traffic. Times come from `startedDateTime` and `timings`; SSE events get the time the
+response ended (a HAR holds bodies, not chunks). The file is parsed whole.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import Iterator
-from typing import IO
+from datetime import datetime
+from typing import IO, Any
+
+import orjson
 
 from tracer.capture import ReadProblem
+from tracer.http_recorder import END, FAILED, HEAD, REQUEST, Exchange, Step, replay
 from tracer.model import Record
+
+_HEAD = re.compile(rb'\A\s*\{\s*"log"\s*:')
 
 
 def sniff(head: bytes) -> bool:
-    return False
+    return _HEAD.match(head.removeprefix(b"\xef\xbb\xbf")) is not None
+
+
+def _ns(started: str) -> int:
+    try:
+        return int(datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp() * 1e9)
+    except (ValueError, AttributeError, TypeError):
+        return 0
+
+
+def _ms(timings: dict, *names: str) -> float:
+    total = 0.0
+    for name in names:
+        v = timings.get(name)
+        if isinstance(v, int | float) and v > 0:
+            total += v
+    return total
+
+
+def _headers(items: Any) -> list[list[str]]:
+    out = []
+    for h in items if isinstance(items, list) else ():
+        if isinstance(h, dict) and isinstance(h.get("name"), str):
+            out.append([h["name"], str(h.get("value", ""))])
+    return out
+
+
+def _text(obj: Any) -> bytes | None:
+    """The body bytes of a postData / content object (text, maybe base64), or None when absent."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+        return None
+    text = obj["text"]
+    if obj.get("encoding") == "base64":
+        try:
+            return base64.b64decode(text, validate=False)
+        except (binascii.Error, ValueError):
+            return text.encode("utf-8", "surrogatepass")
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _sse_bytes(content: Any, body: bytes | None) -> bytes | None:
+    """An event stream is UTF-8 by definition (WHATWG), but a HAR writer that follows the HTTP/1.1
+    default for `text/*` without a charset stores it decoded as Latin-1 (mitmproxy's `hardump`
+    does): undo that when the text only has Latin-1 characters and they spell valid UTF-8."""
+    if body is None or not isinstance(content, dict) or content.get("encoding") == "base64":
+        return body
+    text = content.get("text", "")
+    try:
+        raw = text.encode("latin-1")
+        raw.decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return body
+    return raw
+
+
+def _entry_steps(entry: dict, index: int) -> list[Step]:
+    req = entry.get("request") or {}
+    resp = entry.get("response") or {}
+    timings = entry.get("timings") if isinstance(entry.get("timings"), dict) else {}
+    t0 = _ns(entry.get("startedDateTime", ""))
+    sent = t0 + int(_ms(timings, "blocked", "dns", "connect", "send") * 1e6)  # ssl is inside connect
+    head = sent + int(_ms(timings, "wait") * 1e6)
+    total = entry.get("time")
+    end = t0 + int(total * 1e6) if isinstance(total, int | float) and total >= 0 else head
+    ex = Exchange(id=f"har-{index}", client="", method=str(req.get("method", "GET")), url=str(req.get("url", "")),
+                  req_headers=_headers(req.get("headers")), req_body=_text(req.get("postData")), t_ns=sent)
+    steps = [Step(sent, REQUEST, index, ex)]
+    status = resp.get("status")
+    if not isinstance(status, int) or status <= 0:  # aborted, blocked, never answered
+        why = resp.get("_error") or entry.get("_error") or "no response"
+        steps.append(Step(end, FAILED, index, ex, why=str(why)))
+        return steps
+    ex.status = status
+    ex.resp_headers = _headers(resp.get("headers"))
+    ex.t_resp_ns = head
+    steps.append(Step(head, HEAD, index, ex))
+    content = resp.get("content")
+    body = _text(content)
+    ctype = next((v for k, v in ex.resp_headers if k.lower() == "content-type"), "")
+    if ctype.split(";", 1)[0].strip().lower() == "text/event-stream" and "charset" not in ctype.lower():
+        body = _sse_bytes(content, body)
+    steps.append(Step(max(end, head), END, index, ex, body=body))
+    return steps
 
 
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
-    return iter(())
+    try:
+        doc = orjson.loads(fh.read())
+    except orjson.JSONDecodeError as exc:
+        yield ReadProblem(source, 1, f"not a readable HAR file: {exc}")
+        return
+    log = doc.get("log") if isinstance(doc, dict) else None
+    entries = log.get("entries") if isinstance(log, dict) else None
+    if not isinstance(entries, list):
+        yield ReadProblem(source, 1, "a HAR file without log.entries")
+        return
+    steps: list[Step] = []
+    problems = []
+    for i, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
+            problems.append(ReadProblem(source, i, f"HAR entry {i} has no request; skipped"))
+            continue
+        steps.extend(_entry_steps(entry, i))
+    yield from problems
+    yield from replay(steps, source)

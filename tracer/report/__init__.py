@@ -28,5 +28,17 @@ def make_reporter(name: str, out: IO[str], *, color: bool = False) -> Reporter:
     raise ValueError(f"unknown report format {name!r}")
 
 
-# Formats added by later modules (junit, github): name -> factory(out)
-EXTRA_FORMATS: dict = {}
+def _junit(out: IO[str]) -> Reporter:
+    from tracer.report.junit import JunitReporter
+
+    return JunitReporter(out)
+
+
+def _github(out: IO[str]) -> Reporter:
+    from tracer.report.github import GithubReporter
+
+    return GithubReporter(out)
+
+
+# Formats added by later modules: name -> factory(out). CI formats: JUnit XML, GitHub annotations.
+EXTRA_FORMATS: dict = {"junit": _junit, "github": _github}

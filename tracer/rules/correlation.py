@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from tracer.era import possible_versions
-from tracer.model import Analysed, Direction, Hit, Kind, Severity
+from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.pairing import PairStatus
 from tracer.protocol import (
     ALL,
@@ -15,8 +15,10 @@ from tracer.protocol import (
     MODERN_EXTENSION_REQUESTS,
 )
 from tracer.rules.registry import RESPONSES, rule
+from tracer.tracking import token_key
 
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
+_UNMATCHED = frozenset({PairStatus.UNKNOWN_ID, PairStatus.WRONG_DIRECTION, PairStatus.TYPE_MISMATCH})
 
 
 @rule("MCP201", "request-id-reused-in-session", Severity.ERROR, kinds=(Kind.REQUEST,), versions=LEG,
@@ -25,11 +27,18 @@ def request_id_reused_in_session(m: Analysed, s):
     """A sender reuses a request id it already used in the same session, even if the earlier
     request has completed. Ids are tracked per direction.
 
+    A dual-era client's modern `server/discover` probe before `initialize` is not part of the
+    legacy session: reusing its id afterwards is fine (modern ids may be reused once answered).
+
     Example: the client sends `tools/list` with id 1, gets the answer, then `tools/call` with id 1.
     """
-    if m.pair_status in (PairStatus.REUSE_SESSION, PairStatus.REUSE_PENDING):
-        yield Hit(f"{m.pair_reason}; legacy ids must be unique per session", path="$.id",
-                  related_seq=m.request.seq if m.request else None)
+    if m.pair_status != PairStatus.REUSE_SESSION and m.pair_status != PairStatus.REUSE_PENDING:
+        return None
+    earlier = m.request
+    if earlier is not None and earlier.era is Era.MODERN and earlier.response_seq is not None:
+        return None
+    return Hit(f"{m.pair_reason}; legacy ids must be unique per session", path="$.id",
+               related_seq=earlier.seq if earlier else None)
 
 
 @rule("MCP202", "request-id-reused-while-pending", Severity.ERROR, kinds=(Kind.REQUEST,),
@@ -40,9 +49,10 @@ def request_id_reused_while_pending(m: Analysed, s):
 
     Example: two `tools/call` requests with id 7, the second sent before the first is answered.
     """
-    if m.pair_status == PairStatus.REUSE_PENDING:
-        yield Hit(m.pair_reason or "id reused while pending", path="$.id",
-                  related_seq=m.request.seq if m.request else None)
+    if m.pair_status != PairStatus.REUSE_PENDING:
+        return None
+    return Hit(m.pair_reason or "id reused while pending", path="$.id",
+               related_seq=m.request.seq if m.request else None)
 
 
 @rule("MCP203", "response-id-unknown", Severity.ERROR, kinds=RESPONSES, scope="pairing",
@@ -53,8 +63,9 @@ def response_id_unknown(m: Analysed, s):
 
     Example: the server answers id `"1"` to the client's request id `1`.
     """
-    if m.pair_status in (PairStatus.UNKNOWN_ID, PairStatus.WRONG_DIRECTION, PairStatus.TYPE_MISMATCH):
-        yield Hit(m.pair_reason or "response id matches no request", path="$.id")
+    if m.pair_status not in _UNMATCHED:
+        return None
+    return Hit(m.pair_reason or "response id matches no request", path="$.id")
 
 
 @rule("MCP204", "duplicate-response", Severity.ERROR, kinds=RESPONSES, scope="pairing",
@@ -64,10 +75,11 @@ def duplicate_response(m: Analysed, s):
 
     Example: two results with id 3 for one `tools/call` with id 3.
     """
-    if m.pair_status == PairStatus.DUPLICATE:
-        req = m.request
-        yield Hit(m.pair_reason or "duplicate response", path="$.id",
-                  related_seq=req.response_seq if req else None)
+    if m.pair_status != PairStatus.DUPLICATE:
+        return None
+    req = m.request
+    return Hit(m.pair_reason or "duplicate response", path="$.id",
+               related_seq=req.response_seq if req else None)
 
 
 @rule("MCP205", "notification-answered", Severity.ERROR, kinds=RESPONSES, scope="pairing",
@@ -78,8 +90,9 @@ def notification_answered(m: Analysed, s):
 
     Example: `notifications/initialized`, then a result with an id the client never used.
     """
-    if m.pair_status == PairStatus.ANSWERS_NOTIFICATION:
-        yield Hit(m.pair_reason or "response to a notification", related_seq=m.partner_seq)
+    if m.pair_status != PairStatus.ANSWERS_NOTIFICATION:
+        return None
+    return Hit(m.pair_reason or "response to a notification", related_seq=m.partner_seq)
 
 
 @rule("MCP206", "modern-client-sends-response", Severity.ERROR, kinds=RESPONSES, versions=MODERN,
@@ -88,10 +101,13 @@ def modern_client_sends_response(m: Analysed, s):
     """The client sends a JSON-RPC response in modern (2026-07-28) traffic. Modern servers send no
     requests, so there is nothing for a client to answer.
 
+    On stdio the same message is MCP805's finding, so it is not reported twice.
+
     Example: a modern client writes `{"jsonrpc": "2.0", "id": 0, "result": {}}` to the server.
     """
-    if m.rec.dir is Direction.C2S:
-        yield "a modern client sent a JSON-RPC response; 2026-07-28 servers send no requests"
+    if m.rec.dir is not Direction.C2S or m.rec.transport == "stdio":
+        return None
+    return "a modern client sent a JSON-RPC response; 2026-07-28 servers send no requests"
 
 
 @rule("MCP207", "modern-server-sends-request", Severity.ERROR, kinds=(Kind.REQUEST,), versions=MODERN,
@@ -100,11 +116,14 @@ def modern_server_sends_request(m: Analysed, s):
     """The server sends a JSON-RPC request in modern traffic. Input the server needs (sampling,
     elicitation, roots) travels inside an `InputRequiredResult` instead.
 
+    On stdio the same message is MCP805's finding, so it is not reported twice.
+
     Example: a modern server writes `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage",...}`.
     """
-    if m.rec.dir is Direction.S2C:
-        yield Hit(f"a modern server sent a {m.method} request; use an InputRequiredResult instead",
-                  path="$.method")
+    if m.rec.dir is not Direction.S2C or m.rec.transport == "stdio":
+        return None
+    return Hit(f"a modern server sent a {m.method} request; use an InputRequiredResult instead",
+               path="$.method")
 
 
 def _allowed(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
@@ -156,21 +175,21 @@ def method_wrong_direction(m: Analysed, s):
     Example: the server writes `{"jsonrpc":"2.0","id":5,"method":"tools/call",...}`.
     """
     if m.rec.dir is None or m.rec.dir_inferred:
-        return
+        return None
     versions = possible_versions(m)
     method = m.method
     if method not in known_methods(versions):
-        return
+        return None
     c2s = m.rec.dir is Direction.C2S
     request = m.kind is Kind.REQUEST
     if method in allowed_methods(versions, c2s, request):
-        return
+        return None
     # Sent as the wrong kind (a request method as a notification) is MCP111/MCP112, not this.
     if method in allowed_methods(versions, c2s, not request):
-        return
+        return None
     who = "client" if c2s else "server"
-    yield Hit(f"a {who} must not send {method} ({'request' if request else 'notification'}) "
-              f"in this protocol version", path="$.method")
+    return Hit(f"a {who} must not send {method} ({'request' if request else 'notification'}) "
+               f"in this protocol version", path="$.method")
 
 
 @rule("MCP209", "unknown-method", Severity.INFO, kinds=REQ_NOTE,
@@ -182,12 +201,11 @@ def unknown_method(m: Analysed, s):
     Example: `{"jsonrpc": "2.0", "id": 1, "method": "acme/reindex"}`.
     """
     method = m.method
-    if method is None or method.startswith("rpc."):
-        return
     versions = possible_versions(m)
-    if method not in known_methods(versions):
-        which = "any MCP version" if versions == ALL else ", ".join(sorted(versions))
-        yield Hit(f"{method} is not a method of {which} (custom or extension method?)", path="$.method")
+    if method is None or method in known_methods(versions) or method.startswith("rpc."):
+        return None
+    which = "any MCP version" if versions == ALL else ", ".join(sorted(versions))
+    return Hit(f"{method} is not a method of {which} (custom or extension method?)", path="$.method")
 
 
 _REMOVED_IN_MODERN = frozenset({
@@ -207,11 +225,12 @@ def removed_method_with_modern_meta(m: Analysed, s):
 
     Example: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`.
     """
+    if m.method not in _REMOVED_IN_MODERN:
+        return None
     meta = m.meta
     if meta is None or META_PROTOCOL_VERSION not in meta:
-        return
-    if m.method in _REMOVED_IN_MODERN:
-        yield Hit(f"{m.method} was removed in 2026-07-28 but is sent with modern _meta", path="$.method")
+        return None
+    return Hit(f"{m.method} was removed in 2026-07-28 but is sent with modern _meta", path="$.method")
 
 
 NEVER_ANSWERED_GRACE_NS = 0
@@ -222,35 +241,68 @@ NEVER_ANSWERED_GRACE_NS = 0
 def request_never_answered(s, end_t_ns: int):
     """A request gets no response before the capture (or its connection) ends.
 
+    A request its sender cancelled (`notifications/cancelled`) is not flagged: the receiver SHOULD
+    NOT answer it (2025-11-25 cancellation), and at 2026-07-28 MUST NOT send anything more for it.
+    Nor is a `subscriptions/listen` still open: its response "is just an open stream of
+    notifications" that lasts until the client ends it; nor a notification method sent with an id
+    (MCP111 reports that).
+
     Example: `tools/call` id 9 with no result or error after it.
     """
     for req in s.pending.values():
-        if req.idkey is None:
+        if (req.idkey is None or req.cancelled_seq is not None or req.method == "subscriptions/listen"
+                or req.method.startswith("notifications/")):
             continue
         age_ms = max(0, end_t_ns - req.t_ns) / 1e6 if req.t_ns else 0
-        note = " (it was cancelled)" if req.cancelled_seq is not None else ""
-        yield req, Hit(f"{req.method} id {req.id!r} was never answered{note}; "
+        yield req, Hit(f"{req.method} id {req.id!r} was never answered; "
                        f"pending {age_ms:.0f} ms when the capture ended")
 
 
-@rule("MCP504", "message-after-cancel", Severity.WARNING, kinds=RESPONSES, scope="pairing",
+RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire
+
+
+def _cancelled_progress_request(m: Analysed, s):
+    """The cancelled request a `notifications/progress` reports on (by its progressToken), or None."""
+    params = m.params
+    tok = token_key(params.get("progressToken")) if params is not None else None
+    if tok is None or m.rec.dir is None:
+        return None
+    requester = m.rec.dir.other
+    for req in s.pending.values():
+        if req.cancelled_seq is not None and req.dir is requester:
+            meta = req.meta
+            if meta is not None and token_key(meta.get("progressToken")) == tok:
+                return req
+    return None
+
+
+@rule("MCP504", "message-after-cancel", Severity.WARNING, kinds=(Kind.RESULT, Kind.ERROR, Kind.NOTIFICATION),
+      scope="pairing",
       spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L37-40; spec/2026-07-28/basic/transports/stdio.mdx:L78-83")
 def message_after_cancel(m: Analysed, s):
-    """The receiver answers a request after receiving its `notifications/cancelled`. Legacy: SHOULD
-    NOT respond (warning). Modern: MUST NOT send anything more for it (error). Races are expected,
-    so a response sent within 50 ms of the cancel is not flagged.
+    """The receiver keeps sending messages for a request after receiving its
+    `notifications/cancelled`: a response, or progress notifications for its progressToken.
+    Legacy: SHOULD NOT respond (warning). Modern: MUST NOT send anything more for it (error).
+    Races are expected, so a message sent within 50 ms of the cancel is not flagged.
 
     Example: `notifications/cancelled` for id 4, then a result for id 4 a second later.
     """
-    if m.pair_status != PairStatus.AFTER_CANCEL:
-        return
-    req = m.request
+    if m.kind is Kind.NOTIFICATION:
+        if m.method != "notifications/progress":
+            return None
+        req = _cancelled_progress_request(m, s)
+        what = "progress reported"
+    elif m.pair_status == PairStatus.AFTER_CANCEL:
+        req = m.request
+        what = "answered"
+    else:
+        return None
+    if req is None:
+        return None
     gap_ms = (m.rec.t_ns - (req.cancelled_t_ns or m.rec.t_ns)) / 1e6
     if gap_ms < RACE_MS:
-        return
-    sev = Severity.ERROR if m.era.value == "modern" else Severity.WARNING
-    yield Hit(f"answered {gap_ms:.0f} ms after the requester cancelled it (seq {req.cancelled_seq})",
-              severity=sev, related_seq=req.cancelled_seq)
+        return None
+    sev = Severity.ERROR if m.era is Era.MODERN else Severity.WARNING
+    return Hit(f"{what} {gap_ms:.0f} ms after the requester cancelled {req.method} id {req.id!r} "
+               f"(seq {req.cancelled_seq})", severity=sev, related_seq=req.cancelled_seq)
 
-
-RACE_MS = 50

@@ -1,10 +1,24 @@
-"""Rule documentation, rendered from the registry (the README's rule table is generated from here)."""
+"""Rule documentation, rendered from the registry (the README's rule table is generated from here).
+
+    python -m tracer.rules.docs --write-readme README.md   # rewrite the table between the markers
+    python -m tracer.rules.docs                            # print the Markdown table
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import re
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 from tracer.rules.registry import Rule
+
+START, END = "<!-- rules:start -->", "<!-- rules:end -->"
+# Per-rule cases live beside the package in a source checkout (they are not installed).
+CASES_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
+_EXAMPLE = re.compile(r"(?:^|\s)Example:\s*(.+?)(?=\n\s*\n|\Z)", re.S)
 
 
 def table_text(rules: Iterable[Rule]) -> str:
@@ -22,11 +36,104 @@ def table_markdown(rules: Iterable[Rule]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def readme_block(rules: Iterable[Rule]) -> str:
+    """The README section between the markers (markers included)."""
+    return f"{START}\n{table_markdown(rules)}{END}"
+
+
+def replace_block(text: str, block: str) -> str | None:
+    """`text` with the part between the markers replaced by `block`; None when a marker is missing."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        return None
+    return text[:start] + block + text[end + len(END):]
+
+
+def docstring_example(r: Rule) -> str | None:
+    m = _EXAMPLE.search(r.doc)
+    return " ".join(m.group(1).split()) if m else None
+
+
+def failing_case(rule_id: str) -> tuple[str, dict] | None:
+    """(file name, case) of the first failing case in fixtures/rules/<ID>.yaml, when present."""
+    path = CASES_DIR / f"{rule_id}.yaml"
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    for case in doc.get("cases", []) if isinstance(doc, dict) else ():
+        if case.get("fires") not in (False, 0, None):
+            return f"fixtures/rules/{path.name}", case
+    return None
+
+
+def _entry_line(i: int, entry: dict, fires_at: set[int], width: int = 150) -> str:
+    for key, arrow in (("c2s", "→"), ("s2c", "←"), ("c2s_raw", "→"), ("s2c_raw", "←"),
+                       ("c2s_b64", "→"), ("s2c_b64", "←")):
+        if key in entry:
+            value = entry[key]
+            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            break
+    else:
+        arrow, text = "·", json.dumps({k: v for k, v in entry.items() if k not in ("t_ms", "conn")})
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    mark = "   ◀ fires here" if i in fires_at else ""
+    return f"    {i:>2} {arrow} {text}{mark}"
+
+
 def explain(r: Rule) -> str:
-    return (
-        f"{r.id} {r.name}\n"
-        f"  severity: {r.severity.label}    versions: {r.versions_label}    scope: {r.scope}\n"
-        f"  source:   {r.spec}\n\n"
-        + "\n".join("  " + line if line else "" for line in r.doc.splitlines())
-        + "\n"
-    )
+    body = "\n\n".join(p for p in r.doc.split("\n\n") if not p.lstrip().startswith("Example:"))
+    out = [
+        f"{r.id} {r.name}",
+        f"  severity: {r.severity.label}    versions: {r.versions_label}    scope: {r.scope}",
+        f"  source:   {r.spec}",
+        "",
+        "\n".join("  " + line if line else "" for line in body.splitlines()),
+    ]
+    example = docstring_example(r)
+    if example:
+        out += ["", f"  Fails on: {example}"]
+    found = failing_case(r.id)
+    if found is not None:
+        where, case = found
+        at = set(case.get("at") or ())
+        out += ["", f"  Failing mini-session ({where}: {case.get('name', '')}):"]
+        out += [_entry_line(i, e, at) for i, e in enumerate(case.get("messages", []), 1)]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tracer.rules.registry import all_rules
+
+    ap = argparse.ArgumentParser(prog="python -m tracer.rules.docs", description=__doc__.splitlines()[0])
+    ap.add_argument("--write-readme", metavar="README", help="rewrite the rule table between the markers "
+                    f"{START} and {END} (appended as a new section when the markers are missing)")
+    args = ap.parse_args(argv)
+    rules = all_rules().values()
+    if not args.write_readme:
+        sys.stdout.write(table_markdown(rules))
+        return 0
+    path = Path(args.write_readme)
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except OSError as exc:
+        sys.stderr.write(f"cannot read {path}: {exc.strerror}\n")
+        return 2
+    block = readme_block(rules)
+    new = replace_block(text, block)
+    if new is None:
+        new = text.rstrip("\n") + ("\n\n" if text else "") + "## Rule catalog\n\n" + block + "\n"
+        sys.stderr.write(f"{path}: no {START} / {END} markers; appended a 'Rule catalog' section\n")
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    sys.stderr.write(f"{path}: rule table with {len(rules)} rules is up to date\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tracer.classify import exact_json
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL_REQUEST_METHODS, L1, L2, MODERN_EXTENSION_REQUESTS, since
 from tracer.rules.registry import MESSAGE_KINDS, rule
@@ -17,9 +18,14 @@ def not_json(m: Analysed, s):
     """The message is not parseable JSON, or not UTF-8.
 
     Every MCP message MUST be a JSON-RPC 2.0 message encoded in UTF-8; a receiver answers what it
-    cannot parse with -32700 (Parse error). Example: `{"jsonrpc": "2.0", "id": 1,` (cut short).
+    cannot parse with -32700 (Parse error). On stdio, lines that are not JSON (or too deep, or not
+    UTF-8) are reported by MCP801/MCP802/MCP803 instead, with the stream offset and the bytes, so
+    a banner line is one finding, not two.
+    Example: `{"jsonrpc": "2.0", "id": 1,` (cut short).
     """
     if m.problem in ("not-json", "not-utf8", "too-deep"):
+        if m.rec.transport == "stdio":
+            return
         yield f"{m.reason} (a receiver answers -32700 Parse error)"
 
 
@@ -40,9 +46,12 @@ def not_an_object(m: Analysed, s):
     """The top-level JSON value (or a batch member) is not an object.
 
     Arrays at the top level are batches (MCP120-MCP123); anything else is no JSON-RPC message.
+    On stdio a bare scalar line is MCP801's (a stray line), so only batch members are reported here.
     Example: `"hello"` or `42`.
     """
     if m.problem == "not-object":
+        if m.rec.transport == "stdio" and m.batch_seq is None:
+            return
         yield m.reason or "not a JSON object"
 
 
@@ -71,8 +80,9 @@ def reserved_rpc_method(m: Analysed, s):
 
     Example: `{"jsonrpc": "2.0", "id": 1, "method": "rpc.discover"}`.
     """
-    if m.method is not None and m.method.startswith("rpc."):
-        yield Hit(f"method {m.method!r} uses the reserved prefix 'rpc.'", path="$.method")
+    if m.method is None or not m.method.startswith("rpc."):
+        return None
+    return Hit(f"method {m.method!r} uses the reserved prefix 'rpc.'", path="$.method")
 
 
 @rule("MCP107", "params-not-object", Severity.ERROR, kinds=REQ_NOTE,
@@ -83,9 +93,9 @@ def params_not_object(m: Analysed, s):
     Example: `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["echo"]}`.
     """
     obj = m.obj
-    if "params" in obj and type(obj["params"]) is not dict:
-        what = "an array" if type(obj["params"]) is list else type(obj["params"]).__name__
-        yield Hit(f"params is {what}, not an object", path="$.params")
+    if "params" not in obj or type(obj["params"]) is dict:
+        return None
+    return Hit(f"params is {_json_type(obj['params'])}, not an object", path="$.params")
 
 
 @rule("MCP108", "null-request-id", Severity.ERROR, kinds=INVALID,
@@ -111,8 +121,30 @@ def bad_id_type(m: Analysed, s):
         yield Hit(m.reason or "id is not a string or an integer", path="$.id")
 
 
+def _json_type(v) -> str:
+    if v is None:
+        return "null"
+    t = type(v)
+    if t is list:
+        return "an array"
+    if t is dict:
+        return "an object"
+    return {str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(t, t.__name__)
+
+
 def _integral_float(v) -> bool:
     return type(v) is float and v.is_integer()
+
+
+def _really_float(m: Analysed, *path: str) -> bool:
+    """orjson reads integers beyond 64 bits as floats: re-read the message exactly to tell
+    `1.0` (written with a fraction) from 18446744073709551617 (a plain integer)."""
+    if m.batch_seq is not None:
+        return True
+    value = exact_json(m.rec.raw, None)
+    for key in path:
+        value = value.get(key) if type(value) is dict else None
+    return type(value) is float
 
 
 @rule("MCP110", "integral-id-written-as-float", Severity.WARNING,
@@ -123,17 +155,21 @@ def integral_id_written_as_float(m: Analysed, s):
 
     Example: `{"jsonrpc": "2.0", "id": 1.0, "method": "tools/list"}`.
     """
+    out = None
     if _integral_float(m.id):
-        yield Hit(f"id {m.id!r} is an integer written with a fraction or exponent", path="$.id")
+        out = [Hit(f"id {m.id!r} is an integer written with a fraction or exponent", path="$.id")]
     meta = m.meta
-    if meta is not None and _integral_float(meta.get("progressToken")):
-        yield Hit("progressToken is an integer written with a fraction or exponent",
-                  path="$.params._meta.progressToken")
+    if meta is not None and _integral_float(meta.get("progressToken")) and _really_float(
+            m, "params", "_meta", "progressToken"):
+        out = (out or []) + [Hit("progressToken is an integer written with a fraction or exponent",
+                                 path="$.params._meta.progressToken")]
     if m.method == "notifications/progress":
         p = m.params
-        if p is not None and _integral_float(p.get("progressToken")):
-            yield Hit("progressToken is an integer written with a fraction or exponent",
-                      path="$.params.progressToken")
+        if p is not None and _integral_float(p.get("progressToken")) and _really_float(
+                m, "params", "progressToken"):
+            out = (out or []) + [Hit("progressToken is an integer written with a fraction or exponent",
+                                     path="$.params.progressToken")]
+    return out
 
 
 @rule("MCP111", "notification-with-id", Severity.ERROR, kinds=(Kind.REQUEST,),
@@ -144,8 +180,9 @@ def notification_with_id(m: Analysed, s):
 
     Example: `{"jsonrpc": "2.0", "id": 4, "method": "notifications/initialized"}`.
     """
-    if m.method is not None and m.method.startswith("notifications/"):
-        yield Hit(f"{m.method} is a notification but carries id {m.id!r}", path="$.id")
+    if m.method is None or not m.method.startswith("notifications/"):
+        return None
+    return Hit(f"{m.method} is a notification but carries id {m.id!r}", path="$.id")
 
 
 _REQUEST_METHODS = ALL_REQUEST_METHODS | MODERN_EXTENSION_REQUESTS
@@ -159,8 +196,9 @@ def request_without_id(m: Analysed, s):
 
     Example: `{"jsonrpc": "2.0", "method": "tools/list"}`.
     """
-    if m.method in _REQUEST_METHODS:
-        yield f"{m.method} is a request method but has no id"
+    if m.method not in _REQUEST_METHODS:
+        return None
+    return f"{m.method} is a request method but has no id"
 
 
 @rule("MCP113", "result-and-error", Severity.ERROR, kinds=INVALID,
@@ -182,9 +220,9 @@ def result_not_object(m: Analysed, s):
     Example: `{"jsonrpc": "2.0", "id": 1, "result": null}`.
     """
     r = m.obj.get("result")
-    if type(r) is not dict:
-        what = "null" if r is None else "an array" if type(r) is list else type(r).__name__
-        yield Hit(f"result is {what}, not an object", path="$.result")
+    if type(r) is dict:
+        return None
+    return Hit(f"result is {_json_type(r)}, not an object", path="$.result")
 
 
 def _is_int(v) -> bool:
@@ -201,16 +239,20 @@ def malformed_error(m: Analysed, s):
     """
     err = m.obj.get("error")
     if type(err) is not dict:
-        yield Hit("error is not an object", path="$.error")
-        return
+        return Hit(f"error is {_json_type(err)}, not an object", path="$.error")
+    code, msg = err.get("code"), err.get("message")
+    if _is_int(code) and type(msg) is str:
+        return None
+    out = []
     if "code" not in err:
-        yield Hit("error has no code", path="$.error")
-    elif not _is_int(err["code"]):
-        yield Hit(f"error.code is {err['code']!r}, not an integer", path="$.error.code")
+        out.append(Hit("error has no code", path="$.error"))
+    elif not _is_int(code):
+        out.append(Hit(f"error.code is {code!r}, not an integer", path="$.error.code"))
     if "message" not in err:
-        yield Hit("error has no message", path="$.error")
-    elif type(err["message"]) is not str:
-        yield Hit("error.message is not a string", path="$.error.message")
+        out.append(Hit("error has no message", path="$.error"))
+    elif type(msg) is not str:
+        out.append(Hit(f"error.message is {_json_type(msg)}, not a string", path="$.error.message"))
+    return out
 
 
 MAX_ERROR_MESSAGE = 300
@@ -226,10 +268,11 @@ def long_error_message(m: Analysed, s):
     """
     err = m.error
     msg = err.get("message") if err else None
-    if type(msg) is str and ("\n" in msg.strip() or len(msg) > MAX_ERROR_MESSAGE):
-        why = "spans several lines" if "\n" in msg.strip() else f"is {len(msg)} characters long"
-        yield Hit(f"error.message {why}; keep it one short sentence and put details in data",
-                  path="$.error.message")
+    if type(msg) is not str or (len(msg) <= MAX_ERROR_MESSAGE and "\n" not in msg.strip()):
+        return None
+    why = "spans several lines" if "\n" in msg.strip() else f"is {len(msg)} characters long"
+    return Hit(f"error.message {why}; keep it one short sentence and put details in data",
+               path="$.error.message")
 
 
 _UNREADABLE_ID_CODES = (-32700, -32600)
@@ -244,11 +287,12 @@ def error_without_id(m: Analysed, s):
     Example: `{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}}`.
     """
     if m.id is not None:
-        return
+        return None
     err = m.error
     code = err.get("code") if err else None
-    if code not in _UNREADABLE_ID_CODES:
-        yield Hit(f"error {code!r} has no id, but only -32700/-32600 errors may omit it", path="$")
+    if code in _UNREADABLE_ID_CODES:
+        return None
+    return Hit(f"error {code!r} has no id, but only -32700/-32600 errors may omit it", path="$")
 
 
 @rule("MCP118", "error-id-null", Severity.WARNING, kinds=(Kind.ERROR,),
@@ -259,9 +303,10 @@ def error_id_null(m: Analysed, s):
 
     Example: `{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}`.
     """
-    if "id" in m.obj and m.obj["id"] is None:
-        yield Hit("error response has \"id\": null; MCP ids are strings or integers (omit id instead)",
-                  path="$.id")
+    if m.id is not None or "id" not in m.obj:
+        return None
+    return Hit("error response has \"id\": null; MCP ids are strings or integers (omit id instead)",
+               path="$.id")
 
 
 @rule("MCP119", "meta-not-object", Severity.ERROR, kinds=MESSAGE_KINDS,
@@ -272,10 +317,14 @@ def meta_not_object(m: Analysed, s):
     Example: `{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": "x"}}`.
     """
     obj = m.obj
+    out = None
     for key in ("params", "result"):
         part = obj.get(key)
         if type(part) is dict and "_meta" in part and type(part["_meta"]) is not dict:
-            yield Hit(f"{key}._meta is not an object", path=f"$.{key}._meta")
+            out = out or []
+            out.append(Hit(f"{key}._meta is {_json_type(part['_meta'])}, not an object",
+                           path=f"$.{key}._meta"))
+    return out
 
 
 BATCH = (Kind.BATCH,)

@@ -1,3 +1,531 @@
-"""MCP3xx sections 3a, 3b, 3e: `_meta` keys, modern per-request metadata, resultType, error codes."""
+"""MCP3xx sections 3a, 3b and the resultType checks of 3c (MCP320-MCP321): `_meta` key naming,
+modern per-request / per-result metadata, `resultType`.
+
+Key verdicts are computed once per distinct key and cached (traffic repeats the same few keys), and
+the `_meta` objects of a message are found once and shared by the four naming rules, so the common
+path (every key fine) costs a dict lookup per key.
+"""
 
 from __future__ import annotations
+
+from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.protocol import (
+    LOGGING_LEVELS,
+    META_CLIENT_CAPS,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    MODERN,
+    since,
+)
+from tracer.rules.metakeys import (
+    NESTED,
+    NO_META,
+    check_baggage,
+    check_traceparent,
+    check_tracestate,
+    extension_id_problem,
+    key_problems,
+    meta_objects,
+    top_meta,
+)
+from tracer.rules.registry import rule
+from tracer.session import Session
+
+L3_PLUS = since("2025-06-18")
+L4_PLUS = since("2025-11-25")
+REQUEST = (Kind.REQUEST,)
+RESULT = (Kind.RESULT,)
+BASIC = "spec/2026-07-28/basic/index.mdx"
+
+
+# -- 3a. _meta key naming ------------------------------------------------------------------------
+
+
+@rule("MCP301", "meta-key-bad-prefix", Severity.ERROR, versions=L3_PLUS,
+      spec="spec/2025-06-18/basic/index.mdx:L138-139; spec/2025-11-25/basic/index.mdx:L205-206; "
+           f"{BASIC}:L334-335")
+def meta_key_bad_prefix(m: Analysed, s: Session):
+    """A `_meta` key prefix is malformed (in any `_meta` object of the message, nested ones such as
+    `Tool._meta` included).
+
+    A prefix "MUST be a series of labels separated by dots (.), followed by a slash (/). Labels MUST
+    start with a letter and end with a letter or digit; interior characters can be letters,
+    digits, or hyphens". Example: `"_meta": {"com.example-/flag": true}` or `{"1password.com/x": 1}`.
+    """
+    probs = key_problems(m)
+    if not probs:
+        return None
+    return [Hit(f"_meta key {key!r}: prefix {v.prefix!r} is not dot-separated labels "
+                "(letter first, letter or digit last, letters/digits/hyphens inside) before '/'",
+                path=path)
+            for path, key, v in probs if not v.prefix_ok]
+
+
+@rule("MCP302", "meta-key-bad-name", Severity.ERROR, versions=L3_PLUS,
+      spec="spec/2025-06-18/basic/index.mdx:L146-147; spec/2025-11-25/basic/index.mdx:L214-215; "
+           f"{BASIC}:L343-344")
+def meta_key_bad_name(m: Analysed, s: Session):
+    """A `_meta` key name (the part after the prefix) is malformed.
+
+    "Unless empty, MUST begin and end with an alphanumeric character ([a-z0-9A-Z]). MAY contain
+    hyphens (-), underscores (_), dots (.), and alphanumerics in between." Example:
+    `"_meta": {"_internal": 1}` or `{"com.example/trace id": "x"}`.
+    """
+    probs = key_problems(m)
+    if not probs:
+        return None
+    return [Hit(f"_meta key {key!r}: name {v.name!r} must begin and end with a letter or digit and "
+                "contain only letters, digits, '-', '_' and '.'", path=path)
+            for path, key, v in probs if not v.name_ok]
+
+
+@rule("MCP303", "meta-key-reserved-prefix", Severity.WARNING, versions=L3_PLUS,
+      spec="spec/2025-06-18/basic/index.mdx:L140-142; spec/2025-11-25/basic/index.mdx:L208-210; "
+           f"{BASIC}:L337-358 (inferred)")
+def meta_key_reserved_prefix(m: Analysed, s: Session):
+    """A `_meta` key uses a prefix reserved for MCP, but no spec revision or official extension
+    defines that key.
+
+    From 2025-11-25 on, "any prefix where the second label is modelcontextprotocol or mcp is
+    reserved for MCP use" (`io.modelcontextprotocol/`, `dev.mcp/`); 2025-06-18 reserved a label
+    `modelcontextprotocol`/`mcp` followed by another label (`modelcontextprotocol.io/`). Example:
+    `"_meta": {"io.modelcontextprotocol/myTrace": "abc"}` (use your own reverse-DNS prefix).
+    """
+    probs = key_problems(m)
+    if not probs:
+        return None
+    l3 = m.era is not Era.MODERN and m.version == "2025-06-18"
+    out = []
+    for path, key, v in probs:
+        if l3 and v.reserved_l3:
+            out.append(Hit(f"_meta key {key!r} uses a prefix 2025-06-18 reserves for MCP, and MCP "
+                           "defines no such key", path=path))
+        elif not l3 and v.reserved:
+            out.append(Hit(f"_meta key {key!r} uses the MCP-reserved prefix {v.prefix + '/'!r}, but "
+                           "neither the spec nor an official extension defines it", path=path))
+    return out
+
+
+@rule("MCP304", "meta-prefix-not-reverse-dns", Severity.WARNING, versions=L4_PLUS,
+      spec=f"spec/2025-11-25/basic/index.mdx:L207; {BASIC}:L336 (inferred detection)")
+def meta_prefix_not_reverse_dns(m: Analysed, s: Session):
+    """A `_meta` prefix looks like a domain written forwards instead of in reverse-DNS order
+    (heuristic: its last label is a well-known top-level domain and its first is not).
+
+    "Implementations SHOULD use reverse DNS notation (e.g., com.example/ rather than
+    example.com/)". Example: `"_meta": {"example.com/requestId": "r-1"}`.
+    """
+    probs = key_problems(m)
+    if not probs:
+        return None
+    return [Hit(f"_meta key {key!r}: prefix {v.prefix!r} looks like a forward domain; use reverse "
+                f"DNS ({'.'.join(reversed(v.prefix.split('.')))}/)", path=path)
+            for path, key, v in probs if v.forward_dns]
+
+
+_TRACE_KEYS = (("traceparent", check_traceparent), ("tracestate", check_tracestate),
+               ("baggage", check_baggage))
+
+
+@rule("MCP305", "meta-trace-context-invalid", Severity.ERROR, versions=MODERN,
+      spec=f"{BASIC}:L421-424 (SEP-414); W3C Trace Context; W3C Baggage")
+def meta_trace_context_invalid(m: Analysed, s: Session):
+    """`_meta.traceparent`, `tracestate` or `baggage` does not follow the W3C Trace Context / W3C
+    Baggage syntax.
+
+    "When present, their values MUST follow W3C Trace Context and W3C Baggage formats
+    respectively." Example: `"traceparent": "00-abc-def-01"` (the trace id must be 32 hex digits).
+    """
+    top = top_meta(m)
+    if top is NO_META or (top is not NESTED and "traceparent" not in top and "tracestate" not in top
+                          and "baggage" not in top):
+        return None
+    out = None
+    for path, meta in meta_objects(m):
+        if "traceparent" not in meta and "tracestate" not in meta and "baggage" not in meta:
+            continue
+        for key, check in _TRACE_KEYS:
+            if key in meta:
+                why = check(meta[key])
+                if why is not None:
+                    out = out or []
+                    out.append(Hit(f"_meta {key} {why}", path=f"{path}.{key}"))
+    return out
+
+
+def _discover_result_caps(m: Analysed) -> dict | None:
+    res = m.result
+    caps = res.get("capabilities") if res is not None else None
+    return caps if type(caps) is dict else None
+
+
+@rule("MCP306", "capability-extension-id-invalid", Severity.WARNING, versions=MODERN,
+      kinds=(Kind.REQUEST, Kind.RESULT),
+      spec="spec/2026-07-28/basic/versioning.mdx:L85-87; schema/2026-07-28/schema.ts "
+           "ClientCapabilities.extensions / ServerCapabilities.extensions")
+def capability_extension_id_invalid(m: Analysed, s: Session):
+    """A capability `extensions` key is not a valid extension identifier: it lacks the mandatory
+    prefix or breaks the `_meta` key rules. (MUST in the text; a warning because it is a
+    declaration, not traffic.)
+
+    "Extension identifiers MUST follow the _meta key naming rules, with a mandatory prefix."
+    Example: `"extensions": {"tasks": {}}` instead of `{"io.modelcontextprotocol/tasks": {}}`.
+    """
+    if m.kind is Kind.REQUEST:
+        meta = m.meta
+        caps = meta.get(META_CLIENT_CAPS) if meta is not None else None
+        if type(caps) is not dict:
+            return None
+        path = f"$.params._meta[{META_CLIENT_CAPS!r}].extensions"
+    else:
+        if m.answers_method != "server/discover":
+            return None
+        caps = _discover_result_caps(m)
+        if caps is None:
+            return None
+        path = "$.result.capabilities.extensions"
+    ext = caps.get("extensions")
+    if type(ext) is not dict or not ext:
+        return None
+    out = None
+    for key in ext:
+        why = extension_id_problem(key)
+        if why is not None:
+            out = out or []
+            out.append(Hit(f"extension identifier {key!r} {why}", path=path))
+    return out
+
+
+# -- 3b. modern per-request / per-result metadata -------------------------------------------------
+
+
+def _client_request(m: Analysed) -> bool:
+    return m.rec.dir is not Direction.S2C
+
+
+@rule("MCP310", "modern-request-missing-meta", Severity.ERROR, versions=MODERN, kinds=REQUEST,
+      spec=f"{BASIC}:L365-382; schema/2026-07-28/schema.ts:L63-98 (RequestParams._meta required)")
+def modern_request_missing_meta(m: Analysed, s: Session):
+    """A modern request lacks `params`, `params._meta`, or the required per-request fields
+    `io.modelcontextprotocol/protocolVersion` and `io.modelcontextprotocol/clientCapabilities`
+    (every request, `server/discover` and `subscriptions/listen` included).
+
+    "fields marked as required MUST be included on every request"; the server MUST reject such a
+    request with -32602. Example: `{"jsonrpc":"2.0","id":1,"method":"server/discover"}`.
+    """
+    if not _client_request(m):
+        return None
+    obj = m.obj
+    params = obj.get("params")
+    if type(params) is not dict:
+        if "params" in obj:
+            return None  # params that are not an object: MCP107
+        return [Hit(f"modern {m.method} request has no params (params._meta with protocolVersion "
+                    "and clientCapabilities is required)", path="$")]
+    meta = params.get("_meta")
+    if type(meta) is not dict:
+        if "_meta" in params:
+            return None  # not an object: MCP119
+        return [Hit(f"modern {m.method} request has no params._meta (protocolVersion and "
+                    "clientCapabilities are required on every request)", path="$.params")]
+    if META_PROTOCOL_VERSION in meta and META_CLIENT_CAPS in meta:
+        return None
+    missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPS) if k not in meta]
+    return [Hit(f"modern {m.method} request lacks required _meta {' and '.join(missing)}",
+                path="$.params._meta")]
+
+
+def _missing_required_meta(params) -> bool:
+    if type(params) is not dict:
+        return True
+    meta = params.get("_meta")
+    return type(meta) is not dict or META_PROTOCOL_VERSION not in meta or META_CLIENT_CAPS not in meta
+
+
+@rule("MCP311", "missing-meta-not-rejected", Severity.ERROR, versions=MODERN,
+      kinds=(Kind.RESULT, Kind.ERROR), scope="pairing", spec=f"{BASIC}:L380-382")
+def missing_meta_not_rejected(m: Analysed, s: Session):
+    """The server does not reject a modern request that lacks the required `_meta` fields
+    (protocolVersion, clientCapabilities) with -32602: it answers with a result, or with another
+    error code. (-32601 is left alone: the server does not know the method at all. The HTTP
+    status of the rejection is MCP747's.)
+
+    "A request missing any required field is malformed; the server MUST reject it with JSON-RPC
+    error code -32602 (Invalid params)." Example: `server/discover` without params answered with a
+    DiscoverResult.
+    """
+    req = m.request
+    if req is None or req.dir is not Direction.C2S or not _missing_required_meta(req.params):
+        return None
+    if m.kind is Kind.ERROR:
+        err = m.error
+        code = err.get("code") if err is not None else None
+        if code in (-32602, -32601):
+            return None
+        what = f"error {code!r}"
+    else:
+        what = "a result"
+    return [Hit(f"the {req.method} request (seq {req.seq}) lacks required _meta fields, yet it was answered "
+                f"with {what} instead of -32602 Invalid params", related_seq=req.seq)]
+
+
+@rule("MCP312", "modern-request-missing-client-info", Severity.WARNING, versions=MODERN,
+      kinds=REQUEST, spec=f"{BASIC}:L384-385; schema/2026-07-28/schema.ts:L77-90")
+def modern_request_missing_client_info(m: Analysed, s: Session):
+    """A modern request's `_meta` lacks `io.modelcontextprotocol/clientInfo`. (A request with no
+    `_meta` at all is MCP310.)
+
+    "Clients SHOULD include io.modelcontextprotocol/clientInfo on every request unless
+    specifically configured not to do so." Example: `_meta` with only protocolVersion and
+    clientCapabilities.
+    """
+    meta = m.meta
+    if meta is None or META_CLIENT_INFO in meta or not _client_request(m):
+        return None
+    return [Hit(f"modern {m.method} request has no _meta {META_CLIENT_INFO}", path="$.params._meta")]
+
+
+def _implementation_problem(value) -> str | None:
+    if type(value) is not dict:
+        return "is not an object"
+    if type(value.get("name")) is str and type(value.get("version")) is str:
+        return None
+    missing = [k for k in ("name", "version") if type(value.get(k)) is not str]
+    if missing:
+        return f"lacks string {' and '.join(missing)}"
+    return None
+
+
+_LEVELS = frozenset(LOGGING_LEVELS)
+_OK_CAPS: dict = {}
+_OK_INFO = {"name": "", "version": ""}
+
+
+@rule("MCP313", "modern-meta-field-wrong-type", Severity.ERROR, versions=MODERN,
+      kinds=(Kind.REQUEST, Kind.RESULT),
+      spec="schema/2026-07-28/schema.ts:L63-107, Implementation L976-1000, LoggingLevel L2075")
+def modern_meta_field_wrong_type(m: Analysed, s: Session):
+    """A per-request or per-result `_meta` field has the wrong type: `protocolVersion` not a
+    string, `clientCapabilities` not an object, `clientInfo` / `serverInfo` not an
+    `Implementation` (`name` and `version` strings), `logLevel` not one of the eight levels.
+
+    The schema types these fields (RequestMetaObject, ResultMetaObject). Example:
+    `"io.modelcontextprotocol/logLevel": "verbose"`.
+    """
+    if m.kind is Kind.RESULT:
+        res = m.result
+        meta = res.get("_meta") if res is not None else None
+        if type(meta) is not dict or META_SERVER_INFO not in meta:
+            return None
+        why = _implementation_problem(meta[META_SERVER_INFO])
+        if why is None:
+            return None
+        return [Hit(f"_meta {META_SERVER_INFO} {why} (an Implementation needs name and version)",
+                    path=f"$.result._meta[{META_SERVER_INFO!r}]")]
+    meta = m.meta
+    if meta is None:
+        return None
+    base = "$.params._meta"
+    pv = meta.get(META_PROTOCOL_VERSION)
+    level = meta.get(META_LOG_LEVEL)
+    if (type(pv) is str and type(meta.get(META_CLIENT_CAPS, _OK_CAPS)) is dict
+            and (level is None or (type(level) is str and level in _LEVELS))
+            and _implementation_problem(meta.get(META_CLIENT_INFO, _OK_INFO)) is None):
+        return None  # the common case: every field present is well typed
+    out = []
+    if pv is not None and type(pv) is not str:
+        out.append(Hit(f"_meta {META_PROTOCOL_VERSION} is {type(pv).__name__}, not a string",
+                       path=f"{base}[{META_PROTOCOL_VERSION!r}]"))
+    if META_CLIENT_CAPS in meta and type(meta[META_CLIENT_CAPS]) is not dict:
+        out.append(Hit(f"_meta {META_CLIENT_CAPS} is not an object",
+                       path=f"{base}[{META_CLIENT_CAPS!r}]"))
+    if META_CLIENT_INFO in meta:
+        why = _implementation_problem(meta[META_CLIENT_INFO])
+        if why is not None:
+            out.append(Hit(f"_meta {META_CLIENT_INFO} {why} (an Implementation needs name and version)",
+                           path=f"{base}[{META_CLIENT_INFO!r}]"))
+    if META_LOG_LEVEL in meta:
+        level = meta[META_LOG_LEVEL]
+        if type(level) is not str or level not in _LEVELS:
+            out.append(Hit(f"_meta {META_LOG_LEVEL} {level!r} is not one of {', '.join(LOGGING_LEVELS)}",
+                           path=f"{base}[{META_LOG_LEVEL!r}]"))
+    return out
+
+
+def legacy_server(s: Session) -> bool:
+    """The server showed it is legacy-only: it rejected the `server/discover` probe with an error
+    that is not a modern one (-32020/-32021/-32022), so modern-result rules do not apply to it."""
+    disc = s.discover
+    return disc is not None and disc.outcome == "error" and disc.error_code not in (-32020, -32021, -32022)
+
+
+@rule("MCP314", "modern-result-missing-server-info", Severity.WARNING, versions=MODERN, kinds=RESULT,
+      spec=f"{BASIC}:L396-402; schema/2026-07-28/schema.ts:L143-157; "
+           "spec/2026-07-28/server/discover.mdx:L98-99")
+def modern_result_missing_server_info(m: Analysed, s: Session):
+    """A modern result's `_meta` lacks `io.modelcontextprotocol/serverInfo`.
+
+    "Servers SHOULD include the following io.modelcontextprotocol/* field in every result's
+    _meta, unless specifically configured not to do so". Example: a `tools/list` result with no
+    `_meta`.
+    """
+    if m.rec.dir is Direction.C2S:
+        return None  # a client's result is MCP206
+    res = m.result
+    if res is None:
+        return None
+    meta = res.get("_meta")
+    if type(meta) is dict and META_SERVER_INFO in meta:
+        return None
+    if legacy_server(s):
+        return None
+    return [Hit(f"result has no _meta {META_SERVER_INFO}",
+                path="$.result._meta" if type(meta) is dict else "$.result")]
+
+
+_LISTEN_NOTIFICATIONS = frozenset({
+    "notifications/subscriptions/acknowledged", "notifications/tools/list_changed",
+    "notifications/prompts/list_changed", "notifications/resources/list_changed",
+    "notifications/resources/updated",
+})
+
+
+def _pending_listens(s: Session) -> list:
+    return [r for r in s.pending.values() if r.method == "subscriptions/listen" and r.dir is Direction.C2S]
+
+
+def _on_listen_stream(m: Analysed, s: Session) -> bool:
+    """Whether a server notification travels on a `subscriptions/listen` stream: the
+    acknowledgment always does; on HTTP, any notification in the SSE response of a listen POST;
+    elsewhere (stdio), list_changed / resources/updated while a listen is open (modern servers
+    deliver those only on listen streams)."""
+    if m.method == "notifications/subscriptions/acknowledged":
+        return True
+    listens = _pending_listens(s)
+    if not listens:
+        return False
+    http = m.rec.http
+    flow = http.get("flow") if http else None
+    if flow is None:
+        return True
+    for req in listens:
+        rhttp = req.msg.rec.http if req.msg is not None else None
+        if rhttp and rhttp.get("flow") == flow:
+            return True
+    return False
+
+
+@rule("MCP315", "listen-message-missing-subscription-id", Severity.ERROR, versions=MODERN,
+      kinds=(Kind.NOTIFICATION, Kind.RESULT), methods=(*_LISTEN_NOTIFICATIONS, "subscriptions/listen"),
+      scope="pairing", spec=f"{BASIC}:L412-414; schema/2026-07-28/schema.ts:L120-134, :L1326-1335")
+def listen_message_missing_subscription_id(m: Analysed, s: Session):
+    """A notification delivered on a `subscriptions/listen` stream, or the listen's closing result,
+    lacks `_meta["io.modelcontextprotocol/subscriptionId"]`. See also MCP541 (wrong value).
+
+    "On notifications delivered via a subscriptions/listen stream, the server MUST include
+    io.modelcontextprotocol/subscriptionId in _meta". Example:
+    `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`.
+    """
+    if m.kind is Kind.RESULT:
+        res = m.result
+        if res is None:
+            return None
+        meta = res.get("_meta")
+        if type(meta) is dict and META_SUBSCRIPTION_ID in meta:
+            return None
+        return [Hit(f"the closing result of subscriptions/listen has no _meta {META_SUBSCRIPTION_ID}",
+                    path="$.result._meta" if type(meta) is dict else "$.result")]
+    if m.rec.dir is Direction.C2S or m.method not in _LISTEN_NOTIFICATIONS:
+        return None  # a client sending these is MCP208
+    meta = m.meta
+    if meta is not None and META_SUBSCRIPTION_ID in meta:
+        return None
+    if not _on_listen_stream(m, s):
+        return None  # not on a listen stream at all: MCP544
+    return [Hit(f"{m.method} on a subscriptions/listen stream has no _meta {META_SUBSCRIPTION_ID}",
+                path="$.params._meta" if meta is not None else "$.params")]
+
+
+# -- 3c. resultType (MCP320-MCP321; MRTR and caching rules live elsewhere) -------------------------
+
+CORE_RESULT_TYPES = frozenset({"complete", "input_required"})
+# resultType values added by official extensions, and the extension that must be advertised.
+EXTENSION_RESULT_TYPES = {"task": "io.modelcontextprotocol/tasks"}
+KNOWN_EXTENSIONS = frozenset(EXTENSION_RESULT_TYPES.values()) | {
+    "io.modelcontextprotocol/ui", "io.modelcontextprotocol/oauth-client-credentials",
+}
+
+
+def _modern_request(m: Analysed):
+    req = m.request
+    if req is None:
+        return None
+    meta = req.meta
+    if meta is None or META_PROTOCOL_VERSION not in meta:
+        return None
+    return req
+
+
+@rule("MCP320", "modern-result-missing-result-type", Severity.ERROR, versions=MODERN, kinds=RESULT,
+      scope="pairing",
+      spec=f"{BASIC}:L73, :L85; schema/2026-07-28/schema.ts:L223-235 (Result.required resultType)")
+def modern_result_missing_result_type(m: Analysed, s: Session):
+    """A result answering a modern request (one that carried `_meta` protocolVersion) has no
+    `resultType`. An absent `resultType` from a legacy server is fine (clients read it as
+    "complete"), so a server that rejected the `server/discover` probe is not judged.
+
+    "The result MUST include a resultType field to indicate the type of the result." Example:
+    `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}` answering a modern `tools/list`.
+    """
+    res = m.result
+    if res is None or "resultType" in res or m.rec.dir is Direction.C2S:
+        return None
+    req = _modern_request(m)
+    if req is None or legacy_server(s):
+        return None
+    return [Hit(f"result to the modern {req.method} request (seq {req.seq}) has no resultType",
+                path="$.result", related_seq=req.seq)]
+
+
+def _advertised_extensions(req) -> dict | None:
+    meta = req.meta
+    caps = meta.get(META_CLIENT_CAPS) if meta is not None else None
+    ext = caps.get("extensions") if type(caps) is dict else None
+    return ext if type(ext) is dict else None
+
+
+@rule("MCP321", "unknown-result-type", Severity.ERROR, versions=MODERN, kinds=RESULT, scope="pairing",
+      spec=f"{BASIC}:L81-84; seps/2663-tasks-extension.md:L128")
+def unknown_result_type(m: Analysed, s: Session):
+    """`resultType` is neither "complete" nor "input_required", and no extension the request
+    advertised in `clientCapabilities.extensions` adds it (e.g. "task" needs
+    `io.modelcontextprotocol/tasks`). When the request advertised an extension this inspector does
+    not know, an unknown value is given the benefit of the doubt.
+
+    "A resultType of any value unrecognized by the client MUST be considered invalid." Example:
+    `"resultType": "partial"`.
+    """
+    res = m.result
+    if res is None or "resultType" not in res:
+        return None
+    rt = res["resultType"]
+    if type(rt) is str and rt in CORE_RESULT_TYPES:
+        return None
+    if type(rt) is not str:
+        return [Hit(f"resultType is {type(rt).__name__}, not a string", path="$.result.resultType")]
+    req = m.request
+    ext = _advertised_extensions(req) if req is not None else None
+    needed = EXTENSION_RESULT_TYPES.get(rt)
+    if needed is not None:
+        if ext is not None and needed in ext:
+            return None
+        return [Hit(f"resultType {rt!r} belongs to the {needed} extension, which the request did not "
+                    "advertise in clientCapabilities.extensions", path="$.result.resultType",
+                    related_seq=req.seq if req is not None else None)]
+    if ext is not None and any(k not in KNOWN_EXTENSIONS for k in ext):
+        return None  # an extension we do not know may define it
+    return [Hit(f"resultType {rt!r} is not \"complete\" or \"input_required\", and no advertised "
+                "extension defines it", path="$.result.resultType")]

@@ -34,6 +34,12 @@ class Rule:
     scope: str
     phase: str  # "message" or "end"
     family: str  # module name: envelope, correlation, ...
+    # 0 for ordinary rules; the schema safety net (MCP150-MCP152) uses 1 so it runs after every other
+    # rule on a message and can stay quiet where a precise rule already explained the problem.
+    order: int = 0
+    # A message rule may also check something once per session when it closes (stdio: lines that
+    # began a multi-line message the stream never finished). Registered with `at_end(rule_id)`.
+    end_fn: Callable | None = None
 
     @property
     def doc(self) -> str:
@@ -50,6 +56,21 @@ class Rule:
 
 REGISTRY: dict[str, Rule] = {}
 
+# Observers: per-connection state a rule family needs that no single message carries (stdio
+# framing: lines that only parse when joined; stderr and process events). The analyser calls
+# `fn(rec, m, session)` for every record of the listed transports before the rules run: `m` is the
+# analysed message, or None for stderr and event records. Like pairing, an observer writes derived
+# facts (into `session.extra`); rules only read them.
+OBSERVERS: list[tuple[frozenset[str] | None, Callable]] = []
+
+
+def observer(transports: Iterable[str] | None = None) -> Callable[[Callable], Callable]:
+    def deco(fn: Callable) -> Callable:
+        OBSERVERS.append((frozenset(transports) if transports is not None else None, fn))
+        return fn
+
+    return deco
+
 
 def rule(
     rule_id: str,
@@ -62,6 +83,7 @@ def rule(
     methods: Iterable[str] | None = None,
     scope: str = "single",
     phase: str = "message",
+    order: int = 0,
 ) -> Callable[[Callable], Callable]:
     """Register a rule function under an id from shared/spec/RULES.md. Ids are never reused."""
 
@@ -81,7 +103,20 @@ def rule(
             scope=scope,
             phase=phase,
             family=module,
+            order=order,
         )
+        return fn
+
+    return deco
+
+
+def at_end(rule_id: str) -> Callable[[Callable], Callable]:
+    """Give an already registered message rule an end-of-session check, `fn(session, end_t_ns)`
+    yielding `(PendingRequest | None, Hit)` like an end rule; its findings carry the rule's id."""
+
+    def deco(fn: Callable) -> Callable:
+        r = REGISTRY[rule_id]
+        REGISTRY[rule_id] = Rule(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "end_fn": fn})
         return fn
 
     return deco

@@ -1,0 +1,70 @@
+"""Read mitmproxy flow files (`mitmdump -w`, mitmweb's "Save") as MCP records, through mitmproxy's
+own reader (mitmproxy.io), so `mcptrace lint capture.mitm` works on traffic recorded without us.
+
+Each HTTP flow is replayed through the same recorder the live addon uses (tracer.http_recorder),
+in wire order: every flow's request, response head, response end and error are put on one
+timeline by their timestamps. A flow file holds whole bodies only, so SSE events get the time the
+response ended (plain mitmdump buffers SSE anyway: mitmproxy#4469); an SSE body that mitmproxy
+streamed without `store_streamed_bodies` was not stored and cannot be read back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import IO
+
+from tracer.capture import ReadProblem
+from tracer.http_recorder import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.inputs import InputFormat
+from tracer.inputs import register as register_format
+from tracer.model import Record
+
+# A flow file is a sequence of tnetstrings: `<length>:<payload><type>`, each a dict whose first key
+# is a short name (`9:websocket;`, `7:version;`...).
+_HEAD = re.compile(rb"\A\d{1,10}:\d{1,3}:[a-z_]{1,32};")
+
+
+def sniff(head: bytes) -> bool:
+    return _HEAD.match(head) is not None
+
+
+def _seconds_ns(t: float | None) -> int:
+    return int(t * 1e9) if t else 0
+
+
+def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
+    from mitmproxy import exceptions, http, io
+
+    from addons.flows import exchange_of, note_response
+
+    steps: list[Step] = []
+    index = 0
+    problem = None
+    try:
+        for f in io.FlowReader(fh).stream():
+            index += 1
+            if not isinstance(f, http.HTTPFlow):
+                continue
+            ex = exchange_of(f, live=False)
+            steps.append(Step(ex.t_ns, REQUEST, index, ex))
+            resp = f.response
+            if resp is not None:
+                note_response(ex, f, live=False)
+                steps.append(Step(ex.t_resp_ns or ex.t_ns, HEAD, index, ex))
+                if resp.timestamp_end is not None or f.error is None:  # else it broke mid-body
+                    body = resp.get_content(strict=False) if resp.raw_content is not None else None
+                    end = _seconds_ns(resp.timestamp_end) or ex.t_resp_ns or ex.t_ns
+                    steps.append(Step(end, END, index, ex, body=body))
+            if f.error is not None:
+                t = _seconds_ns(f.error.timestamp) or ex.t_ns
+                steps.append(Step(t, FAILED, index, ex, why=f.error.msg))
+    except exceptions.FlowReadException as exc:
+        problem = ReadProblem(source, index + 1, f"cannot read flow {index + 1}: {exc}")
+    yield from replay(steps, source)
+    if problem is not None:
+        yield problem
+
+
+def register() -> None:
+    register_format(InputFormat("mitm", "mitmproxy flow file (mitmdump -w)", sniff, read, priority=40))

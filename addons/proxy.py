@@ -1,0 +1,225 @@
+"""Run mitmproxy in-process with the MCP capture addon: what `mcptrace proxy` starts.
+
+    runner = ProxyRunner(ProxyConfig(upstream="http://127.0.0.1:8765/mcp", listen_port=0))
+    runner.listeners.append(lambda rec: ...)   # every record, as it is written (e.g. a live viewer)
+    runner.run(ready=lambda info: print(info.client_url))   # blocks until stop() or a signal
+
+`serve()` is the same as a coroutine, for a caller that owns an asyncio loop (a Textual app);
+`stop()` may be called from any thread. Listeners run on the proxy's event loop thread: a UI
+hands records to its own thread (Textual: `call_from_thread`). Every listener bind to loopback
+unless the caller asks for another address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from mitmproxy import master, options
+from mitmproxy.addons import default_addons
+from mitmproxy.proxy import mode_specs
+
+from addons.mcp_capture import McpCapture
+from tracer.model import Record
+
+DEFAULT_PORT = 8788
+CA_CERT = "~/.mitmproxy/mitmproxy-ca-cert.pem"
+
+
+class ProxyError(Exception):
+    """The proxy could not start (bad option, port in use...): one line for the user."""
+
+
+@dataclass
+class ProxyConfig:
+    upstream: str | None = None  # reverse-proxy target, e.g. http://127.0.0.1:8765/mcp
+    modes: list[str] = field(default_factory=list)  # mitmproxy mode specs; default reverse:<upstream>
+    listen_host: str = "127.0.0.1"
+    listen_port: int = DEFAULT_PORT
+    output: str | None = None  # capture file (default: the captures directory)
+    redact: bool = True
+    flow_filter: str = ""
+    label: str | None = None
+    annotate: bool = False  # MCP annotations on flows: only useful with a mitmproxy UI attached
+    settings: dict[str, str] = field(default_factory=dict)  # any other mitmproxy option (--set)
+
+
+@dataclass
+class ProxyInfo:
+    """What the user needs once the proxy listens."""
+
+    listen: list[tuple[str, int]]
+    modes: list[str]
+    capture: str
+    client_url: str | None  # reverse mode: the URL to give the host instead of the upstream one
+    lines: list[str]  # what to print, one instruction per line
+
+
+def upstream_target(url: str) -> tuple[str, str]:
+    """(mitmproxy reverse target `scheme://host:port`, the path and query to keep) of an upstream
+    URL; ProxyError when it is not an http(s) URL."""
+    try:
+        u = urlsplit(url)
+        u.port  # noqa: B018  (raises ValueError for a bad port)
+    except ValueError as exc:
+        raise ProxyError(f"--upstream {url!r}: {exc}") from None
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ProxyError(f"--upstream {url!r} is not an http:// or https:// URL")
+    rest = (u.path or "/") + (f"?{u.query}" if u.query else "")
+    return f"{u.scheme}://{u.netloc}", rest
+
+
+def _url_host(host: str) -> str:
+    if host in ("", "0.0.0.0", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+class _StartupCheck:
+    """Reports the listen addresses once mitmproxy runs, or why it could not listen."""
+
+    def __init__(self, runner: ProxyRunner):
+        self.runner = runner
+
+    def running(self) -> None:
+        self.runner._started()
+
+
+class ProxyRunner:
+    def __init__(self, cfg: ProxyConfig, listeners: list[Callable[[Record], Any]] | None = None):
+        self.cfg = cfg
+        self.addon = McpCapture()
+        self.listeners = self.addon.listeners
+        self.listeners.extend(listeners or [])
+        self.master: master.Master | None = None
+        self.info: ProxyInfo | None = None
+        self.error: str | None = None
+        self._ready: Callable[[ProxyInfo], Any] | None = None
+        self._errors: list[str] = []
+
+    # -- configuration -------------------------------------------------------------------------
+
+    def _modes(self) -> list[str]:
+        cfg = self.cfg
+        if cfg.modes:
+            modes = list(cfg.modes)
+        elif cfg.upstream:
+            modes = [f"reverse:{upstream_target(cfg.upstream)[0]}"]
+        else:
+            raise ProxyError("give --upstream URL (reverse proxy) or --mode MODE")
+        for m in modes:
+            try:
+                mode_specs.ProxyMode.parse(m)
+            except ValueError as exc:
+                raise ProxyError(f"invalid mitmproxy mode {m!r}: {exc}") from None
+        return modes
+
+    def _label(self) -> str:
+        if self.cfg.label:
+            return self.cfg.label
+        if self.cfg.upstream:
+            return f"proxy-{urlsplit(self.cfg.upstream).hostname or 'upstream'}"
+        return "proxy"
+
+    def _build(self) -> master.Master:
+        cfg = self.cfg
+        modes = self._modes()
+        opts = options.Options(mode=modes, listen_host=cfg.listen_host, listen_port=cfg.listen_port)
+        m = master.Master(opts, with_termlog=False)
+        m.addons.add(*default_addons())
+        m.addons.add(self.addon, _StartupCheck(self))
+        settings = {"mcptrace_redact": cfg.redact, "mcptrace_filter": cfg.flow_filter,
+                    "mcptrace_annotate": cfg.annotate}
+        if cfg.output:
+            settings["mcptrace_output"] = cfg.output
+        try:
+            opts.update(**settings)
+            if cfg.settings:
+                opts.set(*[f"{k}={v}" for k, v in cfg.settings.items()])
+        except Exception as exc:  # OptionsError, KeyError for an unknown option
+            raise ProxyError(f"mitmproxy option: {exc}") from None
+        self.addon.header_extra = {"upstream": cfg.upstream, "label": self._label(), "modes": modes}
+        return m
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def serve(self, ready: Callable[[ProxyInfo], Any] | None = None) -> None:
+        """Run until `stop()`. Raises ProxyError when mitmproxy cannot start."""
+        self._ready = ready
+        handler = _ErrorCollector(self._errors)
+        mlog = logging.getLogger("mitmproxy")
+        mlog.addHandler(handler)
+        try:
+            self.master = self._build()
+            await self.master.run()
+        finally:
+            mlog.removeHandler(handler)
+        if self.error:
+            raise ProxyError(self.error)
+
+    def run(self, ready: Callable[[ProxyInfo], Any] | None = None, *, handle_signals: bool = True) -> None:
+        async def main() -> None:
+            if handle_signals:
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, self.stop)
+            await self.serve(ready)
+
+        asyncio.run(main())
+
+    def stop(self) -> None:
+        """Stop the proxy (thread-safe); the capture is closed once mitmproxy has shut down."""
+        if self.master is not None:
+            self.master.shutdown()
+
+    def _started(self) -> None:
+        ps = self.master.addons.get("proxyserver")
+        failed = [s for s in ps.servers if s.last_exception is not None]
+        if failed or not ps.listen_addrs():
+            why = str(failed[0].last_exception) if failed else (self._errors[0] if self._errors else "no listener")
+            why = why.splitlines()[0] if why.strip() else "no listener"  # one line for the user
+            self.error = f"cannot start the proxy: {why}"
+            self.master.shutdown()
+            return
+        listen = [(a[0], a[1]) for a in ps.listen_addrs()]
+        self.info = self._describe(listen)
+        if self._ready is not None:
+            self._ready(self.info)
+
+    def _describe(self, listen: list[tuple[str, int]]) -> ProxyInfo:
+        capture = self.addon.open()
+        modes = self._modes()
+        host, port = listen[0]
+        lines: list[str] = []
+        client_url = None
+        for spec in modes:
+            mode = mode_specs.ProxyMode.parse(spec)
+            if mode.type_name == "reverse" and self.cfg.upstream:
+                client_url = f"http://{_url_host(host)}:{port}{upstream_target(self.cfg.upstream)[1]}"
+                lines.append(f"proxying {self.cfg.upstream}")
+                lines.append(f"give the host this URL: {client_url}")
+            elif mode.type_name in ("regular", "upstream"):
+                lines.append(f"HTTP(S) proxy listening on http://{_url_host(host)}:{port} ({mode.description})")
+                lines.append(f"point the host at it (HTTPS_PROXY=http://{_url_host(host)}:{port}) and trust "
+                             f"mitmproxy's CA {CA_CERT} to keep https:// URLs")
+            else:
+                lines.append(f"mitmproxy {mode.description} listening on {_url_host(host)}:{port}")
+        lines.append(f"capture: {capture}")
+        return ProxyInfo(listen, modes, capture, client_url, lines)
+
+
+class _ErrorCollector(logging.Handler):
+    """mitmproxy reports a failed listener by logging it; keep the first errors for the one line."""
+
+    def __init__(self, sink: list[str]):
+        super().__init__(logging.ERROR)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.sink) < 5:
+            self.sink.append(record.getMessage())

@@ -1,0 +1,194 @@
+"""What the MCP capture costs inside mitmproxy, measured side by side in one run.
+
+Run: python tests/bench/bench_proxy.py [--requests N] [--rounds R] [--first-event-ms D]
+
+An upstream on loopback answers MCP requests at once: a JSON-RPC result as `application/json`, or
+an SSE stream whose first event comes D ms after the response head (then a second one and the end).
+The same client (httpx2, keep-alive) talks to it:
+  - directly;
+  - through stock `mitmdump` in reverse mode, without the addon (and again with
+    `stream_large_bodies=1`, mitmproxy's own streaming: what the tee adds beyond it);
+  - through `mitmdump -s addons/mcp_capture.py` (the addon, capture written to a temporary file);
+  - through `mcptrace proxy` (mitmproxy in-process with the addon: what users run).
+Rounds are interleaved so every configuration sees the same noise; medians are reported.
+
+It prints:
+  1. request latency (median, p90) of JSON request POSTs per configuration, and the ratio of
+     "with the addon" to "without" (target <= 1.2x);
+  2. the delay of the first SSE event after the request, direct and proxied, and the difference
+     (target: no added buffering, within 20 ms of direct). Stock mitmdump buffers SSE
+     (mitmproxy#4469): its first event only arrives with the end of the stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.proxy_peers import MITMDUMP, _Lines, _stop, free_port  # noqa: E402
+
+REQUEST = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},'
+           b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}')
+RESULT = (b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"hi"}],'
+          b'"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1"}}}}')
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+           "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}
+
+
+# -- the upstream: a minimal HTTP/1.1 server, so the proxy is what is measured ------------------------
+
+
+async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, first_event_s: float) -> None:
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            path = lines[0].split(" ")[1]
+            length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines[1:])
+                           if k.strip().lower() == "content-length"), 0)
+            if length:
+                await reader.readexactly(length)
+            if path.startswith("/sse"):
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+                             b"x-accel-buffering: no\r\ntransfer-encoding: chunked\r\n\r\n")
+                await writer.drain()
+                await asyncio.sleep(first_event_s)
+                for event in (b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":'
+                              b'{"progressToken":1,"progress":1}}\n\n', b"data: " + RESULT + b"\n\n"):
+                    writer.write(b"%x\r\n%s\r\n" % (len(event), event))
+                    await writer.drain()
+                    await asyncio.sleep(first_event_s)
+                writer.write(b"0\r\n\r\n")
+            else:
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                             % (len(RESULT), RESULT))
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+# -- the proxies ------------------------------------------------------------------------------------------
+
+
+def start_proxies(upstream_port: int, tmp: Path) -> tuple[dict[str, str], list]:
+    target = f"http://127.0.0.1:{upstream_port}"
+    procs = []
+    urls = {"direct": target}
+    for name, extra in (("mitmdump", []),
+                        ("mitmdump streaming", ["--set", "stream_large_bodies=1"]),
+                        ("mitmdump + addon", ["-s", str(ROOT / "addons" / "mcp_capture.py"),
+                                              "--set", f"mcptrace_output={tmp / 'addon.jsonl'}"])):
+        port = free_port()
+        p = subprocess.Popen([str(MITMDUMP), "-q", "--mode", f"reverse:{target}", "--listen-host", "127.0.0.1",
+                              "--listen-port", str(port), *extra], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        procs.append(p)
+        urls[name] = f"http://127.0.0.1:{port}"
+    p = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", target + "/", "--listen",
+                          "127.0.0.1:0", "-o", str(tmp / "proxy.jsonl"), "--no-ui"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    procs.append(p)
+    urls["mcptrace proxy"] = _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+?)/?$", "proxy").group(1)
+    return urls, procs
+
+
+async def _ready(client: httpx2.AsyncClient, urls: dict[str, str]) -> None:
+    for url in urls.values():
+        for _ in range(600):  # bounded: mitmdump prints nothing with -q, so poll its port
+            try:
+                r = await client.post(url + "/mcp", content=REQUEST, headers=HEADERS)
+                if r.status_code == 200:
+                    break
+            except httpx2.TransportError:
+                await asyncio.sleep(0.05)
+        else:
+            raise SystemExit(f"{url} never answered")
+
+
+async def json_latencies(client, url: str, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        r = await client.post(url + "/mcp", content=REQUEST, headers=HEADERS)
+        await r.aread()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+async def first_event_delay(client, url: str) -> float:
+    t = time.perf_counter()
+    delay = None
+    async with client.stream("POST", url + "/sse", content=REQUEST, headers=HEADERS) as r:
+        async for chunk in r.aiter_raw():  # read to the end: the connection is reused
+            if delay is None and b"data:" in chunk:
+                delay = time.perf_counter() - t
+    if delay is None:
+        raise RuntimeError("no event")
+    return delay
+
+
+def _ms(xs: list[float], q: float = 0.5) -> float:
+    xs = sorted(xs)
+    return 1000 * xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=60, help="JSON requests per configuration per round")
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--first-event-ms", type=float, default=150.0, help="upstream delay before each SSE event")
+    args = ap.parse_args()
+    port = free_port()
+    server = await asyncio.start_server(lambda r, w: _serve(r, w, args.first_event_ms / 1000), "127.0.0.1", port)
+    with tempfile.TemporaryDirectory() as d:
+        urls, procs = start_proxies(port, Path(d))
+        try:
+            limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
+            async with httpx2.AsyncClient(limits=limits, timeout=60, trust_env=False) as client:
+                await _ready(client, urls)
+                lat = {name: [] for name in urls}
+                first = {name: [] for name in urls}
+                for _ in range(args.rounds):
+                    for name, url in urls.items():
+                        await json_latencies(client, url, 20)  # warm the connection path
+                        lat[name] += await json_latencies(client, url, args.requests)
+                    for name, url in urls.items():
+                        first[name].append(await first_event_delay(client, url))
+        finally:
+            for p in procs:
+                _stop(p)
+    server.close()
+    await server.wait_closed()
+
+    print(f"request latency, {args.rounds} x {args.requests} JSON POSTs per configuration (loopback, keep-alive)")
+    for name in urls:
+        print(f"  {name:<18} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms")
+    base = statistics.median(lat["mitmdump"])
+    for name in ("mitmdump + addon", "mcptrace proxy"):
+        ratio = statistics.median(lat[name]) / base
+        print(f"  {name} / mitmdump without the addon: {ratio:.2f}x (target <= 1.2x)")
+    print(f"\nfirst SSE event, upstream sends it {args.first_event_ms:.0f} ms after the head "
+          f"({args.rounds} streams each)")
+    direct = statistics.median(first["direct"])
+    for name in urls:
+        med = statistics.median(first[name])
+        print(f"  {name:<18} median {1000 * med:7.1f} ms   added {1000 * (med - direct):+7.1f} ms")
+    print("  (target for the addon: within 20 ms of direct; stock mitmdump buffers SSE, mitmproxy#4469;\n"
+          "   'mitmdump streaming' is mitmproxy streaming every body itself, without the addon)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

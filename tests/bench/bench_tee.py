@@ -1,0 +1,265 @@
+"""The stdio tee's cost, measured side by side in one run (machines here are noisy: compare ratios).
+
+    /work/venv/bin/python tests/bench/bench_tee.py            # the issue's sizes
+    /work/venv/bin/python tests/bench/bench_tee.py --quick    # smaller, for a smoke run
+
+(a) throughput: 100 MB of NDJSON through a plain pipe (`cat`) vs through `mcptrace stdio -- cat`,
+    measured at the consumer from the first byte to the last (the tee's Python start-up is not a
+    throughput cost); target ratio >= 0.8. The capture's completeness is reported too.
+(b) latency: 10,000 request/response round trips to a small echo server, direct vs through the
+    tee; median and p99 ratios, targets <= 1.3x and <= 2x.
+(c) burst: 10,000 messages/s for 10 s through the tee to `cat`; messages lost (relay and capture),
+    target 0.
+
+Runs alternate direct/tee several times and report medians. Not a test: no assertion, figures only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+MCPTRACE = [PY, "-m", "tracer"]
+ECHO = [PY, str(ROOT / "tests" / "servers" / "echo.py")]
+
+
+def tee(cap: Path, *cmd: str) -> list[str]:
+    return [*MCPTRACE, "stdio", "-q", "-o", str(cap), "--", *cmd]
+
+
+# The floor: the least any relay process written in Python costs here (two threads copying raw fds,
+# no capture at all). The tee's figures are read against it: the gap between plain and floor is the
+# price of one more process hop on this machine, the gap between floor and tee is the capture's.
+MIN_RELAY = r"""
+import os, subprocess, sys, threading
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+def pump(a, b):
+    while (d := os.read(a, 1 << 20)):
+        os.write(b, d)
+    if b != 1:
+        os.close(b)
+threading.Thread(target=pump, args=(0, p.stdin.fileno()), daemon=True).start()
+pump(p.stdout.fileno(), 1)
+sys.exit(p.wait())
+"""
+
+
+def floor(*cmd: str) -> list[str]:
+    return [PY, "-c", MIN_RELAY, *cmd]
+
+
+def ndjson(total: int) -> bytes:
+    """Realistic traffic: requests, notifications and results of mixed sizes (~200 B to 8 KB)."""
+    lines = []
+    size = 0
+    i = 0
+    while size < total:
+        i += 1
+        k = i % 10
+        if k < 4:
+            msg = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "search", "arguments": {"q": f"query {i}"}}}
+        elif k < 6:
+            msg = {"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": i, "progress": k, "total": 10}}
+        else:
+            msg = {"jsonrpc": "2.0", "id": i, "result": {"content": [
+                {"type": "text", "text": "lorem ipsum dolor sit amet " * (10 + (i % 300))}]}}
+        line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+        lines.append(line)
+        size += len(line)
+    return b"".join(lines)
+
+
+# -- (a) throughput -----------------------------------------------------------------------------
+
+CONSUMER = r"""
+import os, sys, time
+n = 0; first = None
+while True:
+    b = os.read(0, 1 << 20)
+    if not b: break
+    if first is None: first = time.perf_counter()
+    n += len(b)
+print(n, time.perf_counter() - first)
+"""
+
+
+def throughput_once(data_path: Path, middle: list[str]) -> tuple[int, float]:
+    with open(data_path, "rb") as src:
+        prod = subprocess.Popen(["cat"], stdin=src, stdout=subprocess.PIPE)
+        mid = subprocess.Popen(middle, stdin=prod.stdout, stdout=subprocess.PIPE)
+        prod.stdout.close()
+        cons = subprocess.run([PY, "-c", CONSUMER], stdin=mid.stdout, capture_output=True, text=True, check=True)
+        mid.stdout.close()
+        mid.wait()
+        prod.wait()
+    n, secs = cons.stdout.split()
+    return int(n), float(secs)
+
+
+def count_capture(cap: Path) -> dict:
+    from tracer.capture import read_capture
+
+    out = {"c2s": 0, "s2c": 0, "dropped_bytes": 0, "problems": 0}
+    with open(cap, "rb") as fh:
+        for rec in read_capture(fh, str(cap)):
+            if not hasattr(rec, "type"):
+                out["problems"] += 1
+            elif rec.type.value == "message":
+                out[rec.dir.value] += 1
+            elif rec.type.value == "event" and rec.data.get("event") == "dropped":
+                out["dropped_bytes"] += rec.data["bytes"]
+    return out
+
+
+def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
+    data = ndjson(total)
+    path = tmp / "traffic.ndjson"
+    path.write_bytes(data)
+    lines = data.count(b"\n")
+    direct, bare, teed, caps = [], [], [], []
+    for r in range(rounds):
+        n, s = throughput_once(path, ["cat"])
+        assert n == len(data)
+        direct.append(len(data) / s)
+        n, s = throughput_once(path, floor("cat"))
+        assert n == len(data)
+        bare.append(len(data) / s)
+        cap = tmp / f"thr{r}.jsonl"
+        n, s = throughput_once(path, tee(cap, "cat"))
+        if n != len(data):
+            print(f"   RELAY LOST BYTES: {n} of {len(data)}")
+        teed.append(len(data) / s)
+        caps.append(count_capture(cap))
+    d, b, t = statistics.median(direct), statistics.median(bare), statistics.median(teed)
+    print(f"(a) throughput, {len(data) / 1e6:.0f} MB / {lines:,} messages, median of {rounds} runs")
+    print(f"    plain pipe (cat):         {d / 1e6:8.0f} MB/s")
+    print(f"    floor (bare relay -- cat):{b / 1e6:8.0f} MB/s   ratio {b / d:.2f}")
+    print(f"    mcptrace stdio -- cat:    {t / 1e6:8.0f} MB/s   ratio {t / d:.2f}  (target >= 0.8)")
+    for c in caps:
+        print(f"    capture: {c['c2s']:,} c2s + {c['s2c']:,} s2c messages of {lines:,} each way; "
+              f"dropped {c['dropped_bytes']:,} bytes; unreadable lines {c['problems']}")
+
+
+# -- (b) latency --------------------------------------------------------------------------------
+
+
+def round_trips(cmd: list[str], n: int, warmup: int) -> list[int]:
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    rd = p.stdout
+    out = []
+    buf = b""
+    try:
+        for i in range(n + warmup):
+            req = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n' % i
+            t0 = time.perf_counter_ns()
+            os.write(p.stdin.fileno(), req)
+            while b"\n" not in buf:
+                buf += os.read(rd.fileno(), 65536)
+            t1 = time.perf_counter_ns()
+            _, buf = buf.split(b"\n", 1)
+            if i >= warmup:
+                out.append(t1 - t0)
+    finally:
+        p.stdin.close()
+        p.wait()
+    return out
+
+
+def pct(xs: list[int], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def bench_latency(n: int, rounds: int, tmp: Path) -> None:
+    runs: dict[str, tuple[list[float], list[float]]] = {"direct": ([], []), "floor": ([], []), "tee": ([], [])}
+    for r in range(rounds):
+        for name, cmd in (("direct", ECHO), ("floor", floor(*ECHO)), ("tee", tee(tmp / f"lat{r}.jsonl", *ECHO))):
+            xs = round_trips(cmd, n, 500)
+            runs[name][0].append(statistics.median(xs))
+            runs[name][1].append(pct(xs, 0.99))
+    med = {k: statistics.median(v[0]) / 1000 for k, v in runs.items()}
+    p99 = {k: statistics.median(v[1]) / 1000 for k, v in runs.items()}
+    print(f"(b) latency, {n:,} round trips to tests/servers/echo.py, median of {rounds} runs")
+    for k, label in (("direct", "direct:          "), ("floor", "floor (bare relay):"), ("tee", "via tee:         ")):
+        print(f"    {label} median {med[k]:7.1f} us   p99 {p99[k]:8.1f} us   "
+              f"ratios {med[k] / med['direct']:5.2f} x / {p99[k] / p99['direct']:5.2f} x")
+    print("    targets: median <= 1.3 x, p99 <= 2 x (tee vs direct)")
+
+
+# -- (c) burst ----------------------------------------------------------------------------------
+
+
+def bench_burst(rate: int, seconds: float, tmp: Path) -> None:
+    cap = tmp / "burst.jsonl"
+    p = subprocess.Popen(tee(cap, "cat"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    total = int(rate * seconds)
+    received = {"lines": 0}
+
+    def reader() -> None:
+        n = 0
+        while True:
+            b = os.read(p.stdout.fileno(), 1 << 20)
+            if not b:
+                break
+            n += b.count(b"\n")
+        received["lines"] = n
+
+    th = threading.Thread(target=reader)
+    th.start()
+    tick = 0.001  # send in 1 ms slices: rate/1000 messages each
+    per_tick = max(1, rate // 1000)
+    start = time.perf_counter()
+    sent = 0
+    while sent < total:
+        due = start + (sent // per_tick) * tick
+        delay = due - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        batch = b"".join(
+            b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,"progress":%d}}\n'
+            % (sent + k, sent + k) for k in range(per_tick))
+        os.write(p.stdin.fileno(), batch)
+        sent += per_tick
+    elapsed = time.perf_counter() - start
+    p.stdin.close()
+    th.join()
+    p.wait()
+    c = count_capture(cap)
+    print(f"(c) burst, {sent:,} messages at {sent / elapsed:,.0f}/s over {elapsed:.1f} s through `mcptrace stdio -- cat`")
+    print(f"    relayed back: {received['lines']:,}   lost in relay: {sent - received['lines']}")
+    print(f"    captured: {c['c2s']:,} c2s + {c['s2c']:,} s2c   lost in capture: "
+          f"{(sent - c['c2s']) + (sent - c['s2c'])}   (target 0); dropped bytes {c['dropped_bytes']}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=["a", "b", "c"])
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    mb, n, secs, rounds = (20, 2000, 2.0, 3) if args.quick else (100, 10_000, 10.0, 3)
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        if args.only in (None, "a"):
+            bench_throughput(mb * 1_000_000, rounds, tmp)
+        if args.only in (None, "b"):
+            bench_latency(n, rounds, tmp)
+        if args.only in (None, "c"):
+            bench_burst(10_000, secs, tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Benchmark the viewer on a generated ~1 GB / ~2,000,000-message capture.
+
+Prints, measured side by side in one run (this machine is noisy, so compare within a run):
+- the time to merely read the file once (8 MB reads) and to count its newlines (the floor for
+  any line index);
+- the viewer's time to the first screen (process start to a drawn screen of rows) and, pressing
+  G right then, to the last row;
+- peak RSS of the viewer process, next to the same on a 10x smaller capture (bounded by the
+  screen, not the file, except for the 8-byte-per-row index), and of the analysis process;
+- rows parsed versus rows shown, and the background analysis' rate.
+
+    python tests/bench/bench_view.py [--messages 2000000] [--pad 520] [--file PATH]
+
+The viewer runs headless (Textual's run_test) in a child process per measurement, so RSS and
+start-up are its own. Nothing here asserts a time; it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+
+def read_once(path: str) -> float:
+    t = time.perf_counter()
+    with open(path, "rb", buffering=0) as fh:
+        while fh.read(8 << 20):
+            pass
+    return time.perf_counter() - t
+
+
+def count_newlines(path: str) -> tuple[float, int]:
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb", buffering=0) as fh:
+        while chunk := fh.read(8 << 20):
+            n += chunk.count(b"\n")
+    return time.perf_counter() - t, n
+
+
+def vm_hwm_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+async def child(path: str, t_start: float, analyse_for: float) -> dict:
+    """Runs in the child process: open the viewer headless, time the first screen and G."""
+    from tests.ui_support import until, viewer
+    from ui.app import McpTraceApp
+
+    t_import = time.monotonic() - t_start
+    app = McpTraceApp(path)
+    out: dict = {"import_s": t_import}
+    async with app.run_test(size=(160, 45)) as pilot:
+        # the screen stamps the moment its first frame with rows has been drawn, and the moment
+        # the last row is drawn after G (polling from here would measure the polling)
+        await until(pilot, lambda: getattr(app.screen, "first_drawn_at", None) is not None, "rows", bound=120)
+        scr = viewer(app)
+        out["first_screen_s"] = scr.first_drawn_at - t_start
+        out["rows_at_first_screen"] = scr.list.count
+        t_g = time.monotonic()
+        await pilot.press("G")
+        await until(pilot, lambda: scr.last_row_drawn_at is not None, "the last row", bound=120)
+        assert scr.list.selected_row == len(scr.view) - 1
+        out["last_row_s"] = scr.last_row_drawn_at - t_g
+        out["rows"] = len(scr.view)
+        out["visible_rows"] = scr.list.scrollable_content_region.height
+        out["rows_parsed"] = scr.view.parsed
+        ann = scr.view.ann
+        t_a = time.perf_counter()
+        done0 = ann.rows_done
+        await until(pilot, lambda: time.perf_counter() - t_a >= analyse_for or ann.done, "analysis time",
+                    bound=analyse_for + 60)
+        out["analysis_rows_per_s"] = (ann.rows_done - done0) / max(1e-9, time.perf_counter() - t_a)
+        out["analysed_rows"] = ann.rows_done
+        out["analysis_hwm_kb"] = vm_hwm_kb(ann.proc.pid) if ann.proc else None
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the parent that spawned us
+    out["viewer_maxrss_kb"] = vm_hwm_kb(os.getpid())
+    return out
+
+
+def run_child(path: str, analyse_for: float) -> dict:
+    # CLOCK_MONOTONIC is system-wide: the child measures from this moment, interpreter start included
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, __file__, "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)],
+                       capture_output=True, text=True, cwd=REPO)
+    if p.returncode != 0:
+        raise SystemExit(f"child failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=2_000_000)
+    ap.add_argument("--pad", type=int, default=520)
+    ap.add_argument("--file", help="use this capture instead of generating one")
+    ap.add_argument("--analyse-for", type=float, default=10.0, help="seconds to watch the background analysis")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--t0", type=float, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        t_start = args.t0 if args.t0 is not None else time.monotonic()
+        print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for))))
+        return
+
+    from tests.gencapture import generate
+
+    tmp = Path(tempfile.gettempdir())
+    big = args.file or str(tmp / f"mcptrace-bench-view-{args.messages}-{args.pad}.jsonl")
+    small = str(tmp / f"mcptrace-bench-view-{args.messages // 10}-{args.pad}.jsonl")
+    for path, n in ((big, args.messages), (small, args.messages // 10)):
+        if not os.path.exists(path):
+            print(f"generating {path} ({n:,} messages)...", file=sys.stderr)
+            generate(path, n, args.pad)
+    size = os.path.getsize(big)
+    read_once(big)  # warm the page cache for both measurements alike
+    t_read = read_once(big)
+    t_nl, lines = count_newlines(big)
+    b = run_child(big, args.analyse_for)
+    s = run_child(small, 2.0)
+    print(f"capture: {big}: {size / 1e9:.2f} GB, {lines:,} lines")
+    print(f"  read the file once (8 MB reads):      {t_read:6.3f} s")
+    print(f"  count its newlines:                   {t_nl:6.3f} s")
+    print(f"  viewer: process start + imports:      {b['import_s']:6.3f} s")
+    print(f"  viewer: start to first screen:        {b['first_screen_s']:6.3f} s   "
+          f"({b['rows_at_first_screen']:,} rows indexed by then; {b['first_screen_s'] / t_read:.1f}x a read)")
+    print(f"  viewer: G to the last row:            {b['last_row_s']:6.3f} s   "
+          f"({b['last_row_s'] / t_nl:.1f}x counting newlines)")
+    print(f"  rows parsed / rows shown:             {b['rows_parsed']} / {b['visible_rows']} per screen, "
+          f"2 screens shown, of {b['rows']:,} rows")
+    print(f"  viewer peak RSS:                      {b['viewer_maxrss_kb'] / 1024:6.1f} MB   "
+          f"(a {os.path.getsize(small) / 1e9:.2f} GB capture: {s['viewer_maxrss_kb'] / 1024:.1f} MB; "
+          f"index {8 * b['rows'] / 1e6:.0f} MB of it)")
+    hwm = b.get("analysis_hwm_kb")
+    print(f"  analysis process peak RSS:            {hwm / 1024 if hwm else float('nan'):6.1f} MB   "
+          f"(background, {b['analysis_rows_per_s']:,.0f} rows/s; {b['analysed_rows']:,} rows analysed "
+          f"while measured)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Real processes for the HTTP door's end-to-end tests: `mcptrace proxy`, plain `mitmdump`, and
+@modelcontextprotocol/server-everything over HTTP. Loopback only; every wait has a bound, no sleeps."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tracer.analyser import analyse_all
+from tracer.capture import read_capture
+from tracer.model import Record, RecordType
+
+REPO = Path(__file__).resolve().parent.parent
+EVERYTHING = REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+MITMDUMP = Path(sys.executable).with_name("mitmdump")
+BOUND_S = 60
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Lines:
+    """Lines of a child's stream, read by a thread, waited on with a bound."""
+
+    def __init__(self, stream):
+        self.q: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream) -> None:
+        for line in iter(stream.readline, ""):
+            self.q.put(line)
+        self.q.put("")
+
+    def wait_for(self, pattern: str, what: str) -> re.Match:
+        rx = re.compile(pattern)
+        while True:
+            try:
+                line = self.q.get(timeout=BOUND_S)
+            except queue.Empty:
+                raise AssertionError(f"{what}: nothing after {BOUND_S}s; saw {self.seen}") from None
+            if line == "":
+                raise AssertionError(f"{what}: the process ended; it said {self.seen}")
+            self.seen.append(line.rstrip())
+            m = rx.search(line)
+            if m:
+                return m
+
+    def rest(self) -> list[str]:
+        while True:
+            try:
+                line = self.q.get(timeout=BOUND_S)
+            except queue.Empty:
+                return self.seen
+            if line == "":
+                return self.seen
+            self.seen.append(line.rstrip())
+
+
+def _stop(proc: subprocess.Popen, sig=signal.SIGINT) -> int:
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        return proc.wait(timeout=BOUND_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{proc.args[:3]} did not stop on {sig!r}") from None
+
+
+@contextmanager
+def mcptrace_proxy(upstream: str, out: Path, *extra: str) -> Iterator[str]:
+    """`mcptrace proxy --upstream URL` on a free loopback port; yields the URL it tells the user to
+    give the host. On exit it is stopped with Ctrl-C (SIGINT), which must end it cleanly."""
+    proc = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", upstream, "--listen",
+                             "127.0.0.1:0", "-o", str(out), "--no-ui", *extra],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = _Lines(proc.stderr)
+    try:
+        url = err.wait_for(r"give the host this URL: (\S+)", "mcptrace proxy").group(1)
+        yield url
+    finally:
+        rc = _stop(proc)
+        lines = err.rest()
+        assert rc == 0, f"mcptrace proxy exit {rc}: {lines}"
+        assert any("stopped;" in line for line in lines), lines
+        assert proc.stdout.read() == "", "nothing on stdout"
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+@contextmanager
+def mitmdump(*args: str) -> Iterator[int]:
+    """Stock mitmdump with ARGS, listening on a free loopback port; yields the port."""
+    port = free_port()
+    proc = subprocess.Popen([str(MITMDUMP), "--listen-host", "127.0.0.1", "--listen-port", str(port),
+                             "--set", "flow_detail=0", *args],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = _Lines(proc.stdout)
+    try:
+        out.wait_for(r"listening at", "mitmdump")
+        yield port
+    finally:
+        rc = _stop(proc)
+        assert rc == 0, f"mitmdump exit {rc}: {out.rest()}"
+        proc.stdout.close()
+
+
+def everything_binary() -> Path:
+    if shutil.which("node") is None:
+        pytest.skip("Node.js is not installed: server-everything cannot run here")
+    if not EVERYTHING.exists():
+        pytest.fail(f"npm is present but {EVERYTHING} is missing; install it with: npm install --prefix "
+                    f".ci/node @modelcontextprotocol/server-everything (as .ci/run does)")
+    return EVERYTHING
+
+
+@contextmanager
+def everything_http(mode: str) -> Iterator[str]:
+    """server-everything in `streamableHttp` or `sse` mode; yields its MCP URL (on loopback)."""
+    binary = everything_binary()
+    port = free_port()
+    env = {**os.environ, "PORT": str(port)}
+    proc = subprocess.Popen([str(binary), mode], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    out = _Lines(proc.stdout)
+    try:
+        out.wait_for(r"(listening on port|running on port) \d+", f"server-everything {mode}")
+        yield f"http://127.0.0.1:{port}/mcp" if mode == "streamableHttp" else f"http://127.0.0.1:{port}/sse"
+    finally:
+        _stop(proc, signal.SIGTERM)
+        proc.stdout.close()
+
+
+def capture_records(path: Path) -> list[Record]:
+    with open(path, "rb") as fh:
+        return [r for r in read_capture(fh, str(path)) if isinstance(r, Record) and r.type is not RecordType.HEADER]
+
+
+def lint_findings(path: Path) -> list:
+    """Every finding `mcptrace lint` reports for PATH (through the same analyser, in-process)."""
+    from tracer.cli.inputs import register_optional_inputs
+    from tracer.inputs import open_input
+
+    register_optional_inputs()
+    recs = [r for r in open_input(str(path)).records if isinstance(r, Record)]
+    msgs, ends = analyse_all(recs)
+    found = list(ends)
+    for m in msgs:
+        found.extend(m.findings)
+        for member in m.members or ():
+            found.extend(member.findings)
+    return found

@@ -1,0 +1,243 @@
+"""The viewer's side of tracer.annotate: start the analysis process, follow its progress, read
+its per-row summaries and details on demand.
+
+Nothing here holds per-message objects: the summaries stay in the work directory's files and
+are read (32 bytes a row) for the rows on screen or in one sequential pass for a filter. What
+stays in memory grows only with the rows that have findings (4 bytes each) and the method table.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from array import array
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from tracer.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES
+
+
+@dataclass(slots=True)
+class RowSummary:
+    """One row's analysed summary (see tracer.annotate.ROW)."""
+
+    rtype: str
+    kind: str | None
+    dir: str | None
+    era: str | None
+    worst: int
+    pair_status: str | None
+    dir_inferred: bool
+    nfind: int
+    method: str | None
+    partner: int | None
+    latency_ns: int | None
+    op_row: int | None
+    det_off: int
+
+
+def unpack_row(data: bytes | memoryview, at: int, methods: list[str]) -> RowSummary:
+    (rtype, kind, d, era, worst, flags, nfind, midx, partner, lat_us, op_row, det) = ROW.unpack_from(data, at)
+    return RowSummary(
+        RTYPES[rtype],
+        KINDS[kind] or None,
+        DIRS[d] or None,
+        ERAS[era] or None,
+        worst,
+        PAIR_STATUSES[flags & 0x0F] or None if (flags & 0x0F) < len(PAIR_STATUSES) else None,
+        bool(flags & 0x10),
+        nfind,
+        methods[midx] if 0 <= midx < len(methods) else None,
+        partner if partner >= 0 else None,
+        lat_us * 1000 if lat_us >= 0 else None,
+        op_row if op_row >= 0 else None,
+        det,
+    )
+
+
+class Annotations:
+    """Runs `python -m tracer.annotate` on a capture and mirrors what it reports."""
+
+    def __init__(self, capture: str, *, follow: bool = False,
+                 on_progress: Callable[[Annotations], None] | None = None, workdir: str | None = None):
+        self.capture = capture
+        self.follow = follow
+        self.on_progress = on_progress
+        self._own_dir = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="mcptrace-view-")
+        os.chmod(self.workdir, 0o700)
+        self.rows_done = 0
+        self.eof = False
+        self.done = False
+        self.error: str | None = None
+        self.methods: list[str] = []
+        self.finding_rows = array("i")  # sorted rows that have findings
+        self.summary: dict[str, Any] | None = None
+        self.version = 0  # bumps with every progress report (caches compare it)
+        self.cond = threading.Condition()
+        self.proc: subprocess.Popen | None = None
+        self._rows_fd = -1
+        self._det_fd = -1
+        self._thread: threading.Thread | None = None
+
+    # -- process -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        cmd = [sys.executable, "-m", "tracer.annotate", self.capture, self.workdir]
+        if self.follow:
+            cmd.append("--follow")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, close_fds=True)
+        self._thread = threading.Thread(target=self._read, name="mcptrace-annotations", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            self._apply(msg)
+        with self.cond:
+            if not self.done and self.error is None and self.proc.poll() not in (None, 0):
+                self.error = f"analysis stopped (exit code {self.proc.returncode})"
+            self.eof = True
+            self.cond.notify_all()
+        if self.on_progress:
+            self.on_progress(self)
+
+    def _apply(self, msg: dict[str, Any]) -> None:
+        with self.cond:
+            for name, idx in (msg.get("m") or {}).items():
+                while len(self.methods) <= idx:
+                    self.methods.append("")
+                self.methods[idx] = name
+            fr = self.finding_rows
+            for row in msg.get("fr") or ():
+                if not fr or row > fr[-1]:
+                    fr.append(row)
+                else:
+                    i = bisect_left(fr, row)
+                    if i >= len(fr) or fr[i] != row:
+                        insort(fr, row)
+            if "summary" in msg:
+                self.summary = msg["summary"]
+            if "error" in msg:
+                self.error = msg["error"]
+            self.rows_done = max(self.rows_done, msg.get("rows", 0))
+            self.eof = bool(msg.get("eof"))
+            self.done = bool(msg.get("done"))
+            self.version += 1
+            self.cond.notify_all()
+        if self.on_progress:
+            self.on_progress(self)
+
+    def wait(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Block until predicate() (checked under the lock) or the analysis ended."""
+        with self.cond:
+            return self.cond.wait_for(lambda: predicate() or self.finished, timeout)
+
+    @property
+    def finished(self) -> bool:
+        return self.done or self.error is not None or (self.proc is not None and self.proc.poll() is not None
+                                                       and self.eof)
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is not None:
+            try:
+                if proc.stdin:
+                    proc.stdin.close()
+            except OSError:
+                pass
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            if proc.stdout:
+                proc.stdout.close()
+        for fd in (self._rows_fd, self._det_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._rows_fd = self._det_fd = -1
+        if self._own_dir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _fd(self, name: str) -> int:
+        attr = "_rows_fd" if name == "rows.bin" else "_det_fd"
+        fd = getattr(self, attr)
+        if fd < 0:
+            fd = os.open(os.path.join(self.workdir, name), os.O_RDONLY)
+            setattr(self, attr, fd)
+        return fd
+
+    def row(self, row: int) -> RowSummary | None:
+        if row >= self.rows_done:
+            return None
+        data = os.pread(self._fd("rows.bin"), ROW_SIZE, row * ROW_SIZE)
+        if len(data) < ROW_SIZE:
+            return None
+        return unpack_row(data, 0, self.methods)
+
+    def rows(self, first: int, last: int, block: int = 32768) -> Iterator[tuple[int, RowSummary]]:
+        """Summaries of rows first..last-1 (only analysed ones), read in blocks."""
+        last = min(last, self.rows_done)
+        if first >= last:
+            return
+        fd = self._fd("rows.bin")
+        methods = self.methods
+        row = first
+        while row < last:
+            n = min(block, last - row)
+            data = os.pread(fd, n * ROW_SIZE, row * ROW_SIZE)
+            got = len(data) // ROW_SIZE
+            for i in range(got):
+                yield row + i, unpack_row(data, i * ROW_SIZE, methods)
+            if got < n:
+                return
+            row += n
+
+    def details(self, summary: RowSummary | None) -> dict[str, Any] | None:
+        if summary is None or summary.det_off < 0:
+            return None
+        fd = self._fd("details.jsonl")
+        buf = b""
+        pos = summary.det_off
+        while True:
+            chunk = os.pread(fd, 65536, pos)
+            if not chunk:
+                break
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                buf += chunk[:nl]
+                break
+            buf += chunk
+            pos += len(chunk)
+        try:
+            return orjson.loads(buf) if buf else None
+        except orjson.JSONDecodeError:
+            return None
+
+    def next_finding(self, row: int, step: int = 1) -> int | None:
+        """The next (step 1) or previous (step -1) row with findings."""
+        fr = self.finding_rows
+        with self.cond:
+            if step > 0:
+                i = bisect_left(fr, row + 1)
+                return fr[i] if i < len(fr) else None
+            i = bisect_left(fr, row) - 1
+            return fr[i] if i >= 0 else None

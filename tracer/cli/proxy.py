@@ -1,0 +1,87 @@
+"""`mcptrace proxy`: put mitmproxy, with the MCP capture addon, between a host and a remote MCP server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "proxy"
+HELP = "capture Streamable HTTP and HTTP+SSE MCP traffic through mitmproxy (reverse proxy or any mitmproxy mode)"
+EXAMPLE = """  mcptrace proxy --upstream http://127.0.0.1:8765/mcp          then give the host the printed URL
+  mcptrace proxy --upstream https://mcp.example.com/mcp --listen 127.0.0.1:9000 -o cap.jsonl
+  mcptrace proxy --mode regular                                 an HTTPS proxy (trust ~/.mitmproxy's CA)"""
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        value = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is out of range")
+    return host, value
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return key, value
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--upstream", metavar="URL", help="the MCP server's URL: run as a reverse proxy to it")
+    p.add_argument("--listen", type=_listen, metavar="HOST:PORT",
+                   help="where the proxy listens (default 127.0.0.1:8788; port 0 picks a free one)")
+    p.add_argument("--mode", action="append", metavar="MODE",
+                   help="a mitmproxy mode instead of the reverse proxy: regular, upstream:URL, local, "
+                        "socks5, wireguard... (repeatable)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="capture file (default: a new file in $XDG_STATE_HOME/mcptrace/captures/)")
+    p.add_argument("--label", help="label for the capture file name and header")
+    p.add_argument("--filter", default="", metavar="EXPR",
+                   help="only look at flows matching this mitmproxy filter expression (e.g. '~d example.com')")
+    p.add_argument("--no-redact", action="store_true", help="keep credentials (Authorization, Cookie...) in the capture")
+    p.add_argument("--set", dest="settings", action="append", type=_setting, default=[], metavar="NAME=VALUE",
+                   help="any other mitmproxy option, e.g. --set ssl_insecure=true (repeatable)")
+    p.add_argument("--no-ui", action="store_true",
+                   help="no live viewer: print where to connect, capture until Ctrl-C")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer.cli import UsageError
+
+    try:
+        from addons.proxy import DEFAULT_PORT, ProxyConfig, ProxyError, ProxyRunner
+    except ImportError as exc:
+        raise UsageError(f"the proxy needs mitmproxy and the addons package: {exc}") from None
+    host, port = args.listen or ("127.0.0.1", DEFAULT_PORT)
+    cfg = ProxyConfig(upstream=args.upstream, modes=args.mode or [], listen_host=host, listen_port=port,
+                      output=args.output, redact=not args.no_redact, flow_filter=args.filter,
+                      label=args.label, settings=dict(args.settings))
+    runner = ProxyRunner(cfg)
+    if not args.no_ui and sys.stdin.isatty() and sys.stdout.isatty():
+        # In a terminal: mitmproxy runs in a thread and the viewer follows its capture file
+        # (tracer/cli/view.py says why). --no-ui, or no terminal: headless, as below.
+        from tracer.cli.view import run_proxy_with_viewer
+
+        return run_proxy_with_viewer(runner)
+
+    def ready(info) -> None:
+        for line in info.lines:
+            sys.stderr.write(f"mcptrace: {line}\n")
+        sys.stderr.write("mcptrace: capturing; Ctrl-C to stop\n")
+        sys.stderr.flush()
+
+    try:
+        runner.run(ready)
+    except ProxyError as exc:
+        raise UsageError(str(exc)) from None
+    written = runner.addon.writer.records_written if runner.addon.writer is not None else 0
+    if runner.info is not None:
+        sys.stderr.write(f"mcptrace: stopped; {written} records in {runner.info.capture}\n")
+    return 0

@@ -1,0 +1,126 @@
+"""`mcptrace stdio -- CMD ARGS...`: put the tee in front of a stdio MCP server.
+
+Usable by hand in a terminal or as the `command` of a host's server config. Nothing but the
+server's own bytes ever reaches our stdout: before anything else runs, fd 1 is moved aside for the
+relay and pointed at stderr, so even a stray print from a library cannot corrupt the stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+SWITCH_INTERVAL_S = 0.00005
+
+NAME = "stdio"
+HELP = "run a stdio MCP server behind a byte-exact tee that records everything (use it in a host's config)"
+EXAMPLE = """  mcptrace stdio -- python server.py
+  mcptrace stdio -o weather.jsonl --name weather -- uv run weather-server
+  host config: {"command": "mcptrace", "args": ["stdio", "--", "npx", "-y", "@modelcontextprotocol/server-everything"]}
+
+Without -o the capture goes to $XDG_STATE_HOME/mcptrace/captures/ (~/.local/state/...) and one
+line on stderr says where. Framing problems (a banner on stdout, pretty-printed JSON, CRLF, bad
+UTF-8...) are reported on stderr as they happen, with the byte offset in the stream."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", metavar="FILE", help="capture file (default: a new file in the captures directory)")
+    p.add_argument("--name", metavar="LABEL", help="label for the capture (default: from the command)")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep credential-looking arguments in the capture header as they are")
+    p.add_argument("--grace", type=float, default=3.0, metavar="SECONDS",
+                   help="after stdin closes, wait this long for the server to exit before SIGTERM, and "
+                        "as long again before SIGKILL (default: 3)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="say nothing on stderr except errors (the server's stderr is still relayed)")
+    p.add_argument("--no-live-lint", action="store_true",
+                   help="do not run the stdio framing rules while capturing (lint the capture later)")
+    p.add_argument("--queue-mb", type=float, default=64.0, metavar="MB",
+                   help="bytes the capture may fall behind the relay before it drops (and records) "
+                        "chunks; the relay itself is never slowed (default: 64)")
+    # (not "command": the top-level parser keeps the subcommand's name under that dest)
+    p.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
+                   help="the server command and its arguments")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer.cli import UsageError
+
+    command = list(args.server_command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("give the server command after '--', e.g. mcptrace stdio -- python server.py")
+    if args.grace < 0 or args.queue_mb < 0:
+        raise UsageError("--grace and --queue-mb must not be negative")
+    # The relay threads must get the interpreter back within microseconds when the capture writer
+    # is busy: a relay thread waiting for the GIL asks for it after this interval (default 5 ms).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    # From here on fd 1 belongs to the relay alone.
+    relay_out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return tee_main(command, args, relay_out)
+
+
+def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> int:
+    from tracer.analyser import Analyser
+    from tracer.cli import UsageError
+    from tracer.paths import default_capture_path, label_for_command
+    from tracer.rules.registry import select_rules
+    from tracer.tee import SpawnError, Tee, open_capture, spawn
+    from tracer.tee_capture import CaptureSink
+    from tracer.tee_notes import Notes
+
+    label = args.name or label_for_command(command)
+    try:
+        path = args.output or str(default_capture_path(label))
+    except OSError as exc:
+        raise UsageError(f"cannot create the captures directory: {exc.strerror or exc}") from None
+    try:
+        writer = open_capture(path, command, label, redact=not args.no_redact)
+    except OSError as exc:
+        raise UsageError(f"cannot write the capture {path}: {exc.strerror or exc}") from None
+    notes = Notes(2, quiet=args.quiet, capture=path)
+    try:
+        child = spawn(command)
+    except SpawnError as exc:
+        writer.close()
+        try:
+            os.unlink(path)  # nothing was captured; do not leave an empty capture behind
+        except OSError:
+            pass
+        notes.say(str(exc), force=True)
+        return exc.code
+    if not args.output:
+        notes.say(f"capturing to {path}")
+    analyser = None if args.no_live_lint else Analyser(select_rules(["MCP8"]))
+    sink = CaptureSink(writer, f"stdio-{child.pid}", budget=int(args.queue_mb * 1024 * 1024),
+                       analyser=analyser, on_finding=notes.finding)
+    sink.start()
+    tee = Tee(child, sink, notes, in_fd=0, out_fd=relay_out, grace=args.grace, kill_after=args.grace)
+    try:
+        result = tee.run()
+    finally:
+        finished = sink.close()
+        sink.finish_analysis()
+        writer.close()
+    _summary(notes, sink, path, finished)
+    notes.close()
+    return result.exit_code
+
+
+def _summary(notes, sink, path: str, finished: bool) -> None:
+    if sink.write_error is not None:
+        notes.say(f"could not write the capture {path}: {sink.write_error.strerror or sink.write_error}; "
+                  f"the relay went on unaffected", force=True)
+    if not finished:
+        notes.say(f"the capture writer did not finish in time; {path} may lack the last records", force=True)
+    dropped = sum(sink.dropped_bytes)
+    if dropped:
+        notes.say(f"the capture fell behind and dropped {dropped:,} bytes in {sink.dropped_chunks} chunks "
+                  f"(recorded as 'dropped' events; every byte was still relayed)", force=True)
+    if sink.findings:
+        counts = ", ".join(f"{rule} ×{n}" for rule, n in sorted(sink.findings.items()))
+        notes.say(f"stdio framing findings: {counts}; details: mcptrace lint {path}")

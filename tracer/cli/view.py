@@ -1,0 +1,100 @@
+"""`mcptrace view`: the Textual viewer, for a capture file (live with --follow) or a pick of the
+recent captures."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+NAME = "view"
+HELP = "open a capture (or anything lint reads) in the terminal viewer; no FILE: pick a recent capture"
+EXAMPLE = """  mcptrace view ~/.local/state/mcptrace/captures/20261129-200431-weather-4242.jsonl
+  mcptrace view --follow capture.jsonl        # while `mcptrace stdio -o capture.jsonl -- ...` runs
+  mcptrace view                                # choose among recent captures"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", metavar="FILE", help="capture, NDJSON, host log, HAR or .mitm file")
+    p.add_argument("--follow", "-F", action="store_true",
+                   help="tail a capture that is still being written (press f in the viewer to toggle)")
+    p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
+
+
+def check_terminal() -> None:
+    from tracer.cli import UsageError
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError("the viewer needs a terminal; for a report on stdout use `mcptrace lint FILE`")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer.cli import UsageError
+
+    path = args.file
+    if path is not None:
+        if not os.path.exists(path) and not args.follow:
+            raise UsageError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise UsageError(f"{path}: is a directory")
+        if args.follow and not os.path.exists(path):
+            raise UsageError(f"{path}: no such file (start the recorder first, then follow its capture)")
+    check_terminal()
+    from tracer.cli.inputs import register_optional_inputs
+
+    register_optional_inputs()
+    from tracer.paths import captures_dir, recent_captures
+    from ui.app import McpTraceApp
+
+    if path is None:
+        app = McpTraceApp(captures=recent_captures(), directory=str(captures_dir(create=False)))
+    else:
+        app = McpTraceApp(path, follow=args.follow, fmt=args.input_format)
+    app.run()
+    return 0
+
+
+def start_proxy_thread(runner, bound: float = 30.0):
+    """Run a ProxyRunner (addons/proxy.py) on its own event loop in a daemon thread; returns its
+    ProxyInfo once it listens. Raises tracer.cli.UsageError with mitmproxy's one-line reason.
+
+    Why a thread and not Textual's loop: the capture file is the interface. mitmproxy writes it
+    and never waits for the screen; the viewer follows it like any other capture (one code path
+    for live and offline, and a slow terminal cannot back-pressure traffic)."""
+    import threading
+
+    from tracer.cli import UsageError
+
+    ready = threading.Event()
+    box: dict = {}
+
+    def main() -> None:
+        try:
+            runner.run(lambda info: (box.__setitem__("info", info), ready.set()), handle_signals=False)
+        except Exception as exc:  # ProxyError and anything mitmproxy raises while starting
+            box["error"] = str(exc)
+        finally:
+            ready.set()
+
+    thread = threading.Thread(target=main, name="mcptrace-proxy", daemon=True)
+    thread.start()
+    if not ready.wait(bound) or "info" not in box:
+        runner.stop()
+        raise UsageError(box.get("error") or "the proxy did not start")
+    box["info"].thread = thread
+    return box["info"]
+
+
+def run_proxy_with_viewer(runner) -> int:
+    """`mcptrace proxy` in a terminal: mitmproxy in a thread, the viewer following its capture."""
+    from ui.app import McpTraceApp
+
+    info = start_proxy_thread(runner)
+    try:
+        McpTraceApp(info.capture, follow=True, hint="  ".join(info.lines[:-1])).run()
+    finally:
+        runner.stop()
+        info.thread.join(timeout=10)
+    for line in info.lines:
+        sys.stderr.write(f"mcptrace: {line}\n")
+    return 0

@@ -1,0 +1,309 @@
+"""What the HTTP rules (MCP7xx, MCP901-MCP904) know beyond one record.
+
+The HTTP door (tracer.http_recorder) writes each exchange as records sharing `http["flow"]`: the
+request's `c2s` message (or, for a GET or DELETE, the first response-side record) carries the
+request headers; the first response-side record (a JSON answer, a `stream-open` event, an `http`
+record) carries the status and response headers; SSE events follow, then `stream-closed`.
+`observe` runs once per record of an HTTP connection, before the rules (see
+`tracer.rules.registry.observer`), and keeps its facts in `session.extra["http"]`: per flow (what
+was asked, how it was answered, the stream's progress) and per session (the Mcp-Session-Id, its
+termination, event ids, the HTTP+SSE endpoint). The rules only read them; `current` holds what the
+observer concluded about the record being analysed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracer.classify import id_key
+from tracer.http_headers import pairs
+from tracer.http_tools import header_problem
+from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
+from tracer.rules.registry import observer
+from tracer.session import BoundedMap, Session
+
+KEY = "http"
+HTTP_TRANSPORTS = ("http", "http+sse")
+FLOW_CAP = 10_000
+BROADCAST_WINDOW_NS = 1_000_000_000  # the same message on two streams within this is a broadcast
+RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}
+
+
+@dataclass(slots=True, eq=False)
+class FlowFacts:
+    """One HTTP exchange as far as the records so far show it."""
+
+    id: str
+    method: str = ""
+    url: str = ""
+    req_headers: Any = None
+    req_map: dict[str, str] = field(default_factory=dict)  # lowercased name -> first value
+    first_seq: int = 0
+    body_kind: Kind | None = None  # the JSON-RPC body the client sent (None: no body)
+    rpc_method: str | None = None
+    idkey: tuple | None = None
+    progress_token: tuple | None = None
+    era: Era = Era.UNKNOWN
+    header_problem: str | None = None  # modern request headers that fail validation (MCP746)
+    status: int | None = None
+    resp_headers: Any = None
+    resp_map: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+    head_seq: int | None = None  # the record that carried the response head
+    stream: bool = False
+    t_open: int = 0
+    events: int = 0  # SSE events (messages, endpoint, data-less events)
+    ids_seen: bool = False
+    first_event: str | None = None  # "priming", "message", "endpoint", "other"
+    answered_seq: int | None = None  # the final response to the request, on this flow
+    t_answered: int = 0
+    closed: dict | None = None  # the stream-closed event's data
+    retry_seen: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Current:
+    """What the observer concluded about the record being analysed (rules read it)."""
+
+    seq: int = -1
+    flow: FlowFacts | None = None
+    head: bool = False  # this record carries the flow's response head
+    first_of_flow: bool = False  # this record carries the flow's request headers
+    after_answer: bool = False  # an SSE event after the flow's final response
+    broadcast_seq: int | None = None  # the same message went out on another stream (MCP713)
+    repeated_id_seq: int | None = None  # the SSE event id was used on another stream (MCP715)
+    reconnect_gap_ms: float | None = None  # a resumption GET this long after the last close (MCP717)
+    retry_ms: int | None = None
+
+
+@dataclass(slots=True, eq=False)
+class HttpState:
+    flows: BoundedMap = field(default_factory=lambda: BoundedMap(FLOW_CAP))
+    session_id: str | None = None  # the first Mcp-Session-Id the server sent
+    session_seq: int | None = None
+    session_with_initialize: bool = False
+    terminated: dict[str, int] = field(default_factory=dict)  # session id -> seq of the DELETE 2xx / 404
+    not_found: dict[str, int] = field(default_factory=dict)  # session id -> seq of a 404 answering it
+    endpoint: str | None = None  # HTTP+SSE: the announced POST URL
+    endpoint_seq: int | None = None
+    event_ids: BoundedMap = field(default_factory=BoundedMap)  # SSE id -> (stream, seq)
+    recent: BoundedMap = field(default_factory=lambda: BoundedMap(1024))  # digest -> (stream, t_ns, seq)
+    retry_ms: int | None = None  # the last SSE retry the server announced
+    last_close_ns: int | None = None  # when the last stream the server ended closed
+    modern_rejection: tuple[int, int, int] | None = None  # (seq, status, code): MCP754
+    stream_ids: bool = False  # the server attaches SSE event ids (it is resumable)
+    current: Current = field(default_factory=Current)
+
+
+def state(s: Session) -> HttpState | None:
+    return s.extra.get(KEY)
+
+
+def current(rec: Record, s: Session) -> Current | None:
+    """The observer's conclusions about REC, or None outside HTTP."""
+    st = s.extra.get(KEY)
+    if st is None or st.current.seq != rec.seq:
+        return None
+    return st.current
+
+
+def header_map(headers: Any) -> dict[str, str]:
+    """Lowercased header names to their first value (looked up many times per record)."""
+    out: dict[str, str] = {}
+    for k, v in pairs(headers):
+        out.setdefault(k.lower(), v)
+    return out
+
+
+def req_header(facts: FlowFacts | None, name: str) -> str | None:
+    """NAME must be lowercase."""
+    return facts.req_map.get(name) if facts is not None else None
+
+
+def resp_header(facts: FlowFacts | None, name: str) -> str | None:
+    """NAME must be lowercase."""
+    return facts.resp_map.get(name) if facts is not None else None
+
+
+def _token(m: Analysed) -> tuple | None:
+    meta = m.meta
+    return id_key(meta.get("progressToken")) if meta is not None else None
+
+
+def _flow(st: HttpState, rec: Record) -> FlowFacts | None:
+    http = rec.http
+    fid = http.get("flow") if http else None
+    if fid is None:
+        return None
+    facts = st.flows.get(fid)
+    if facts is None:
+        facts = FlowFacts(fid, method=http.get("method") or "", url=http.get("url") or "", first_seq=rec.seq)
+        st.flows.put(fid, facts)
+    return facts
+
+
+@observer(HTTP_TRANSPORTS)
+def observe(rec: Record, m: Analysed | None, s: Session) -> None:
+    st = s.extra.get(KEY)
+    if st is None:
+        st = s.extra[KEY] = HttpState()
+    cur = st.current = Current(seq=rec.seq)
+    facts = _flow(st, rec)
+    if facts is None:
+        return
+    cur.flow = facts
+    http = rec.http
+    if "req_headers" in http and facts.req_headers is None:
+        facts.req_headers = http["req_headers"]
+        facts.req_map = header_map(facts.req_headers)
+        cur.first_of_flow = True
+        _request_head(rec, facts, st, cur)
+    if rec.type is RecordType.MESSAGE and rec.dir is Direction.C2S and m is not None and facts.body_kind is None:
+        facts.body_kind = m.kind
+        facts.rpc_method = m.method
+        facts.idkey = m.idkey
+        facts.era = m.era
+        facts.progress_token = _token(m) if m.kind is Kind.REQUEST else None
+        if m.kind is Kind.REQUEST and m.era is Era.MODERN and rec.transport == "http":
+            tool = s.track.tool((m.params or {}).get("name")) if m.method == "tools/call" else None
+            facts.header_problem = header_problem(m, facts.req_headers, tool)
+    if "resp_headers" in http and facts.head_seq is None:
+        facts.head_seq = rec.seq
+        facts.status = http.get("status")
+        facts.resp_headers = http["resp_headers"]
+        facts.resp_map = header_map(facts.resp_headers)
+        facts.content_type = http.get("content_type")
+        cur.head = True
+        _response_head(rec, facts, st)
+    if rec.type is RecordType.EVENT:
+        _event(rec, facts, st, cur, s)
+    elif rec.type is RecordType.HTTP and "client" in str(http.get("error", "")).lower():
+        _cancelled_by_client(rec, facts, s)  # a JSON answer the client did not wait for
+    elif rec.type is RecordType.MESSAGE and rec.dir is Direction.S2C:
+        _server_message(rec, m, facts, st, cur)
+
+
+def _request_head(rec: Record, facts: FlowFacts, st: HttpState, cur: Current) -> None:
+    resuming = facts.method == "GET" and facts.req_map.get("last-event-id") is not None
+    if resuming and st.last_close_ns is not None:
+        cur.reconnect_gap_ms = (rec.t_ns - st.last_close_ns) / 1e6
+        cur.retry_ms = st.retry_ms
+
+
+def _response_head(rec: Record, facts: FlowFacts, st: HttpState) -> None:
+    sid = facts.resp_map.get("mcp-session-id")
+    if sid is not None and st.session_id is None:
+        st.session_id = sid
+        st.session_seq = rec.seq
+        st.session_with_initialize = facts.rpc_method == "initialize"
+    asked = facts.req_map.get("mcp-session-id")
+    status = facts.status
+    if asked is not None and status == 404:
+        st.not_found.setdefault(asked, rec.seq)
+        st.terminated.setdefault(asked, rec.seq)
+    if asked is not None and facts.method == "DELETE" and status is not None and 200 <= status < 300:
+        st.terminated.setdefault(asked, rec.seq)
+
+
+def _cancelled_by_client(rec: Record, facts: FlowFacts, s: Session) -> None:
+    """Modern Streamable HTTP: "Closing the SSE response stream MUST be treated by the server as
+    cancellation of that request" (streamable-http.mdx:L235-240). The request is over: it leaves the
+    pending table (so it is not "never answered", and its id and progress token are free again)
+    and is marked cancelled. Legacy streams are not: there a disconnection "SHOULD NOT be
+    interpreted as the client cancelling its request"."""
+    if facts.era is not Era.MODERN or facts.body_kind is not Kind.REQUEST or facts.answered_seq is not None:
+        return
+    key = (Direction.C2S, facts.idkey)
+    req = s.pending.get(key)
+    if req is None or req.seq != facts.first_seq:
+        return
+    del s.pending[key]
+    req.cancelled_seq = rec.seq
+    req.cancelled_t_ns = rec.t_ns
+    s.answered.put(key, req)
+    tok = facts.progress_token
+    entry = s.track.progress.get((Direction.C2S, tok)) if tok is not None else None
+    if entry is not None and entry.req_seq == req.seq:
+        del s.track.progress[(Direction.C2S, tok)]
+        entry.done_seq = rec.seq
+        s.track.progress_done.put((Direction.C2S, tok), entry)
+    listen = s.track.listens.get(facts.idkey) if facts.rpc_method == "subscriptions/listen" else None
+    if listen is not None and listen.ended_seq is None:
+        listen.ended_seq = rec.seq
+
+
+def _event(rec: Record, facts: FlowFacts, st: HttpState, cur: Current, s: Session) -> None:
+    data = rec.data or {}
+    name = data.get("event")
+    if name == "stream-open":
+        facts.stream = True
+        facts.t_open = rec.t_ns
+    elif name == "stream-closed":
+        facts.closed = data
+        if data.get("reason") in ("end", "server-closed"):
+            st.last_close_ns = rec.t_ns
+        elif data.get("reason") == "client-closed":
+            _cancelled_by_client(rec, facts, s)
+    elif name in ("sse-event", "endpoint"):
+        facts.events += 1
+        sse = rec.sse or {}
+        if facts.events == 1:
+            if name == "endpoint":
+                facts.first_event = "endpoint"
+            elif sse.get("id") is not None:
+                facts.first_event = "priming"
+            else:
+                facts.first_event = "other"
+        if name == "endpoint" and st.endpoint is None:
+            st.endpoint = data.get("url")
+            st.endpoint_seq = rec.seq
+        _sse_fields(rec, facts, st, cur)
+        if facts.answered_seq is not None:
+            cur.after_answer = True
+
+
+def _sse_fields(rec: Record, facts: FlowFacts, st: HttpState, cur: Current) -> None:
+    sse = rec.sse or {}
+    eid = sse.get("id")
+    if eid is not None and eid != "":
+        facts.ids_seen = True
+        st.stream_ids = True
+        seen = st.event_ids.get(eid)
+        resumed = facts.method == "GET" and facts.req_map.get("last-event-id") is not None
+        if seen is not None and seen[0] != facts.id and not resumed:
+            cur.repeated_id_seq = seen[1]
+        st.event_ids.put(eid, (facts.id, rec.seq))
+    if sse.get("retry") is not None:
+        facts.retry_seen = True
+        st.retry_ms = sse["retry"]
+
+
+def _server_message(rec: Record, m: Analysed | None, facts: FlowFacts, st: HttpState, cur: Current) -> None:
+    if rec.sse is not None:
+        facts.events += 1
+        if facts.events == 1:
+            facts.first_event = "message"
+        if facts.answered_seq is not None:
+            cur.after_answer = True
+        _sse_fields(rec, facts, st, cur)
+        digest = hashlib.blake2b(rec.raw, digest_size=12).digest()
+        seen = st.recent.get(digest)
+        resumed = facts.method == "GET" and facts.req_map.get("last-event-id") is not None
+        if (seen is not None and seen[0] != facts.id and rec.t_ns - seen[1] <= BROADCAST_WINDOW_NS
+                and not resumed):
+            cur.broadcast_seq = seen[2]
+        st.recent.put(digest, (facts.id, rec.t_ns, rec.seq))
+    if m is None:
+        return
+    if m.kind in (Kind.RESULT, Kind.ERROR) and facts.idkey is not None and m.idkey == facts.idkey \
+            and facts.answered_seq is None:
+        facts.answered_seq = rec.seq
+        facts.t_answered = rec.t_ns
+    if m.kind is Kind.ERROR and facts.era is Era.MODERN and st.modern_rejection is None:
+        err = m.error or {}
+        code = err.get("code")
+        status = facts.status
+        if status in RECOGNISED_MODERN and code in RECOGNISED_MODERN[status]:
+            st.modern_rejection = (rec.seq, status, code)

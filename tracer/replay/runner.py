@@ -1,0 +1,66 @@
+"""Replay a whole recording: every conversation, one after the other, each on a fresh connection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tracer.capture import CaptureWriter
+from tracer.classify import id_key
+from tracer.replay.driver import Replayer, RunResult
+from tracer.replay.peers import HttpPeer, Peer, StdioPeer, Tap
+from tracer.replay.recording import Conversation, Recording
+from tracer.replay.script import Plan, plan
+
+
+@dataclass
+class Target:
+    command: list[str] | None = None
+    url: str | None = None
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def transport(self) -> str:
+        return "http" if self.url else "stdio"
+
+    @property
+    def label(self) -> str:
+        return self.url or " ".join(self.command or [])
+
+
+def plans_for(recording: Recording, conns: list[str] | None = None) -> list[Plan]:
+    convs: list[Conversation] = [c for c in recording.conversations if conns is None or c.conn in conns]
+    return [p for p in (plan(c) for c in convs) if p.steps]
+
+
+def make_peer(target: Target, tap: Tap, p: Plan, timeout: float) -> Peer:
+    if target.url:
+        peer = HttpPeer(target.url, tap, headers=target.headers, timeout=timeout)
+        # Tool parameters mirrored into headers (x-mcp-header) are derived by the recorded host from the
+        # tool's schema; replay sends the recorded ones with the same request.
+        for step in p.steps:
+            http = step.msg.rec.http if step.msg is not None else None
+            if not http or step.exchange is None:
+                continue
+            params = [(k, v) for k, v in _pairs(http.get("req_headers")) if k.lower().startswith("mcp-param-")]
+            if params and (key := id_key(step.exchange.request.id)) is not None:
+                peer.recorded_param_headers[key] = params
+        return peer
+    assert target.command
+    return StdioPeer(target.command, tap)
+
+
+def _pairs(headers) -> list[tuple[str, str]]:
+    if isinstance(headers, dict):
+        return list(headers.items())
+    return [(h[0], h[1]) for h in headers or () if len(h) == 2]
+
+
+async def replay_all(plans: list[Plan], target: Target, writer: CaptureWriter | None, *, timeout: float) -> list[RunResult]:
+    """Run each plan against the target (PeerError propagates when the server cannot be reached)."""
+    results: list[RunResult] = []
+    for p in plans:
+        tap = Tap(writer, p.conversation.conn, target.transport)
+        peer = make_peer(target, tap, p, timeout)
+        await peer.start()
+        results.append(await Replayer(p, peer, timeout=timeout).run())
+    return results

@@ -1,0 +1,72 @@
+"""The per-row summary format shared by tracer.annotate (writer) and tracer.annotations (reader).
+
+`rows.bin` holds one ROW per capture row: record type, kind, direction, era, worst severity,
+flags (pair status in the low 4 bits, direction inferred 0x10), finding count, method index,
+partner row, latency in microseconds, MRTR first-round row, details offset. -1 means none.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from bisect import bisect_left
+from typing import Any
+
+from tracer.model import Direction, Era, Finding, Kind, RecordType
+from tracer.pairing import PairStatus
+
+ROW = struct.Struct("<BBBBBBHiiiiq")
+ROW_SIZE = ROW.size  # 32
+
+RTYPES = ("", "header", "message", "stderr", "http", "event", "broken", "blank")
+RTYPE_CODE = {name: i for i, name in enumerate(RTYPES)}
+KINDS = ("", *(k.value for k in Kind))
+KIND_CODE = {name: i for i, name in enumerate(KINDS)}
+DIRS = ("", "c2s", "s2c")
+DIR_CODE = {name: i for i, name in enumerate(DIRS)}
+ERAS = ("", "modern", "legacy", "unknown")
+ERA_CODE = {name: i for i, name in enumerate(ERAS)}
+PAIR_STATUSES = ("", *(v for k, v in vars(PairStatus).items() if k.isupper()))
+PAIR_CODE = {name: i for i, name in enumerate(PAIR_STATUSES)}
+FLAG_DIR_INFERRED = 0x10
+# the same codes keyed by the enum members (no .value lookups on the hot path)
+KIND_OF = {k: KIND_CODE[k.value] for k in Kind}
+ERA_OF = {e: ERA_CODE[e.value] for e in Era}
+DIR_OF = {d: DIR_CODE[d.value] for d in Direction}
+RTYPE_OF = {t: RTYPE_CODE[t.value] for t in RecordType}
+
+def empty_row() -> list[Any]:
+    return [0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1]
+
+
+def finding_list(f: Finding, row_of_seq) -> list[Any]:
+    rel_row = row_of_seq(f.related_seq) if f.related_seq else None
+    return [f.rule, int(f.severity), f.message, f.path, f.related_seq, rel_row, f.seq]
+
+
+class SeqMap:
+    """seq -> row for message rows. Seqs rise within a capture; a restart (concatenated captures)
+    opens a new segment, searched newest first."""
+
+    def __init__(self) -> None:
+        self.seqs = array("q")
+        self.rows = array("i")
+        self.segments = [0]
+
+    def add(self, seq: int, row: int) -> None:
+        if self.seqs and seq <= self.seqs[-1]:
+            self.segments.append(len(self.seqs))
+        self.seqs.append(seq)
+        self.rows.append(row)
+
+    def row(self, seq: int | None) -> int | None:
+        if seq is None:
+            return None
+        seqs = self.seqs
+        hi = len(seqs)
+        for lo in reversed(self.segments):
+            i = bisect_left(seqs, seq, lo, hi)
+            if i < hi and seqs[i] == seq:
+                return self.rows[i]
+            hi = lo
+        return None

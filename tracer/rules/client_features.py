@@ -1,0 +1,270 @@
+"""MCP625-MCP630: client features (roots, sampling, elicitation).
+
+Legacy servers send these as JSON-RPC requests and the client answers them; in 2026-07-28 they
+travel inside an `InputRequiredResult` (`inputRequests`) and come back in the retry's
+`inputResponses` (linked to their round by the analyser, see tracer.tracking).
+"""
+
+from __future__ import annotations
+
+from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.protocol import L3, L4, since
+from tracer.rules.registry import rule
+from tracer.tracking import MISSING, member
+
+REQ_RES = (Kind.REQUEST, Kind.RESULT)
+MRTR_METHODS = ("tools/call", "prompts/get", "resources/read")
+
+
+def input_requests(m: Analysed, method: str):
+    """(params, JSON path) of every modern input request of `method` in an InputRequiredResult."""
+    r = m.result
+    if r is None or r.get("resultType") != "input_required":
+        return
+    reqs = r.get("inputRequests")
+    for key, value in reqs.items() if type(reqs) is dict else ():
+        if type(value) is dict and value.get("method") == method and type(value.get("params")) is dict:
+            yield value["params"], member("$.result.inputRequests", key) + ".params"
+
+
+def input_responses(m: Analysed, s, method: str):
+    """(value, JSON path) of every `inputResponses` value of a retry that answers a `method` input
+    request of the round it retries."""
+    params = m.params
+    got = params.get("inputResponses") if params is not None else None
+    if type(got) is not dict or m.idkey is None:
+        return
+    req = s.pending.get((m.rec.dir, m.idkey))
+    rnd = req.retry_of if req is not None else None
+    if rnd is None or not rnd.input_requests:
+        return
+    for key, value in got.items():
+        asked = rnd.input_requests.get(key)
+        if type(asked) is dict and asked.get("method") == method:
+            yield value, member("$.params.inputResponses", key)
+
+
+def legacy_request(m: Analysed, method: str) -> dict | None:
+    """The params of a server->client request of `method` (legacy era)."""
+    if m.kind is Kind.REQUEST and m.method == method and m.rec.dir is Direction.S2C:
+        return m.params or {}
+    return None
+
+
+def legacy_result(m: Analysed, method: str) -> dict | None:
+    """A client's result answering a server's `method` request (legacy era)."""
+    if m.kind is Kind.RESULT and m.answers_method == method and m.rec.dir is Direction.C2S:
+        return m.result
+    return None
+
+
+# -- roots -----------------------------------------------------------------------------------------
+
+
+def _roots_hits(value, path: str) -> list:
+    roots = value.get("roots") if type(value) is dict else None
+    return [Hit(f"root uri {root.get('uri')!r} must start with file://", path=f"{path}.roots[{i}].uri")
+            for i, root in enumerate(roots if type(roots) is list else ())
+            if type(root) is dict and not (type(root.get("uri")) is str and root["uri"].startswith("file://"))]
+
+
+@rule("MCP625", "root-not-file-uri", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT),
+      methods=("roots/list", *MRTR_METHODS),
+      spec="spec/2026-07-28/client/roots.mdx:L100; spec/2025-11-25/client/roots.mdx:L110")
+def root_not_file_uri(m: Analysed, s):
+    """A root's `uri` (in a `roots/list` result, or a 2026-07-28 `inputResponses` answering
+    `roots/list`) does not start with `file://`.
+
+    Example: `"roots": [{"uri": "https://github.com/org/repo"}]`.
+    """
+    if m.kind is Kind.RESULT:
+        r = legacy_result(m, "roots/list")
+        return _roots_hits(r, "$.result") if r is not None else None
+    out = []
+    for value, path in input_responses(m, s, "roots/list"):
+        out.extend(_roots_hits(value, path))
+    return out
+
+
+# -- sampling --------------------------------------------------------------------------------------
+
+
+def _blocks(content) -> list:
+    if type(content) is list:
+        return [b for b in content if type(b) is dict]
+    return [content] if type(content) is dict else []
+
+
+def tool_message_problems(messages, path: str) -> list:
+    out = []
+    msgs = messages if type(messages) is list else []
+    for i, msg in enumerate(msgs):
+        if type(msg) is not dict:
+            continue
+        blocks = _blocks(msg.get("content"))
+        types = {b.get("type") for b in blocks}
+        if msg.get("role") == "user" and "tool_result" in types and len(types) > 1:
+            out.append(Hit("a user message with tool_result blocks must contain only tool results",
+                           path=f"{path}[{i}].content"))
+        uses = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+        if msg.get("role") != "assistant" or not uses or i + 1 >= len(msgs):
+            continue
+        nxt = msgs[i + 1] if type(msgs[i + 1]) is dict else {}
+        nblocks = _blocks(nxt.get("content"))
+        answered = {b.get("toolUseId") for b in nblocks if b.get("type") == "tool_result"}
+        if nxt.get("role") != "user" or any(b.get("type") != "tool_result" for b in nblocks) \
+                or not set(uses) <= answered:
+            missing = [u for u in uses if u not in answered]
+            out.append(Hit(f"the assistant's tool_use {', '.join(map(repr, missing or uses))} must be answered by "
+                           f"the next message: a user message of matching tool_result blocks",
+                           path=f"{path}[{i + 1}]"))
+    return out
+
+
+@rule("MCP626", "sampling-tool-messages-malformed", Severity.ERROR, kinds=REQ_RES,
+      methods=("sampling/createMessage", *MRTR_METHODS), versions=since(L4),
+      spec="spec/2025-11-25/client/sampling.mdx:L372, :L430; spec/2026-07-28/client/sampling.mdx:L380, :L438")
+def sampling_tool_messages_malformed(m: Analysed, s):
+    """Sampling messages with tools are malformed: a user message mixes `tool_result` with other
+    content, or an assistant `tool_use` is not followed by a user message made only of `tool_result`
+    blocks whose `toolUseId`s match.
+
+    Example: `[{"role": "assistant", "content": {"type": "tool_use", "id": "c1", ...}},
+    {"role": "user", "content": {"type": "text", "text": "go on"}}]`.
+    """
+    params = legacy_request(m, "sampling/createMessage") if m.kind is Kind.REQUEST else None
+    if params is not None:
+        return tool_message_problems(params.get("messages"), "$.params.messages")
+    out = []
+    for p, path in input_requests(m, "sampling/createMessage"):
+        out.extend(tool_message_problems(p.get("messages"), f"{path}.messages"))
+    return out
+
+
+def _sampling_params_hits(params: dict, path: str) -> list:
+    lack = [k for k in ("messages", "maxTokens") if k not in params]
+    return [Hit(f"sampling params lack {' and '.join(lack)}", path=path)] if lack else []
+
+
+@rule("MCP627", "sampling-malformed", Severity.ERROR, kinds=REQ_RES, methods=("sampling/createMessage", *MRTR_METHODS),
+      spec="schema CreateMessageRequestParams, CreateMessageResult in every version")
+def sampling_malformed(m: Analysed, s):
+    """`sampling/createMessage` params lack `messages` or `maxTokens`, or a `CreateMessageResult`
+    lacks `role`, `content` or `model`. (In 2026-07-28 the params of sampling input requests are
+    checked; a malformed `inputResponses` value is MCP331.)
+
+    Example: `{"method": "sampling/createMessage", "params": {"messages": [...]}}` (no maxTokens).
+    """
+    if m.kind is Kind.REQUEST:
+        params = legacy_request(m, "sampling/createMessage")
+        return _sampling_params_hits(params, "$.params") if params is not None else None
+    r = legacy_result(m, "sampling/createMessage")
+    if r is not None:
+        lack = [k for k in ("role", "content", "model") if k not in r]
+        return Hit(f"a CreateMessageResult needs {' and '.join(lack)}", path="$.result") if lack else None
+    out = []
+    for p, path in input_requests(m, "sampling/createMessage"):
+        out.extend(_sampling_params_hits(p, path))
+    return out
+
+
+# -- elicitation -----------------------------------------------------------------------------------
+
+_PRIMITIVE = ("string", "number", "integer", "boolean")
+
+
+def elicitation_problems(params: dict, path: str, version_l4: bool, modern: bool) -> list:
+    mode = params.get("mode", "form")
+    if mode == "url":
+        out = []
+        if type(params.get("url")) is not str:
+            out.append(Hit("URL-mode elicitation needs a url", path=path))
+        if version_l4 and not modern and type(params.get("elicitationId")) is not str:
+            out.append(Hit("URL-mode elicitation needs an elicitationId (2025-11-25)", path=path))
+        return out
+    schema = params.get("requestedSchema")
+    if type(schema) is not dict or schema.get("type") != "object":
+        return [Hit("form-mode elicitation needs a requestedSchema with type \"object\"",
+                    path=f"{path}.requestedSchema")]
+    props = schema.get("properties", {})
+    if type(props) is not dict:
+        return [Hit("requestedSchema.properties must be an object", path=f"{path}.requestedSchema.properties")]
+    out = []
+    for name, prop in props.items():
+        t = prop.get("type") if type(prop) is dict else None
+        items = prop.get("items") if type(prop) is dict else None
+        multi = t == "array" and type(items) is dict and items.get("type") == "string" and version_l4
+        if t not in _PRIMITIVE and not multi:
+            out.append(Hit(f"requestedSchema property {name!r} has type {t!r}; form fields are flat primitives "
+                           f"(string, number, integer, boolean{', or an array of enum strings' if version_l4 else ''})",
+                           path=member(f"{path}.requestedSchema.properties", name)))
+    return out
+
+
+@rule("MCP628", "elicitation-malformed", Severity.ERROR, kinds=REQ_RES,
+      methods=("elicitation/create", *MRTR_METHODS), versions=since(L3),
+      spec="spec/2025-11-25/client/elicitation.mdx:L85-110, :L340-347; spec/2026-07-28/client/elicitation.mdx:L90-110")
+def elicitation_malformed(m: Analysed, s):
+    """`elicitation/create` is malformed: the form-mode `requestedSchema` is not a flat object
+    schema of primitive properties; URL mode lacks `url`; (2025-11-25) URL mode lacks
+    `elicitationId`. 2026-07-28 input requests are checked too.
+
+    Example: `"requestedSchema": {"type": "object", "properties": {"address": {"type": "object"}}}`.
+    """
+    modern = m.era is Era.MODERN
+    l4 = modern or m.version == L4
+    params = legacy_request(m, "elicitation/create") if m.kind is Kind.REQUEST else None
+    if params is not None:
+        return elicitation_problems(params, "$.params", l4, modern)
+    out = []
+    for p, path in input_requests(m, "elicitation/create"):
+        out.extend(elicitation_problems(p, path, True, True))
+    return out
+
+
+def _elicit_result_hits(value, path: str, check_action: bool) -> list:
+    if type(value) is not dict:
+        return []
+    action = value.get("action", MISSING)
+    if action not in ("accept", "decline", "cancel"):
+        return [Hit(f"action {action if action is not MISSING else 'missing'!r} must be accept, decline or cancel",
+                    path=f"{path}.action", severity=Severity.ERROR)] if check_action else []
+    if action != "accept" and "content" in value:
+        return [Hit(f"content is only sent with action \"accept\", not {action!r}", path=f"{path}.content")]
+    return []
+
+
+@rule("MCP629", "elicit-result-inconsistent", Severity.WARNING, kinds=REQ_RES,
+      methods=("elicitation/create", *MRTR_METHODS), versions=since(L3),
+      spec="schema ElicitResult, schema/2026-07-28/schema.ts:L3134-3150")
+def elicit_result_inconsistent(m: Analysed, s):
+    """An `ElicitResult` carries `content` although `action` is not `"accept"` (warning), or its
+    `action` is not accept, decline or cancel (an error; in 2026-07-28 `inputResponses` that case is
+    MCP331).
+
+    Example: `{"action": "decline", "content": {"name": "octocat"}}`.
+    """
+    if m.kind is Kind.RESULT:
+        r = legacy_result(m, "elicitation/create")
+        return _elicit_result_hits(r, "$.result", True) if r is not None else None
+    out = []
+    for value, path in input_responses(m, s, "elicitation/create"):
+        out.extend(_elicit_result_hits(value, path, False))
+    return out
+
+
+@rule("MCP630", "elicitation-complete-unknown-id", Severity.WARNING, kinds=(Kind.NOTIFICATION,),
+      methods=("notifications/elicitation/complete",), versions=frozenset({L4}), scope="pairing",
+      spec="spec/2025-11-25/client/elicitation.mdx:L396-408")
+def elicitation_complete_unknown_id(m: Analysed, s):
+    """`notifications/elicitation/complete` names an `elicitationId` that no URL-mode elicitation
+    (an `elicitation/create` request or a -32042 error's `data.elicitations`) issued. Servers MUST
+    include the established id; clients ignore unknown ones.
+
+    Example: `{"method": "notifications/elicitation/complete", "params": {"elicitationId": "nope"}}`.
+    """
+    eid = (m.params or {}).get("elicitationId")
+    if type(eid) is str and eid in s.track.elicitations:
+        return None
+    return Hit(f"elicitationId {eid!r} was not established by a URL-mode elicitation", path="$.params.elicitationId")
+

@@ -1,0 +1,507 @@
+"""MCP601-MCP617: tools. `tools/list` payloads, tool schemas, `tools/call` params and results.
+
+The last `tools/list` of a session (all its pages) is kept by the analyser (tracer.tracking);
+JSON Schemas are compiled once per distinct schema (a bounded cache keyed by the schema's text).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from functools import lru_cache
+
+import jsonschema_rs
+
+from tracer.era import possible_versions
+from tracer.model import Analysed, Hit, Kind, Severity
+from tracer.protocol import ALL, L3, L4, MODERN, between, since
+from tracer.rules.registry import rule
+from tracer.tracking import MISSING, canonical, member
+
+RESULT = (Kind.RESULT,)
+REQUEST = (Kind.REQUEST,)
+LIST = ("tools/list",)
+CALL = ("tools/call",)
+TOOLS = "spec/2026-07-28/server/tools.mdx"
+LEGACY_DIALECT = "http://json-schema.org/draft-07/schema#"
+KNOWN_DIALECTS = frozenset(
+    f"{scheme}://json-schema.org/{path}{hash_}"
+    for scheme in ("http", "https")
+    for path in ("draft-04/schema", "draft-06/schema", "draft-07/schema", "draft/2019-09/schema",
+                 "draft/2020-12/schema")
+    for hash_ in ("", "#")
+)
+
+
+def complete(m: Analysed) -> dict | None:
+    """The result, unless it is an interim (`input_required`) or extension (`task`) result."""
+    r = m.result
+    if r is None:
+        return None
+    rt = r.get("resultType", "complete")
+    return r if rt == "complete" else None
+
+
+def tools_of(m: Analysed) -> list | None:
+    r = complete(m)
+    tools = r.get("tools") if r is not None else None
+    return tools if type(tools) is list else None
+
+
+# -- JSON Schema helpers (compiled once per distinct schema) -------------------------------------
+
+
+@lru_cache(maxsize=512)
+def _meta_problem(text: str) -> str | None:
+    try:
+        jsonschema_rs.meta.validate(json.loads(text))
+    except jsonschema_rs.ValidationError as exc:
+        return str(exc).split("\n", 1)[0]
+    except Exception:  # an unresolvable meta-schema: nothing we can judge
+        return None
+    return None
+
+
+def schema_problem(schema: dict, legacy: bool) -> str | None:
+    """Why `schema` is not a valid JSON Schema for its dialect (2020-12 by default; draft-07 for
+    versions before 2025-11-25, which name no dialect), or None. Unknown dialects are not judged."""
+    dialect = schema.get("$schema")
+    if dialect is not None and dialect not in KNOWN_DIALECTS:
+        return None
+    if dialect is None and legacy:
+        schema = {**schema, "$schema": LEGACY_DIALECT}
+    return _meta_problem(canonical(schema))
+
+
+@lru_cache(maxsize=512)
+def _compiled(text: str):
+    try:
+        return jsonschema_rs.validator_for(json.loads(text), offline=True)
+    except Exception:  # invalid or unresolvable: MCP604 reports the schema itself
+        return None
+
+
+_TEXTS: OrderedDict[int, tuple[dict, str]] = OrderedDict()  # id(schema) -> (schema kept alive, text)
+
+
+def schema_text(schema: dict) -> str:
+    """The canonical text of a schema object, memoised per object: a tool's schema is serialised
+    once, not on every call of the tool."""
+    hit = _TEXTS.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    text = canonical(schema)
+    _TEXTS[id(schema)] = (schema, text)
+    if len(_TEXTS) > 1024:
+        _TEXTS.popitem(last=False)
+    return text
+
+
+def validation_error(schema: dict, instance) -> str | None:
+    """The first reason `instance` fails `schema`, or None (also when the schema is unusable)."""
+    dialect = schema.get("$schema")
+    if dialect is not None and dialect not in KNOWN_DIALECTS:
+        return None
+    v = _compiled(schema_text(schema))
+    if v is None:
+        return None
+    try:
+        v.validate(instance)
+    except jsonschema_rs.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.instance_path)
+        return f"{exc.message}" + (f" (at {where})" if where else "")
+    except Exception:
+        return None
+    return None
+
+
+# -- tools/list -------------------------------------------------------------------------------------
+
+
+@rule("MCP601", "tools-list-without-tools", Severity.ERROR, kinds=RESULT, methods=LIST,
+      spec="schema ListToolsResult in every version")
+def tools_list_without_tools(m: Analysed, s):
+    """A `tools/list` result lacks a `tools` array.
+
+    Example: `{"jsonrpc": "2.0", "id": 1, "result": {"items": []}}` answering `tools/list`.
+    """
+    r = complete(m)
+    if r is not None and type(r.get("tools")) is not list:
+        return Hit("a tools/list result needs a tools array", path="$.result.tools")
+    return None
+
+
+@rule("MCP602", "tool-without-name-or-schema", Severity.ERROR, kinds=RESULT, methods=LIST,
+      spec="schema Tool in every version, e.g. schema/2026-07-28/schema.ts:L1973-2010")
+def tool_without_name_or_schema(m: Analysed, s):
+    """A tool in `tools/list` lacks `name` (a string) or `inputSchema`.
+
+    Example: `"tools": [{"name": "echo", "description": "..."}]` (no inputSchema).
+    """
+    out = []
+    for i, tool in enumerate(tools_of(m) or ()):
+        if type(tool) is not dict:
+            out.append(Hit(f"tools[{i}] is not an object", path=f"$.result.tools[{i}]"))
+            continue
+        if type(tool.get("name")) is not str:
+            out.append(Hit(f"tools[{i}] has no name string", path=f"$.result.tools[{i}].name"))
+        if "inputSchema" not in tool:
+            out.append(Hit(f"tool {tool.get('name')!r} has no inputSchema", path=f"$.result.tools[{i}]"))
+    return out
+
+
+@rule("MCP603", "input-schema-not-object", Severity.ERROR, kinds=RESULT, methods=LIST,
+      spec=f"{TOOLS}:L290-296; spec/2025-11-25/server/tools.mdx:L198-204")
+def input_schema_not_object(m: Analysed, s):
+    """A tool's `inputSchema` is not an object (e.g. `null`) or its root `type` is not `"object"`:
+    tool arguments are always a JSON object.
+
+    Example: `"inputSchema": {"type": "string"}`.
+    """
+    out = []
+    for i, tool in enumerate(tools_of(m) or ()):
+        schema = tool.get("inputSchema", MISSING) if type(tool) is dict else MISSING
+        if schema is MISSING:
+            continue
+        if type(schema) is not dict or schema.get("type") != "object":
+            got = schema.get("type") if type(schema) is dict else schema
+            out.append(Hit(f"tool {tool.get('name')!r}: inputSchema must be an object schema with type "
+                           f"\"object\", not {got!r}", path=f"$.result.tools[{i}].inputSchema"))
+    return out
+
+
+@rule("MCP604", "tool-schema-invalid", Severity.ERROR, kinds=RESULT, methods=LIST, versions=ALL,
+      spec="spec/2026-07-28/basic/index.mdx:L251-258, :L291-297; spec/2025-11-25/basic/index.mdx:L140-186")
+def tool_schema_invalid(m: Analysed, s):
+    """A tool's `inputSchema` or `outputSchema` is not a valid JSON Schema for its `$schema`
+    dialect (2020-12 when absent). Before 2025-11-25 no dialect is named: checked as draft-07, and
+    only a warning (inferred).
+
+    Example: `"inputSchema": {"type": "object", "properties": {"n": {"type": "integr"}}}`.
+    """
+    tools = tools_of(m)
+    if not tools:
+        return None
+    versions = possible_versions(m)
+    legacy = not versions & since(L4)
+    severity = Severity.WARNING if legacy else None
+    out = []
+    for i, tool in enumerate(tools):
+        if type(tool) is not dict:
+            continue
+        for key in ("inputSchema", "outputSchema"):
+            schema = tool.get(key)
+            if type(schema) is not dict:
+                continue
+            why = schema_problem(schema, legacy)
+            if why:
+                out.append(Hit(f"tool {tool.get('name')!r}: {key} is not a valid JSON Schema: {why}",
+                               path=f"$.result.tools[{i}].{key}", severity=severity))
+    return out
+
+
+@rule("MCP605", "output-schema-not-object", Severity.ERROR, kinds=RESULT, methods=LIST,
+      versions=between(L3, L4), spec="schema/2025-06-18 and 2025-11-25 Tool.outputSchema.type \"object\"")
+def output_schema_not_object(m: Analysed, s):
+    """(2025-06-18, 2025-11-25) A tool's `outputSchema` root `type` is not `"object"`. (2026-07-28
+    allows any JSON Schema.)
+
+    Example: `"outputSchema": {"type": "array", "items": {"type": "string"}}`.
+    """
+    out = []
+    for i, tool in enumerate(tools_of(m) or ()):
+        schema = tool.get("outputSchema", MISSING) if type(tool) is dict else MISSING
+        if schema is not MISSING and (type(schema) is not dict or schema.get("type") != "object"):
+            got = schema.get("type") if type(schema) is dict else schema
+            out.append(Hit(f"tool {tool.get('name')!r}: outputSchema must have type \"object\", not {got!r}",
+                           path=f"$.result.tools[{i}].outputSchema"))
+    return out
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+@rule("MCP606", "tool-name-format", Severity.WARNING, kinds=RESULT, methods=LIST, versions=since(L4),
+      spec=f"spec/2025-11-25/server/tools.mdx:L219-224; {TOOLS}:L311-316")
+def tool_name_format(m: Analysed, s):
+    """A tool name is outside 1-128 characters or uses characters other than `A-Z a-z 0-9 _ - .`.
+
+    Example: `"name": "get weather"` (a space).
+    """
+    out = []
+    for i, tool in enumerate(tools_of(m) or ()):
+        name = tool.get("name") if type(tool) is dict else None
+        if type(name) is str and not _TOOL_NAME.fullmatch(name):
+            out.append(Hit(f"tool name {name!r} should be 1-128 characters of A-Z a-z 0-9 _ - .",
+                           path=f"$.result.tools[{i}].name"))
+    return out
+
+
+def _page_names(m: Analysed) -> list[str]:
+    return [t["name"] for t in tools_of(m) or () if type(t) is dict and type(t.get("name")) is str]
+
+
+def _continued(m: Analysed, s):
+    req = m.request
+    if req is None or req.params is None:
+        return None
+    return s.track.chain_for("tools/list", req.params.get("cursor"))
+
+
+@rule("MCP607", "tool-name-duplicate", Severity.WARNING, kinds=RESULT, methods=LIST, versions=since(L4),
+      scope="pairing", spec=f"spec/2025-11-25/server/tools.mdx:L224; {TOOLS}:L316")
+def tool_name_duplicate(m: Analysed, s):
+    """Two tools share a name within one server's `tools/list`, across all its pages.
+
+    Example: page 1 lists `search`, the page fetched with `nextCursor` lists `search` again.
+    """
+    chain = _continued(m, s)
+    seen = set(chain.names) if chain is not None else set()
+    out = []
+    for name in _page_names(m):
+        if name in seen:
+            out.append(Hit(f"tool name {name!r} appears twice in one tools/list", path="$.result.tools"))
+        seen.add(name)
+    return out
+
+
+@rule("MCP608", "tools-order-unstable", Severity.WARNING, kinds=RESULT, methods=LIST, versions=MODERN,
+      scope="pairing", spec=f"{TOOLS}:L71-74; spec/2026-07-28/changelog.mdx:L34")
+def tools_order_unstable(m: Analysed, s):
+    """Two complete `tools/list` results with the same set of tools list them in a different
+    order. Servers keep the order stable so clients (and prompt caches) see the same list.
+
+    Example: first `[a, b]`, later `[b, a]`.
+    """
+    r = complete(m)
+    if r is None or type(r.get("nextCursor")) is str:
+        return None  # not the last page
+    chain = _continued(m, s)
+    names = (list(chain.names) if chain is not None else []) + _page_names(m)
+    prev = s.track.tools_order
+    if prev is None or tuple(names) == prev or sorted(names) != sorted(prev):
+        return None
+    return Hit("the same tools are listed in another order than in the previous tools/list",
+               path="$.result.tools")
+
+
+_TCHAR = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_TYPES = ("string", "integer", "boolean")
+
+
+def _header_problems(schema, path: str, direct: bool, seen: dict, out: list) -> None:
+    """Walk a JSON Schema; `direct`: reached from the root through `properties` only."""
+    if type(schema) is dict:
+        if "x-mcp-header" in schema and path != "$":
+            value = schema["x-mcp-header"]
+            where = f"{path}.x-mcp-header"
+            if not direct:
+                out.append((where, "is not reachable from the root through properties only"))
+            elif type(value) is not str or not value:
+                out.append((where, "must be a non-empty string"))
+            elif not _TCHAR.fullmatch(value):
+                out.append((where, f"{value!r} is not an HTTP token (letters, digits, !#$%&'*+-.^_`|~)"))
+            else:
+                low = value.lower()
+                if low in seen:
+                    out.append((where, f"{value!r} repeats {seen[low]!r} (names compare case-insensitively)"))
+                seen[low] = value
+                t = schema.get("type")
+                if t is not None and t not in _HEADER_TYPES:
+                    out.append((where, f"is on a {t!r} property; only string, integer and boolean may be mirrored"))
+        for key, sub in schema.items():
+            if key == "properties" and type(sub) is dict:
+                for name, prop in sub.items():
+                    _header_problems(prop, member(f"{path}.properties", name), direct, seen, out)
+            elif key != "x-mcp-header" and type(sub) in (dict, list):
+                _header_problems(sub, f"{path}.{key}", False, seen, out)
+    elif type(schema) is list:
+        for i, sub in enumerate(schema):
+            _header_problems(sub, f"{path}[{i}]", False, seen, out)
+
+
+@rule("MCP609", "x-mcp-header-invalid", Severity.ERROR, kinds=RESULT, methods=LIST, versions=MODERN,
+      spec="spec/2026-07-28/basic/transports/streamable-http.mdx:L376-409; spec/2026-07-28/server/tools.mdx:L346-368")
+def x_mcp_header_invalid(m: Analysed, s):
+    """A tool's `x-mcp-header` is invalid: empty, not an HTTP token, duplicated (case-insensitively)
+    within the `inputSchema`, on a non-primitive or `number` property, or not reachable from the root
+    through `properties` alone. Streamable HTTP clients MUST drop such tools.
+
+    Example: `"properties": {"region": {"type": "object", "x-mcp-header": "Region"}}`.
+    """
+    out = []
+    for i, tool in enumerate(tools_of(m) or ()):
+        schema = tool.get("inputSchema") if type(tool) is dict else None
+        if type(schema) is not dict or "x-mcp-header" not in canonical(schema):
+            continue
+        problems: list = []
+        _header_problems(schema, "$", True, {}, problems)
+        for where, why in problems:
+            out.append(Hit(f"tool {tool.get('name')!r}: x-mcp-header {why}",
+                           path=f"$.result.tools[{i}].inputSchema" + where[1:]))
+    return out
+
+
+# -- tools/call -------------------------------------------------------------------------------------
+
+
+def call_result(m: Analysed) -> dict | None:
+    """A `tools/call` result carrying the tool's output (not a 2025-11-25 CreateTaskResult)."""
+    r = complete(m)
+    if r is None:
+        return None
+    req = m.request
+    if "task" in r and req is not None and req.params is not None and "task" in req.params:
+        return None
+    return r
+
+
+@rule("MCP610", "call-result-malformed", Severity.ERROR, kinds=RESULT, methods=CALL,
+      spec="schema CallToolResult, e.g. schema/2026-07-28/schema.ts:L1809-1838")
+def call_result_malformed(m: Analysed, s):
+    """A `tools/call` result (`resultType` `"complete"` in 2026-07-28) lacks a `content` array, or
+    `isError` is present but not a boolean.
+
+    Example: `{"result": {"output": "42"}}` answering `tools/call`.
+    """
+    r = call_result(m)
+    if r is None:
+        return None
+    out = []
+    if type(r.get("content")) is not list:
+        out.append(Hit("a tools/call result needs a content array", path="$.result.content"))
+    err = r.get("isError", MISSING)
+    if err is not MISSING and type(err) is not bool:
+        out.append(Hit(f"isError must be a boolean, not {err!r}", path="$.result.isError"))
+    return out
+
+
+@rule("MCP613", "structured-content-not-object", Severity.ERROR, kinds=RESULT, methods=CALL,
+      versions=between(L3, L4), spec="schema/2025-11-25/schema.ts:L1113 structuredContent object")
+def structured_content_not_object(m: Analysed, s):
+    """(2025-06-18, 2025-11-25) `structuredContent` is present but is not a JSON object. (2026-07-28
+    allows any JSON value.)
+
+    Example: `"structuredContent": [1, 2, 3]`.
+    """
+    r = call_result(m)
+    sc = r.get("structuredContent", MISSING) if r is not None else MISSING
+    if sc is not MISSING and type(sc) is not dict:
+        return Hit(f"structuredContent must be an object in this version, not {type(sc).__name__}",
+                   path="$.result.structuredContent")
+    return None
+
+
+def _called_tool(m: Analysed, s) -> dict | None:
+    req = m.request
+    name = req.params.get("name") if req is not None and req.params is not None else None
+    return s.track.tool(name) if type(name) is str else None
+
+
+@rule("MCP614", "structured-content-mismatch", Severity.ERROR, kinds=RESULT, methods=CALL, versions=since(L3),
+      scope="pairing", spec=f"spec/2025-11-25/server/tools.mdx:L340; {TOOLS}:L511-515")
+def structured_content_mismatch(m: Analysed, s):
+    """The tool advertised an `outputSchema` in the last `tools/list`, and a non-error result lacks
+    `structuredContent` or carries one that does not validate against that schema.
+
+    Example: `outputSchema` requires `celsius` (number); the result has `{"celsius": "warm"}`.
+    """
+    r = call_result(m)
+    if r is None or r.get("isError") is True:
+        return None
+    tool = _called_tool(m, s)
+    schema = tool.get("outputSchema") if tool is not None else None
+    if type(schema) is not dict:
+        return None
+    if "structuredContent" not in r:
+        return Hit(f"tool {tool.get('name')!r} declares an outputSchema, so its result needs structuredContent",
+                   path="$.result")
+    why = validation_error(schema, r["structuredContent"])
+    if why:
+        return Hit(f"structuredContent does not match tool {tool.get('name')!r}'s outputSchema: {why}",
+                   path="$.result.structuredContent")
+    return None
+
+
+def _text_holds(text: str, sc) -> bool:
+    try:
+        if json.loads(text) == sc:
+            return True
+    except ValueError:
+        pass
+    # A non-object output wrapped as {"result": value} (tools whose outputSchema must be an object):
+    # a text block holding the value itself carries the same data.
+    if type(sc) is dict and len(sc) == 1 and "result" in sc:
+        inner = sc["result"]
+        if text == inner:
+            return True
+        try:
+            return json.loads(text) == inner
+        except ValueError:
+            return False
+    return False
+
+
+@rule("MCP615", "structured-content-without-text", Severity.WARNING, kinds=RESULT, methods=CALL,
+      versions=since(L3), spec=f"spec/2025-11-25/server/tools.mdx:L326; {TOOLS}:L500")
+def structured_content_without_text(m: Analysed, s):
+    """`structuredContent` is returned without a `TextContent` block holding the same data as JSON,
+    for clients that read only `content` (backwards compatibility, SHOULD). A plain value wrapped as
+    `{"result": value}` may be given as that value's text.
+
+    Example: `"structuredContent": {"celsius": 21}` with `"content": [{"type": "text", "text": "Sunny"}]`.
+    """
+    r = call_result(m)
+    if r is None or "structuredContent" not in r:
+        return None
+    sc = r["structuredContent"]
+    content = r.get("content")
+    for block in content if type(content) is list else ():
+        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str \
+                and _text_holds(block["text"], sc):
+            return None
+    return Hit("structuredContent should also be given as serialized JSON in a text content block",
+               path="$.result.content")
+
+
+@rule("MCP616", "call-arguments-invalid", Severity.WARNING, kinds=REQUEST, methods=CALL, scope="pairing",
+      spec=f"{TOOLS}:L290-293, :L760-765")
+def call_arguments_invalid(m: Analysed, s):
+    """(inferred) `tools/call` `arguments` do not validate against the tool's `inputSchema` from the
+    last `tools/list`: a client defect (the server should answer with `isError: true`).
+
+    Example: `inputSchema` requires `city`; the call sends `{"arguments": {}}`.
+    """
+    params = m.params
+    name = params.get("name") if params is not None else None
+    tool = s.track.tool(name) if type(name) is str else None
+    schema = tool.get("inputSchema") if tool is not None else None
+    if type(schema) is not dict:
+        return None
+    args = params.get("arguments", {})
+    if type(args) is not dict:
+        return None  # MCP617
+    why = validation_error(schema, args)
+    if why:
+        return Hit(f"arguments do not match tool {name!r}'s inputSchema: {why}", path="$.params.arguments")
+    return None
+
+
+@rule("MCP617", "call-params-malformed", Severity.ERROR, kinds=REQUEST, methods=CALL,
+      spec="schema CallToolRequestParams, e.g. schema/2026-07-28/schema.ts:L1863-1885")
+def call_params_malformed(m: Analysed, s):
+    """`tools/call` params lack `name` (a string), or `arguments` is present but not an object.
+
+    Example: `{"method": "tools/call", "params": {"arguments": ["a"]}}`.
+    """
+    params = m.params
+    if params is None:
+        return Hit("tools/call needs params with the tool name", path="$.params")
+    out = []
+    if type(params.get("name")) is not str:
+        out.append(Hit("params.name (the tool name) must be a string", path="$.params.name"))
+    args = params.get("arguments", MISSING)
+    if args is not MISSING and type(args) is not dict:
+        out.append(Hit(f"arguments must be an object, not {type(args).__name__}", path="$.params.arguments"))
+    return out

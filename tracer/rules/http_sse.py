@@ -1,0 +1,366 @@
+"""SSE streams of Streamable HTTP (MCP707-MCP717) and the legacy HTTP+SSE transport of 2024-11-05
+(MCP901-MCP904).
+
+HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the facts come from
+`tracer.http_state`. Events arrive as `s2c` messages (events with data), `sse-event` events
+(priming, retry, bare ids), an `endpoint` event (HTTP+SSE), and `stream-open` / `stream-closed`.
+"""
+
+from __future__ import annotations
+
+from tracer.classify import id_key
+from tracer.http_state import current, req_header, state
+from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
+from tracer.protocol import ALL, L4, MODERN, between, since
+from tracer.rules.registry import rule
+
+ST = "spec/2025-11-25/basic/transports.mdx"
+SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
+SSE_L1 = "spec/2024-11-05/basic/transports.mdx"
+L2_UP = since("2025-03-26")
+L2_L4 = between("2025-03-26", "2025-11-25")
+HTTP, HTTP_SSE = "http", "http+sse"
+STAYS_OPEN_MS = 1000  # a stream still open this long after its final response "stays open" (MCP709)
+NOT_A_MESSAGE = frozenset({"not-json", "not-utf8", "not-object", "too-deep"})
+LISTEN_NOTES = frozenset({
+    "notifications/subscriptions/acknowledged", "notifications/tools/list_changed",
+    "notifications/prompts/list_changed", "notifications/resources/list_changed",
+    "notifications/resources/updated", "notifications/cancelled",
+})
+
+
+def _event_name(rec: Record) -> str | None:
+    return (rec.data or {}).get("event")
+
+
+def _stream_cur(rec: Record, s, transport: str = HTTP):
+    if rec.transport != transport:
+        return None
+    cur = current(rec, s)
+    return cur if cur is not None and cur.flow.stream else None
+
+
+@rule("MCP707", "sse-data-not-one-message", Severity.ERROR, versions=L2_UP, phase="http", scope="http",
+      spec=f"WHATWG HTML §9.2 (event stream interpretation); {SH_M}:L144-155; {SSE_L1}:L71-72")
+def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
+    """(Inferred.) An SSE event's data (its `data:` lines joined) is not a single JSON-RPC message:
+    not JSON, an array, or an event cut off by the end of the stream. Comment lines (`:`) are
+    keep-alives and are not judged.
+
+    Each SSE event carries one JSON-RPC message (2025-11-25 "The server MAY send JSON-RPC requests
+    and notifications before sending the JSON-RPC response"). Example: `data: hello`.
+    """
+    if rec.transport != HTTP:
+        return None
+    if m is not None and rec.sse is not None:
+        if m.kind is Kind.BATCH:
+            return Hit("the SSE event carries a JSON array (a batch), not a single JSON-RPC message")
+        if m.kind is Kind.INVALID and m.problem in NOT_A_MESSAGE:
+            return Hit(f"the SSE event's data is not a JSON-RPC message ({m.reason})")
+        return None
+    if _event_name(rec) == "stream-closed" and "unterminated" in (rec.data or {}):
+        return Hit("the stream ended in the middle of an event (no blank line after its data), so it is lost: "
+                   f"{rec.data['unterminated'][:60]!r}")
+    return None
+
+
+@rule("MCP708", "stream-ended-without-response", Severity.WARNING, versions=L2_UP, phase="http",
+      scope="http/pairing", spec=f"{ST}:L117-118; spec/2025-03-26/basic/transports.mdx:L115-117; "
+                                 f"{SH_M}:L33-36; spec/2026-07-28/changelog.mdx:L28")
+def stream_ended_without_response(rec: Record, m: Analysed | None, s):
+    """A request's SSE response stream ends (the server finished or dropped it) without that
+    request's JSON-RPC response. Streams the client closed, and streams where the server announced
+    `retry` (it may close the connection and let the client resume), are not judged.
+
+    "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request sent in
+    the POST body." In 2026-07-28 the request is lost and must be re-issued. Example: a
+    `tools/call` stream that carries two progress notifications and ends.
+    """
+    if _event_name(rec) != "stream-closed":
+        return None
+    cur = _stream_cur(rec, s)
+    if cur is None:
+        return None
+    f = cur.flow
+    reason = rec.data.get("reason")
+    if f.body_kind is not Kind.REQUEST or f.answered_seq is not None or f.retry_seen:
+        return None
+    if reason not in ("end", "server-closed"):
+        return None
+    how = "the server ended it" if reason == "end" else "the server dropped the connection"
+    return Hit(f"the SSE stream of {f.rpc_method} (seq {f.first_seq}) closed without its response ({how})",
+               related_seq=f.first_seq)
+
+
+@rule("MCP709", "stream-continues-after-response", Severity.WARNING, versions=L2_UP, phase="http",
+      scope="http", spec=f"{ST}:L124-125; {SH_M}:L125")
+def stream_continues_after_response(rec: Record, m: Analysed | None, s):
+    """A request's SSE stream carries more events after the final response, or stays open more than
+    a second after it (the server ended it late).
+
+    "After the JSON-RPC response has been sent, the server SHOULD terminate the SSE stream."
+    Example: a progress notification after the result, on the same stream.
+    """
+    cur = _stream_cur(rec, s)
+    if cur is None or cur.flow.method != "POST":
+        return None
+    f = cur.flow
+    if cur.after_answer:
+        return Hit(f"an SSE event after the final response (seq {f.answered_seq}) on the same stream",
+                   related_seq=f.answered_seq)
+    if _event_name(rec) == "stream-closed" and f.answered_seq is not None and rec.data.get("reason") == "end":
+        late = (rec.t_ns - f.t_answered) / 1e6
+        if late > STAYS_OPEN_MS:
+            return Hit(f"the stream stayed open {late:.0f} ms after the final response (seq {f.answered_seq})",
+                       related_seq=f.answered_seq)
+    return None
+
+
+def unrelated(m: Analysed, f) -> str | None:
+    """Why a server message on a request's SSE stream does not relate to that request, or None."""
+    method = m.method
+    if f.rpc_method == "subscriptions/listen":
+        return None if method in LISTEN_NOTES else f"{method} on the subscriptions/listen stream"
+    params = m.params or {}
+    if method == "notifications/progress":
+        token = id_key(params.get("progressToken"))
+        if f.progress_token is None or token != f.progress_token:
+            return f"progress for token {params.get('progressToken')!r}, which {f.rpc_method} did not issue"
+        return None
+    if method == "notifications/cancelled":
+        return None if id_key(params.get("requestId")) == f.idkey else "a cancellation of another request"
+    if method in ("notifications/message", "notifications/tasks/status", "notifications/elicitation/complete"):
+        return None
+    if method in LISTEN_NOTES or method == "notifications/resources/updated":
+        return f"{method} is a change notification, not about {f.rpc_method}"
+    return None
+
+
+def _post_stream_message(rec: Record, m: Analysed | None, s):
+    if m is None or rec.dir is not Direction.S2C or rec.sse is None:
+        return None
+    cur = _stream_cur(rec, s)
+    if cur is None or cur.flow.method != "POST" or cur.flow.body_kind is not Kind.REQUEST:
+        return None
+    return cur.flow
+
+
+@rule("MCP710", "modern-stream-unrelated", Severity.ERROR, versions=MODERN, phase="http", scope="http",
+      spec=f"{SH_M}:L112-124")
+def modern_stream_unrelated(rec: Record, m: Analysed | None, s):
+    """A modern request's SSE response stream carries a JSON-RPC request, or a notification that
+    does not relate to the originating request (change notifications belong on a
+    `subscriptions/listen` stream).
+
+    "These notifications MUST relate to the originating client request. The server MUST NOT send
+    independent JSON-RPC requests on this stream." Example: `notifications/tools/list_changed` on
+    a `tools/call` stream.
+    """
+    f = _post_stream_message(rec, m, s)
+    if f is None:
+        return None
+    if m.kind is Kind.REQUEST:
+        return Hit(f"a {m.method} request on the SSE stream of {f.rpc_method}; modern servers send no requests "
+                   "(input travels in an InputRequiredResult)", path="$.method")
+    if m.kind is Kind.NOTIFICATION:
+        why = unrelated(m, f)
+        if why:
+            return Hit(f"unrelated notification on the {f.rpc_method} stream: {why}", path="$.method")
+    return None
+
+
+@rule("MCP711", "legacy-stream-unrelated", Severity.WARNING, versions=L2_L4, phase="http", scope="http",
+      spec=f"{ST}:L119-121")
+def legacy_stream_unrelated(rec: Record, m: Analysed | None, s):
+    """A notification on a POST's SSE stream does not relate to the originating request (2025-03-26
+    .. 2025-11-25: change notifications belong on the GET stream).
+
+    "The server MAY send JSON-RPC requests and notifications before sending the JSON-RPC response.
+    These messages SHOULD relate to the originating client request." Example:
+    `notifications/resources/list_changed` on a `tools/call` stream.
+    """
+    f = _post_stream_message(rec, m, s)
+    if f is None or m.kind is not Kind.NOTIFICATION:
+        return None
+    why = unrelated(m, f)
+    return Hit(f"unrelated notification on the {f.rpc_method} stream: {why}", path="$.method") if why else None
+
+
+@rule("MCP712", "response-on-get-stream", Severity.ERROR, versions=L2_L4, phase="http", scope="http",
+      spec=f"{ST}:L147-149")
+def response_on_get_stream(rec: Record, m: Analysed | None, s):
+    """The server sends a JSON-RPC response on the GET (listening) stream, other than when the
+    client resumes (with `Last-Event-ID`) a stream that belonged to an earlier request.
+
+    "The server MUST NOT send a JSON-RPC response on the stream unless resuming a stream associated
+    with a previous client request." Example: a `tools/list` result on the GET stream.
+    """
+    if m is None or m.kind not in (Kind.RESULT, Kind.ERROR) or rec.dir is not Direction.S2C:
+        return None
+    cur = _stream_cur(rec, s)
+    if cur is None or cur.flow.method != "GET" or req_header(cur.flow, "last-event-id") is not None:
+        return None
+    return Hit(f"a JSON-RPC {m.kind.value} on the GET stream, which is not a resumption")
+
+
+@rule("MCP713", "message-broadcast", Severity.ERROR, versions=L2_L4, phase="http", scope="http",
+      spec=f"{ST}:L158-160")
+def message_broadcast(rec: Record, m: Analysed | None, s):
+    """The same JSON-RPC message (byte for byte, within a second) is sent on more than one stream of
+    a session. Replays on a resumed stream are not judged.
+
+    "The server MUST send each of its JSON-RPC messages on only one of the connected streams; that
+    is, it MUST NOT broadcast the same message across multiple streams." Example: one
+    `notifications/message` on the GET stream and on a POST stream.
+    """
+    if m is None or rec.transport != HTTP:
+        return None
+    cur = current(rec, s)
+    if cur is None or cur.broadcast_seq is None:
+        return None
+    return Hit(f"the same message was sent on another stream (seq {cur.broadcast_seq})", related_seq=cur.broadcast_seq)
+
+
+@rule("MCP715", "sse-id-reused", Severity.ERROR, versions=L2_L4, phase="http", scope="http",
+      spec=f"{ST}:L169-173, :L181-185")
+def sse_id_reused(rec: Record, m: Analysed | None, s):
+    """An SSE event id repeats on another stream of the session (event ids are cursors, unique
+    across the session's streams). A resumed stream's replay is not judged.
+
+    "If present, the ID MUST be globally unique across all streams within that session."
+    Example: `id: 1` on the first event of every POST stream.
+    """
+    if rec.transport != HTTP:
+        return None
+    cur = current(rec, s)
+    if cur is None or cur.repeated_id_seq is None:
+        return None
+    return Hit(f"SSE event id {(rec.sse or {}).get('id')!r} was already used on another stream (seq "
+               f"{cur.repeated_id_seq})", related_seq=cur.repeated_id_seq)
+
+
+@rule("MCP716", "stream-not-primed", Severity.WARNING, versions=frozenset({L4}), phase="http", scope="http",
+      spec=f"{ST}:L106-116")
+def stream_not_primed(rec: Record, m: Analysed | None, s):
+    """A POST-initiated SSE stream of a server that uses event ids (so it is resumable) does not
+    start with a priming event (an event id with empty data); or the server closes the connection
+    before the end of the stream without having sent `retry`. (A server that attaches no event ids
+    cannot be resumed, so priming would mean nothing: it is not judged.)
+
+    "The server SHOULD immediately send an SSE event consisting of an event ID and an empty data
+    field in order to prime the client to reconnect." Example: `id: 7` + `data: {...}` as the first
+    event.
+    """
+    if _event_name(rec) != "stream-closed":
+        return None
+    cur = _stream_cur(rec, s)
+    if cur is None or cur.flow.method != "POST":
+        return None
+    f = cur.flow
+    if rec.data.get("reason") == "server-closed" and not f.retry_seen and f.answered_seq is None:
+        return Hit("the server closed the connection mid-stream without sending a retry field first")
+    st = state(s)
+    if f.first_event is not None and f.first_event != "priming" and st is not None and st.stream_ids:
+        return Hit(f"the SSE stream of {f.rpc_method} did not start with a priming event (an id and empty data)")
+    return None
+
+
+@rule("MCP717", "reconnect-before-retry", Severity.ERROR, versions=frozenset({L4}), phase="http", scope="http",
+      spec=f"{ST}:L114-116")
+def reconnect_before_retry(rec: Record, m: Analysed | None, s):
+    """The client resumes (GET with `Last-Event-ID`) sooner after the stream closed than the
+    server's SSE `retry` interval.
+
+    "The client MUST respect the retry field, waiting the given number of milliseconds before
+    attempting to reconnect." Example: `retry: 5000`, the stream closes, a GET 40 ms later.
+    """
+    if rec.transport != HTTP:
+        return None
+    cur = current(rec, s)
+    if cur is None or not cur.first_of_flow or cur.reconnect_gap_ms is None or cur.retry_ms is None:
+        return None
+    if cur.reconnect_gap_ms < cur.retry_ms:
+        return Hit(f"the client reconnected {cur.reconnect_gap_ms:.0f} ms after the stream closed; "
+                   f"the server asked for retry {cur.retry_ms} ms")
+    return None
+
+
+# -- HTTP+SSE (2024-11-05) ----------------------------------------------------------------------------
+
+
+@rule("MCP901", "sse-first-event-not-endpoint", Severity.ERROR, versions=ALL, phase="http", scope="http",
+      spec=f"{SSE_L1}:L67-69")
+def sse_first_event_not_endpoint(rec: Record, m: Analysed | None, s):
+    """On the HTTP+SSE transport, the first event of the GET stream is not an `endpoint` event whose
+    data is the URI to POST to. (Judged by transport, whatever version the session negotiated.)
+
+    "When a client connects, the server MUST send an endpoint event containing a URI for the client
+    to use for sending messages." Example: a `message` event before the `endpoint` event.
+    """
+    if rec.transport != HTTP_SSE or _event_name(rec) != "endpoint":
+        return None
+    uri = rec.data.get("uri") or ""
+    if not rec.data.get("first", True):
+        return Hit("the endpoint event is not the first event of the SSE stream")
+    if not uri.strip() or any(c.isspace() for c in uri):
+        return Hit(f"the endpoint event's data {uri!r} is not a URI")
+    return None
+
+
+@rule("MCP902", "sse-post-elsewhere", Severity.ERROR, versions=ALL, phase="http", scope="http",
+      spec=f"{SSE_L1}:L67-69")
+def sse_post_elsewhere(rec: Record, m: Analysed | None, s):
+    """On the HTTP+SSE transport, the client sends a message other than as a POST to the URI the
+    `endpoint` event announced.
+
+    "All subsequent client messages MUST be sent as HTTP POST requests to this endpoint." Example: POST `/message` without the announced `?sessionId=...`.
+    """
+    if m is None or rec.transport != HTTP_SSE or rec.dir is not Direction.C2S:
+        return None
+    st = state(s)
+    method, url = rec.http.get("method"), rec.http.get("url")
+    if method != "POST":
+        return Hit(f"a message sent with HTTP {method}; HTTP+SSE clients POST to the announced endpoint")
+    if st is not None and st.endpoint is not None and url != st.endpoint:
+        return Hit(f"a message POSTed to {url}, not to the announced endpoint {st.endpoint}",
+                   related_seq=st.endpoint_seq)
+    return None
+
+
+@rule("MCP903", "sse-server-message-form", Severity.ERROR, versions=ALL, phase="http", scope="http",
+      spec=f"{SSE_L1}:L71-72")
+def sse_server_message_form(rec: Record, m: Analysed | None, s):
+    """On the HTTP+SSE transport, a server message is not an SSE `message` event carrying a JSON
+    encoded JSON-RPC message in its data (for example it came as the body of a POST's answer, or
+    as another event type).
+
+    "Server messages are sent as SSE message events, with the message content encoded as JSON in
+    the event data." Example: `event: response` + `data: {...}`.
+    """
+    if m is None or rec.transport != HTTP_SSE or rec.dir is not Direction.S2C:
+        return None
+    if rec.sse is None:
+        return Hit("a server message in the body of an HTTP answer, not as an event on the SSE stream")
+    name = rec.sse.get("event")
+    if name != "message":
+        return Hit(f"a server message sent as an SSE {name!r} event; it must be a 'message' event")
+    if m.kind is Kind.INVALID and m.problem in NOT_A_MESSAGE:
+        return Hit(f"the message event's data is not JSON-encoded JSON-RPC ({m.reason})")
+    return None
+
+
+@rule("MCP904", "http-sse-deprecated", Severity.INFO, versions=ALL, phase="http", scope="http",
+      spec=f"{SH_M}:L695-708; spec/2026-07-28/deprecated.mdx:L31")
+def http_sse_deprecated(rec: Record, m: Analysed | None, s):
+    """The deprecated HTTP+SSE transport (2024-11-05) is in use. It is deprecated since 2025-03-26
+    and eligible for removal (SEP-2596). Reported once per session, at its `endpoint` event.
+
+    "New implementations SHOULD NOT adopt it; existing implementations SHOULD migrate to Streamable
+    HTTP." Example: a GET `/sse` stream whose first event is `endpoint`.
+    """
+    if rec.transport != HTTP_SSE or _event_name(rec) != "endpoint":
+        return None
+    st = state(s)
+    if st is not None and st.endpoint_seq not in (None, rec.seq):
+        return None
+    return Hit("the deprecated HTTP+SSE transport (2024-11-05) is in use; Streamable HTTP replaces it")

@@ -1,0 +1,351 @@
+"""MCP322-MCP332: Multi Round-Trip Requests (2026-07-28 `InputRequiredResult` and its retries).
+
+Retries are linked to the round that asked for input once, by the analyser (tracer.tracking
+.link_retry): by an exactly echoed `requestState`, else by method plus name/uri plus arguments.
+These rules only read that link (`PendingRequest.retry_of`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from tracer.model import Analysed, Hit, Kind, Severity
+from tracer.protocol import MODERN
+from tracer.rules.registry import rule
+from tracer.session import PendingRequest, Session
+from tracer.tracking import MISSING, MRTR_METHODS, is_input_required, member, request_client_caps
+
+RESULT = (Kind.RESULT,)
+REQUEST = (Kind.REQUEST,)
+MRTR = "spec/2026-07-28/basic/patterns/mrtr.mdx"
+INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
+
+
+def input_required(m: Analysed) -> dict | None:
+    """The result when it is an `InputRequiredResult`, else None."""
+    r = m.result
+    return r if r is not None and r.get("resultType") == "input_required" else None
+
+
+def own_pending(m: Analysed, s: Session) -> PendingRequest | None:
+    """A request's own entry in the pending table (registered before the rules run)."""
+    return s.pending.get((m.rec.dir, m.idkey)) if m.idkey is not None else None
+
+
+@rule("MCP322", "input-required-on-unsupported-method", Severity.ERROR, kinds=RESULT, versions=MODERN,
+      scope="pairing", spec=f"{MRTR}:L184-192")
+def input_required_on_unsupported_method(m: Analysed, s):
+    """An `InputRequiredResult` answers a method other than `tools/call`, `prompts/get` or
+    `resources/read`. "Servers MUST NOT send InputRequiredResult responses on any other client
+    requests."
+
+    Example: `tools/list` answered with `{"resultType": "input_required", "requestState": "x"}`.
+    """
+    if m.answers_method is not None and m.answers_method not in MRTR_METHODS and input_required(m):
+        return Hit(f"{m.answers_method} cannot ask for input; only tools/call, prompts/get and "
+                   f"resources/read may return an InputRequiredResult", path="$.result.resultType",
+                   related_seq=m.partner_seq)
+    return None
+
+
+@rule("MCP323", "input-required-empty", Severity.ERROR, kinds=RESULT, versions=MODERN,
+      spec=f"{MRTR}:L245; schema/2026-07-28/schema.ts:L575")
+def input_required_empty(m: Analysed, s):
+    """An `InputRequiredResult` has neither `inputRequests` nor `requestState`: the client has
+    nothing to fulfil and nothing to echo. Servers MUST include at least one of them.
+
+    Example: `{"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required"}}`.
+    """
+    r = input_required(m)
+    if r is not None and "inputRequests" not in r and "requestState" not in r:
+        return Hit("an InputRequiredResult must carry inputRequests or requestState (or both)",
+                   path="$.result")
+    return None
+
+
+@rule("MCP324", "input-request-malformed", Severity.ERROR, kinds=RESULT, versions=MODERN,
+      spec=f"{MRTR}:L229; schema/2026-07-28/schema.ts:L537-565")
+def input_request_malformed(m: Analysed, s):
+    """An `inputRequests` value is not an input request object: not an object, a `method` other
+    than `elicitation/create`, `sampling/createMessage` or `roots/list`, `params` missing (or not an
+    object), or JSON-RPC members (`jsonrpc`, `id`) that input requests do not have. The payload of
+    each request type is checked by MCP627 (sampling) and MCP628 (elicitation).
+
+    Example: `"inputRequests": {"q": {"jsonrpc": "2.0", "id": 5, "method": "ping"}}`.
+    """
+    r = input_required(m)
+    reqs = r.get("inputRequests") if r is not None else None
+    if reqs is None:
+        return None
+    if type(reqs) is not dict:
+        return Hit("inputRequests must be an object mapping keys to input requests",
+                   path="$.result.inputRequests")
+    out = []
+    for key, value in reqs.items():
+        path = member("$.result.inputRequests", key)
+        if type(value) is not dict:
+            out.append(Hit(f"input request {key!r} is not an object", path=path))
+            continue
+        method = value.get("method")
+        if method not in INPUT_METHODS:
+            out.append(Hit(f"input request {key!r} has method {method!r}; only elicitation/create, "
+                           f"sampling/createMessage and roots/list may be requested", path=path + ".method"))
+            continue
+        params = value.get("params", MISSING)
+        if params is MISSING and method != "roots/list":
+            out.append(Hit(f"input request {key!r} ({method}) lacks params", path=path))
+        elif params is not MISSING and type(params) is not dict:
+            out.append(Hit(f"input request {key!r} has params that are not an object", path=path + ".params"))
+        extra = [k for k in ("jsonrpc", "id") if k in value]
+        if extra:
+            out.append(Hit(f"input request {key!r} carries {', '.join(extra)}: input requests are not "
+                           f"JSON-RPC messages (they have method and params only)", path=path))
+    return out
+
+
+def _needs(caps: dict, method: str, params: dict) -> str | None:
+    """What a client capability set lacks for one input request, or None."""
+    if method == "elicitation/create":
+        el = caps.get("elicitation")
+        if type(el) is not dict:
+            return "elicitation"
+        if params.get("mode") == "url":
+            return None if "url" in el else "elicitation.url"
+        return None if (not el or "form" in el) else "elicitation.form"
+    if method == "sampling/createMessage":
+        sm = caps.get("sampling")
+        if type(sm) is not dict:
+            return "sampling"
+        if ("tools" in params or "toolChoice" in params) and "tools" not in sm:
+            return "sampling.tools"
+        return None
+    if method == "roots/list":
+        return None if type(caps.get("roots")) is dict else "roots"
+    return None
+
+
+@rule("MCP325", "input-request-capability-missing", Severity.ERROR, kinds=RESULT, versions=MODERN,
+      scope="pairing", spec=f"{MRTR}:L246; spec/2026-07-28/client/elicitation.mdx:L81; "
+                            f"spec/2026-07-28/client/sampling.mdx:L52")
+def input_request_capability_missing(m: Analysed, s):
+    """`inputRequests` asks for something the request's `clientCapabilities` did not declare:
+    elicitation without `elicitation` (URL mode needs `elicitation.url`; `{}` means form mode
+    only), sampling without `sampling` (with `tools`/`toolChoice`: `sampling.tools`), `roots/list`
+    without `roots`. Capabilities are per request in 2026-07-28.
+
+    Example: a `tools/call` with `clientCapabilities: {}` answered with an `elicitation/create`
+    input request.
+    """
+    r = input_required(m)
+    reqs = r.get("inputRequests") if r is not None else None
+    if type(reqs) is not dict or m.request is None:
+        return None
+    caps = request_client_caps(m.request)
+    if caps is None:
+        return None  # MCP310 reports a request without clientCapabilities
+    out = []
+    for key, value in reqs.items():
+        if type(value) is not dict:
+            continue
+        params = value.get("params")
+        lack = _needs(caps, value.get("method"), params if type(params) is dict else {})
+        if lack is not None:
+            out.append(Hit(f"input request {key!r} ({value.get('method')}) needs the client capability "
+                           f"{lack}, which request seq {m.request.seq} did not declare",
+                           path=member("$.result.inputRequests", key), related_seq=m.request.seq))
+    return out
+
+
+class _Obj(dict):
+    __slots__ = ("dups",)
+
+
+def _pairs(pairs: list) -> _Obj:
+    d = _Obj(pairs)
+    d.dups = [k for i, (k, _) in enumerate(pairs) if any(k == k2 for k2, _ in pairs[:i])] \
+        if len(d) != len(pairs) else []
+    return d
+
+
+@rule("MCP326", "input-requests-duplicate-keys", Severity.ERROR, kinds=RESULT, versions=MODERN,
+      spec=f"{MRTR}:L228")
+def input_requests_duplicate_keys(m: Analysed, s):
+    """The raw JSON of `inputRequests` repeats a key. Keys "MUST be unique within the scope of the
+    request"; most JSON parsers silently keep the last one, so one input request is lost.
+
+    Example: `"inputRequests": {"a": {...elicitation...}, "a": {...sampling...}}`.
+    """
+    if input_required(m) is None or m.batch_seq is not None:
+        return None
+    try:
+        obj = json.loads(m.rec.raw, object_pairs_hook=_pairs)
+    except (ValueError, RecursionError):
+        return None
+    reqs = obj.get("result", {}).get("inputRequests") if isinstance(obj, dict) else None
+    dups = getattr(reqs, "dups", None)
+    if dups:
+        return Hit(f"inputRequests repeats the key(s) {', '.join(map(repr, dict.fromkeys(dups)))}",
+                   path="$.result.inputRequests")
+    return None
+
+
+@rule("MCP327", "request-state-not-string", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT),
+      versions=MODERN, spec="schema/2026-07-28/schema.ts:L584-608")
+def request_state_not_string(m: Analysed, s):
+    """`requestState` is present but is not a string, in an `InputRequiredResult` or in a retry.
+    It is an opaque string the client echoes byte for byte.
+
+    Example: `"requestState": {"step": 2}`.
+    """
+    if m.kind is Kind.REQUEST:
+        holder, path = m.params, "$.params.requestState"
+    else:
+        holder, path = input_required(m), "$.result.requestState"
+    if holder is None:
+        return None
+    state = holder.get("requestState", MISSING)
+    if state is not MISSING and type(state) is not str:
+        return Hit(f"requestState must be a string, not {type(state).__name__}", path=path)
+    return None
+
+
+@rule("MCP328", "retry-reuses-request-id", Severity.ERROR, kinds=REQUEST, versions=MODERN,
+      scope="pairing", spec=f"{MRTR}:L256; spec/2026-07-28/server/tools.mdx:L234")
+def retry_reuses_request_id(m: Analysed, s):
+    """An MRTR retry reuses the JSON-RPC `id` of the request that received the
+    `InputRequiredResult`. The id "MUST be different between the initial request and the retry, as
+    they are independent requests".
+
+    Example: `tools/call` id 1 -> InputRequiredResult; retry `tools/call` id 1 with `inputResponses`.
+    """
+    if m.params is None:
+        return None
+    req = own_pending(m, s)
+    rnd = req.retry_of if req is not None else None
+    if rnd is not None and rnd.req_idkey == m.idkey:
+        return Hit(f"this retry uses id {m.id!r} again, like the round it retries (seq {rnd.req_seq})",
+                   path="$.id", related_seq=rnd.req_seq)
+    return None
+
+
+@rule("MCP329", "retry-request-state-not-echoed", Severity.ERROR, kinds=REQUEST, versions=MODERN,
+      scope="pairing", spec=f"{MRTR}:L254-255")
+def retry_request_state_not_echoed(m: Analysed, s):
+    """A retry does not echo the exact `requestState` its `InputRequiredResult` gave, or sends one
+    when the result had none. The retry is matched to its round by method plus name/uri plus
+    arguments (inferred correlation).
+
+    Example: the result said `"requestState": "abc"`, the retry sends `"requestState": "abd"`.
+    """
+    params = m.params
+    if params is None:
+        return None
+    req = own_pending(m, s)
+    rnd = req.retry_of if req is not None else None
+    if rnd is None:
+        return None
+    sent = params.get("requestState", MISSING)
+    if rnd.state is MISSING:
+        if sent is not MISSING:
+            return Hit(f"the InputRequiredResult at seq {rnd.result_seq} had no requestState, so the "
+                       f"retry must not send one", path="$.params.requestState", related_seq=rnd.result_seq)
+        return None
+    if sent is MISSING:
+        return Hit(f"the retry omits the requestState that the InputRequiredResult at seq "
+                   f"{rnd.result_seq} asked it to echo", path="$.params", related_seq=rnd.result_seq)
+    if sent != rnd.state:
+        return Hit(f"requestState differs from the one given at seq {rnd.result_seq}; clients echo it "
+                   f"unchanged", path="$.params.requestState", related_seq=rnd.result_seq)
+    return None
+
+
+@rule("MCP330", "retry-input-responses-incomplete", Severity.ERROR, kinds=REQUEST, versions=MODERN,
+      scope="pairing", spec=f"{MRTR}:L251-253, :L264; schema/2026-07-28/schema.ts:L600-606")
+def retry_input_responses_incomplete(m: Analysed, s):
+    """A retry's `inputResponses` lacks keys that were in `inputRequests`: the client MUST construct
+    every requested input before retrying. Extra keys are allowed (servers ignore them).
+
+    Example: `inputRequests` had `login` and `city`; the retry's `inputResponses` has only `login`.
+    """
+    params = m.params
+    if params is None:
+        return None
+    req = own_pending(m, s)
+    rnd = req.retry_of if req is not None else None
+    if rnd is None or not rnd.input_requests:
+        return None
+    got = params.get("inputResponses")
+    have = got.keys() if type(got) is dict else ()
+    missing = [k for k in rnd.input_requests if k not in have]
+    if missing:
+        return Hit(f"inputResponses lacks {', '.join(map(repr, missing))}, requested at seq {rnd.result_seq}",
+                   path="$.params.inputResponses", related_seq=rnd.result_seq)
+    return None
+
+
+def _fits(method: str, value) -> str | None:
+    if type(value) is not dict:
+        return "is not an object"
+    if method == "elicitation/create":
+        if value.get("action") not in ("accept", "decline", "cancel"):
+            return "is not an ElicitResult (action accept, decline or cancel)"
+    elif method == "sampling/createMessage":
+        lack = [k for k in ("role", "content", "model") if k not in value]
+        if lack:
+            return f"is not a CreateMessageResult (lacks {', '.join(lack)})"
+    elif method == "roots/list" and type(value.get("roots")) is not list:
+        return "is not a ListRootsResult (no roots array)"
+    return None
+
+
+@rule("MCP331", "input-response-wrong-type", Severity.WARNING, kinds=REQUEST, versions=MODERN,
+      scope="pairing", spec=f"{MRTR}:L101-102, :L261")
+def input_response_wrong_type(m: Analysed, s):
+    """An `inputResponses` value does not fit the input request it answers: an `ElicitResult`
+    for elicitation, a `CreateMessageResult` for sampling, a `ListRootsResult` for roots.
+
+    Example: the server asked `roots/list` under key `r`; the retry sends `"r": {"action": "accept"}`.
+    """
+    params = m.params
+    if params is None:
+        return None
+    req = own_pending(m, s)
+    rnd = req.retry_of if req is not None else None
+    got = params.get("inputResponses")
+    if rnd is None or not rnd.input_requests or type(got) is not dict:
+        return None
+    out = []
+    for key, value in got.items():
+        asked = rnd.input_requests.get(key)
+        method = asked.get("method") if type(asked) is dict else None
+        why = _fits(method, value) if method in INPUT_METHODS else None
+        if why:
+            out.append(Hit(f"inputResponses[{key!r}] answers {method} but {why}",
+                           path=member("$.params.inputResponses", key), related_seq=rnd.result_seq))
+    return out
+
+
+@rule("MCP332", "input-responses-without-round", Severity.WARNING, kinds=REQUEST, versions=MODERN,
+      scope="pairing", spec=f"{MRTR}:L257; schema/2026-07-28/schema.ts:L600")
+def input_responses_without_round(m: Analysed, s):
+    """(inferred) `inputResponses` or `requestState` appears on a request that is not the retry of
+    an `InputRequiredResult` seen earlier, or on a method that does not support MRTR. They "MUST NOT
+    be used for any other request".
+
+    Example: a `tools/list` request carrying `"requestState": "abc"`.
+    """
+    params = m.params
+    if params is None or ("inputResponses" not in params and "requestState" not in params):
+        return None
+    which = "inputResponses" if "inputResponses" in params else "requestState"
+    if m.method not in MRTR_METHODS:
+        return Hit(f"{m.method} does not take part in MRTR; {which} belongs only on a retried "
+                   f"tools/call, prompts/get or resources/read", path=f"$.params.{which}")
+    req = own_pending(m, s)
+    if req is not None and req.retry_of is None:
+        return Hit(f"{which} is sent, but no earlier InputRequiredResult for this {m.method} "
+                   f"(same name/uri and arguments) was seen", path=f"$.params.{which}")
+    return None
+
+
+__all__ = ["input_required", "is_input_required", "own_pending"]

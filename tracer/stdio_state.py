@@ -1,0 +1,286 @@
+"""What the stdio framing rules (MCP8xx) know beyond a single line.
+
+stdio frames messages by newlines, so the tee records one line per `message` record. Some problems
+only show across lines: a pretty-printed message is several lines that each fail to parse but parse
+when joined (MCP802); the server's stderr and the process life cycle arrive as `stderr` and `event`
+records. `observe` is registered as an analyser observer (see `tracer.rules.registry.OBSERVERS`):
+it runs once per record of a stdio connection, before the rules, and keeps its facts in
+`session.extra["stdio"]`. The rules in `tracer.rules.stdio` only read them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tracer.classify import Classified, classify_raw, parse_json
+from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
+from tracer.session import Session
+
+KEY = "stdio"
+# Problems of a line that is no JSON-RPC message at all (tracer.classify.REASONS): not JSON, a bare
+# scalar, nesting too deep for any parser. (Invalid UTF-8 counts too unless the line is JSON apart
+# from its encoding: then it is MCP803's.)
+NOT_A_MESSAGE = frozenset({"not-json", "not-object", "too-deep"})
+# A multi-line group is given up past these sizes (a stream of junk must not grow memory).
+MAX_GROUP_BYTES = 8 * 1024 * 1024
+MAX_GROUP_LINES = 100_000
+MAX_STDERR_SAMPLES = 5
+
+_SPECIAL = re.compile(rb'["\\{}\[\]]')
+
+
+def scan(line: bytes, depth: int, in_str: bool) -> tuple[int, bool]:
+    """Bracket depth and whether we are inside a JSON string after `line`, starting from the state
+    after the previous line. Only quotes, backslashes and brackets matter, so a regex finds them."""
+    escaped_at = -2
+    for mt in _SPECIAL.finditer(line):
+        i = mt.start()
+        c = line[i]
+        if in_str:
+            if i == escaped_at:  # this character is escaped by the backslash before it
+                continue
+            if c == 0x5C:  # backslash
+                escaped_at = i + 1
+            elif c == 0x22:  # closing quote
+                in_str = False
+        elif c == 0x22:
+            in_str = True
+        elif c in (0x7B, 0x5B):  # { [
+            depth += 1
+        elif c in (0x7D, 0x5D):  # } ]
+            depth -= 1
+    return depth, in_str
+
+
+@dataclass(slots=True)
+class At:
+    """Where an end-of-session finding points: a line of the input. It answers what the analyser
+    reads of a `PendingRequest` for that purpose (seq, line, source, era, version)."""
+
+    seq: int
+    line: int
+    source: str
+    era: Era = Era.UNKNOWN
+    version: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Group:
+    """Consecutive lines of one direction that may be one message spread over several lines."""
+
+    dir: Direction
+    first_seq: int
+    offset: int | None
+    at: At | None = None  # the first line, where an end-of-session finding points
+    parts: list[bytes] = field(default_factory=list)  # lines, with the separators between them
+    lines: int = 0
+    size: int = 0
+    depth: int = 0
+    in_str: bool = False
+    raw_newline_in_string: bool = False
+    last_seq: int = 0
+    end_offset: int | None = None  # offset just past the last line (its "\n" included)
+    joined: Classified | None = None  # the classification of the joined text, once closed
+
+    def add(self, rec: Record) -> None:
+        if self.lines:
+            # A newline inside a string is a raw control character JSON forbids: join it escaped,
+            # so "a message with an embedded raw newline" parses, as the rule describes it.
+            self.parts.append(b"\\n" if self.in_str else b"\n")
+            self.raw_newline_in_string |= self.in_str
+        self.parts.append(rec.raw)
+        self.lines += 1
+        self.size += len(rec.raw) + 1
+        self.last_seq = rec.seq
+        if rec.offset is not None:
+            self.end_offset = rec.offset + len(rec.raw) + 1
+        self.depth, self.in_str = scan(rec.raw, self.depth, self.in_str)
+
+    @property
+    def complete(self) -> bool:
+        return self.depth <= 0 and not self.in_str
+
+    @property
+    def too_big(self) -> bool:
+        return self.size > MAX_GROUP_BYTES or self.lines > MAX_GROUP_LINES
+
+    def join(self) -> Classified:
+        self.joined = classify_raw(b"".join(self.parts))
+        self.parts = []  # the verdict is kept; the bytes are in the capture
+        return self.joined
+
+    @property
+    def parses(self) -> bool:
+        j = self.joined
+        return j is not None and j.problem not in ("not-json", "not-utf8", "too-deep")
+
+    @property
+    def first_line(self) -> bytes:
+        return self.parts[0] if self.parts else b""
+
+
+@dataclass(slots=True, eq=False)
+class Verdict:
+    """The framing facts about the message being analysed (seq), for the rules to read."""
+
+    seq: int
+    frame: str = ""  # "" (a line that parsed) | stray | blank | open | joined | unjoinable
+    not_utf8: bool = False  # a stray line that is not UTF-8 either
+    group: Group | None = None  # the group this line opened, extended or closed
+    abandoned: Group | None = None  # an open group this line interrupted without closing it
+    first_line: str = ""  # preview of a closed group's first line (kept after its bytes are dropped)
+    crlf_first: bool = False  # the first line of this direction that ends with "\r"
+    first_client_request: bool = False  # no client request was seen before this one
+
+
+@dataclass(slots=True, eq=False)
+class StdioState:
+    groups: dict[Direction, Group] = field(default_factory=dict)
+    current: Verdict | None = None
+    crlf_seen: set[Direction] = field(default_factory=set)
+    client_requests: int = 0
+    stdin_eof: tuple[int, int] | None = None  # (seq, t_ns) of the "stdin-eof" event
+    terminated: list[tuple[int, dict]] = field(default_factory=list)  # "terminate" events
+    writes_after_eof: int = 0  # server notifications and requests after stdin EOF
+    stderr_bad: list[tuple[int, int | None, bytes]] = field(default_factory=list)  # (seq, offset, line)
+    stderr_bad_count: int = 0
+
+    def verdict(self, m: Analysed) -> Verdict | None:
+        """The verdict for this message, or None (not a stdio frame, or a batch member)."""
+        v = self.current
+        if v is None or v.seq != m.rec.seq or m.batch_seq is not None:
+            return None
+        return v
+
+
+def state_of(s: Session) -> StdioState | None:
+    return s.extra.get(KEY)
+
+
+def observe(rec: Record, m: Analysed | None, s: Session) -> None:
+    st = s.extra.get(KEY)
+    if st is None:
+        st = s.extra[KEY] = StdioState()
+    if m is None:
+        _other_record(rec, st)
+        return
+    d = rec.dir
+    kind = m.kind
+    if (kind is not Kind.INVALID and kind is not Kind.REQUEST and not st.groups and st.stdin_eof is None
+            and not rec.raw.endswith(b"\r")):
+        # The common case, a plain line that parsed: nothing to note (kept cheap: lint runs this on
+        # every stdio message).
+        v = st.current
+        if v is None or v.frame or v.abandoned is not None:
+            v = st.current = Verdict(rec.seq)
+        else:
+            v.seq = rec.seq
+            v.crlf_first = v.first_client_request = False
+        return
+    st.current = v = Verdict(rec.seq)
+    if d is None:
+        return
+    if kind is Kind.REQUEST and d is Direction.C2S:
+        v.first_client_request = st.client_requests == 0
+        st.client_requests += 1
+    if d is Direction.S2C and st.stdin_eof is not None and kind in (Kind.REQUEST, Kind.NOTIFICATION):
+        st.writes_after_eof += 1
+    problem = m.problem if kind is Kind.INVALID else None
+    if problem == "not-utf8" and not json_apart_from_encoding(rec.raw):
+        problem = "not-json"  # junk bytes: a stray line first, bad UTF-8 second
+        v.not_utf8 = True
+    g = st.groups.get(d)
+    if g is not None:
+        if (problem is not None and problem != "not-utf8") or (kind is Kind.BATCH and not _real_batch(m.obj)):
+            g.add(rec)
+            v.group = g
+            if g.complete or g.too_big or not rec.eol:
+                del st.groups[d]
+                v.first_line = show_bytes(g.first_line)
+                g.join()
+                v.frame = "joined" if g.parses else "unjoinable"
+            else:
+                v.frame = "open"
+            return
+        del st.groups[d]  # a line that parsed (or is not UTF-8) interrupts the group
+        v.abandoned = g
+        v.first_line = show_bytes(g.first_line)
+        g.parts = []
+    if problem in NOT_A_MESSAGE:
+        raw = rec.raw
+        stripped = raw.strip()
+        if not stripped:
+            v.frame = "blank"
+            return
+        if problem == "not-json" and not v.not_utf8 and stripped[:1] in (b"{", b"[") and rec.eol:
+            g = Group(d, rec.seq, rec.offset, At(rec.seq, rec.line, rec.source))
+            g.add(rec)
+            if not g.complete and not g.too_big:
+                st.groups[d] = g
+                v.frame = "open"
+                v.group = g
+                return
+        v.frame = "stray"
+        return
+    if rec.raw.endswith(b"\r") and d not in st.crlf_seen:
+        st.crlf_seen.add(d)
+        v.crlf_first = True
+
+
+def json_apart_from_encoding(raw: bytes) -> bool:
+    """Whether a line that is not UTF-8 would parse as JSON with its bad bytes replaced: a message
+    with an encoding problem (MCP803), as opposed to binary junk (a stray line, MCP801)."""
+    _, problem, _ = parse_json(raw.decode("utf-8", "replace"))
+    return problem is None
+
+
+def _real_batch(obj) -> bool:
+    """A line that is a JSON-RPC batch in its own right, not `[]` or `[1, 2]` inside pretty JSON."""
+    return bool(obj) and all(type(x) is dict and "jsonrpc" in x for x in obj)
+
+
+def _other_record(rec: Record, st: StdioState) -> None:
+    if rec.type is RecordType.STDERR:
+        try:
+            rec.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            st.stderr_bad_count += 1
+            if len(st.stderr_bad) < MAX_STDERR_SAMPLES:
+                st.stderr_bad.append((rec.seq, rec.offset, rec.raw))
+        return
+    if rec.type is RecordType.EVENT and rec.data:
+        name = rec.data.get("event")
+        if name == "stdin-eof":
+            st.stdin_eof = (rec.seq, rec.t_ns)
+        elif name == "terminate":
+            st.terminated.append((rec.seq, rec.data))
+
+
+# -- showing bytes -------------------------------------------------------------------------------
+
+_ESCAPES = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x5C: "\\\\", 0x22: '\\"'}
+
+
+def show_bytes(raw: bytes, limit: int = 100) -> str:
+    """The bytes as a quoted, escaped string a user can match to what their code printed:
+    printable text as is, control characters and invalid UTF-8 as escapes, long lines cut."""
+    cut = raw[:limit]
+    text = cut.decode("utf-8", "backslashreplace")
+    out = []
+    for ch in text:
+        o = ord(ch)
+        if o in _ESCAPES and ch != "\\":
+            out.append(_ESCAPES[o])
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
+        else:
+            out.append(ch)
+    more = f"… ({len(raw):,} bytes)" if len(raw) > limit else ""
+    return '"' + "".join(out) + '"' + more
+
+
+def where(rec: Record) -> str:
+    """`server stdout byte 1234` / `client stdin byte 0`: the stream and offset of a frame."""
+    stream = "server stdout" if rec.dir is Direction.S2C else "client → server stdin"
+    return f"{stream} byte {rec.offset}" if rec.offset is not None else stream

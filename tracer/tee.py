@@ -1,0 +1,238 @@
+"""The stdio tee: run an MCP server as a child, relay its pipes byte for byte, capture a copy.
+
+    host stdin  ──> [stdin relay]  ──> server stdin          every chunk: offered to the capture
+    host stdout <── [stdout relay] <── server stdout         (tracer.tee_capture) *before* it is
+    host stderr <── [stderr relay] <── server stderr         forwarded, never decoded, never split
+
+Three relay threads loop on raw file descriptors (`os.read` of up to 1 MiB, `os.write` of all of
+it): no line splitting, no decoding, no buffering beyond one chunk, so the relay cannot alter or
+reorder a byte and adds one thread hop per direction. The capture never holds the relay up (see
+`CaptureSink.offer`).
+
+Life cycle: EOF on our stdin closes the server's stdin; if the server has not exited after a grace
+period it gets SIGTERM, then SIGKILL. SIGINT, SIGTERM and SIGHUP sent to us are forwarded to the
+server's process group (it runs in its own group, so a terminal's Ctrl-C reaches it once, through
+us). Our exit code is the server's (128+N when a signal N ended it).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+
+from tracer.capture import CaptureWriter
+from tracer.tee_capture import STDERR, STDIN, STDOUT, CaptureSink
+from tracer.tee_notes import Notes, write_all
+
+CHUNK = 1024 * 1024
+PIPE_SIZE = 1024 * 1024  # bigger kernel pipe buffers: fewer wake-ups under load (best effort)
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+DRAIN_TIMEOUT = 5.0  # after the server exits, how long its pipes may stay open (held by grandchildren)
+
+
+class SpawnError(Exception):
+    """The server command could not be started. `code` is the shell's convention: 127 not found,
+    126 found but not executable."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class TeeResult:
+    exit_code: int
+    signal: str | None = None  # the signal that ended the server, if any
+
+
+def exit_code_of(returncode: int) -> int:
+    """The shell's convention: a child killed by signal N exits with 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def spawn(command: list[str]) -> subprocess.Popen:
+    """Start the server with three pipes, in its own process group. Raises SpawnError."""
+    try:
+        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, bufsize=0, process_group=0)
+    except FileNotFoundError:
+        raise SpawnError(f"cannot start {command[0]!r}: command not found", 127) from None
+    except PermissionError:
+        raise SpawnError(f"cannot start {command[0]!r}: permission denied (not an executable file?)",
+                         126) from None
+    except OSError as exc:
+        why = "not an executable format" if exc.errno == errno.ENOEXEC else (exc.strerror or str(exc))
+        raise SpawnError(f"cannot start {command[0]!r}: {why}", 126) from None
+    for f in (child.stdin, child.stdout, child.stderr):
+        try:
+            fcntl.fcntl(f.fileno(), _F_SETPIPE_SZ, PIPE_SIZE)
+        except OSError:
+            pass  # capped by /proc/sys/fs/pipe-max-size: the default size works too
+    return child
+
+
+def pump(src: int, dst: int, stream: int, sink: CaptureSink, *, relay=None, on_broken=None,
+         read=os.read, chunk: int = CHUNK) -> int:
+    """Copy `src` to `dst` until EOF, offering each chunk to the capture first. Returns the number
+    of bytes read. When `dst` breaks (the reader went away), keep reading and capturing so the
+    writer on the other side never blocks; `on_broken(offset)` is told once."""
+    forward = relay if relay is not None else (lambda data: write_all(dst, data))
+    offer = sink.offer
+    now = time.time_ns
+    total = 0
+    dst_ok = True
+    while True:
+        try:
+            data = read(src, chunk)
+        except OSError:  # EIO and the like: the stream is over
+            data = b""
+        if not data:
+            break
+        offer(stream, now(), data)
+        if dst_ok:
+            try:
+                forward(data)
+            except OSError:
+                dst_ok = False
+                if on_broken is not None:
+                    on_broken(total)
+        total += len(data)
+    sink.eof(stream)
+    return total
+
+
+class Tee:
+    """One tee session: a spawned server, three relays, a capture sink, notes on stderr."""
+
+    def __init__(self, child: subprocess.Popen, sink: CaptureSink, notes: Notes, *, in_fd: int = 0,
+                 out_fd: int = 1, grace: float = 3.0, kill_after: float = 3.0):
+        self.child = child
+        self.sink = sink
+        self.notes = notes
+        self.in_fd = in_fd
+        self.out_fd = out_fd
+        self.grace = grace
+        self.kill_after = kill_after
+        self.exited = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def run(self) -> TeeResult:
+        child, sink = self.child, self.sink
+        sink.event("started", pid=child.pid)
+        previous = self._install_signal_handlers()
+        self._thread(self._stdin_relay, "stdin")
+        out = self._thread(lambda: pump(child.stdout.fileno(), self.out_fd, STDOUT, sink,
+                                        on_broken=lambda at: sink.event("host-stdout-closed", offset=at)),
+                           "stdout")
+        err = self._thread(lambda: pump(child.stderr.fileno(), 2, STDERR, sink, relay=self.notes.relay,
+                                        on_broken=lambda at: sink.event("host-stderr-closed", offset=at)),
+                           "stderr")
+        try:
+            returncode = child.wait()
+        finally:
+            self.exited.set()
+            self._restore_signal_handlers(previous)
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        for t in (out, err):
+            t.join(max(0.0, deadline - time.monotonic()))
+        if out.is_alive() or err.is_alive():
+            sink.event("pipes-held-open", note="the server exited but a process it started still holds "
+                       "its stdout/stderr; mcptrace stops relaying them")
+        sig = signal_name(-returncode) if returncode < 0 else None
+        sink.event("exit", code=exit_code_of(returncode), **({"signal": sig} if sig else {}))
+        return TeeResult(exit_code_of(returncode), sig)
+
+    def _thread(self, target, name: str) -> threading.Thread:
+        t = threading.Thread(target=target, name=f"mcptrace-relay-{name}", daemon=True)
+        t.start()
+        self._threads.append(t)
+        return t
+
+    def _stdin_relay(self) -> None:
+        child, sink = self.child, self.sink
+        fd = child.stdin.fileno()
+        pump(self.in_fd, fd, STDIN, sink,
+             on_broken=lambda at: sink.event("server-stdin-closed", offset=at,
+                                             note="the server stopped reading; later bytes were not delivered"))
+        # EOF from the host: pass it on, then give the server a grace period to exit.
+        try:
+            child.stdin.close()
+        except OSError:
+            pass
+        sink.event("stdin-eof")
+        if not self.exited.is_set():
+            self._escalate()
+
+    def _escalate(self) -> None:
+        started = time.monotonic()
+        for sig, wait in ((signal.SIGTERM, self.grace), (signal.SIGKILL, self.kill_after)):
+            if self.exited.wait(wait):
+                return
+            after_ms = round((time.monotonic() - started) * 1000)
+            if self._signal_group(sig):
+                self.sink.event("terminate", signal=sig.name, after_ms=after_ms,
+                                reason="the server had not exited after its stdin reached EOF")
+                self.notes.say(f"the server did not exit {after_ms / 1000:.1f} s after its stdin closed; "
+                               f"sent {sig.name}")
+
+    def _signal_group(self, sig: int) -> bool:
+        if self.exited.is_set() or self.child.returncode is not None:
+            return False
+        try:
+            os.killpg(self.child.pid, sig)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # a setuid child, or it left its group: at least the child itself
+            try:
+                os.kill(self.child.pid, sig)
+            except OSError:
+                return False
+        return True
+
+    # -- signals -------------------------------------------------------------------------------
+
+    def _on_signal(self, signum: int, frame) -> None:
+        if self._signal_group(signum):
+            self.sink.event("signal", signal=signal_name(signum), forwarded=True)
+
+    def _install_signal_handlers(self) -> dict:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for sig in FORWARDED_SIGNALS:
+            try:
+                previous[sig] = signal.signal(sig, self._on_signal)
+            except (OSError, ValueError):
+                pass
+        return previous
+
+    @staticmethod
+    def _restore_signal_handlers(previous: dict) -> None:
+        for sig, handler in previous.items():
+            try:
+                signal.signal(sig, handler)
+            except (OSError, ValueError, TypeError):
+                pass
+
+
+def open_capture(path: str, command: list[str], label: str, *, redact: bool) -> CaptureWriter:
+    """Create the capture file (before the server starts: an unwritable path fails first)."""
+    from tracer.capture import header_record
+    from tracer.redact import redact_argv
+
+    shown = redact_argv(command) if redact else list(command)
+    return CaptureWriter(path, header_record("stdio", command=shown, label=label), redact=redact)

@@ -1,0 +1,279 @@
+"""The capture side of the stdio tee: copies of relayed chunks -> framed records -> capture file.
+
+The relay threads hand every chunk here *before* they forward it (so a request is queued before
+the server can answer it, and the capture keeps causal order), through `offer`, which never
+blocks: a byte budget bounds what may wait in the queue, and a chunk over budget is dropped from
+the capture only, counted, and recorded as a `dropped` event with its stream offset, never silently.
+One writer thread frames the chunks into lines (a pure `LineFramer` per stream), writes the records
+with one flush per batch (so `tail -f` sees each message as soon as its chunk is processed), and
+can run the stdio rules live so framing problems are reported while the session runs.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+import orjson
+
+from tracer.capture import CaptureWriter
+from tracer.framing import Frame, LineFramer
+from tracer.model import Direction, Finding, Record, RecordType
+
+STDIN, STDOUT, STDERR = 0, 1, 2
+STREAMS = ("stdin", "stdout", "stderr")
+_DIRS = (Direction.C2S, Direction.S2C, None)
+_EVENT, _STOP = 3, 4
+
+DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes of chunks that may wait for the writer
+MAX_STDERR_LINE = 1024 * 1024  # a stderr "line" longer than this is cut in the capture (not in the relay)
+MAX_BATCH = 1024  # queue items written per flush when the writer is behind
+# After waking up, the writer lingers this long so a burst costs one wake-up and one flush, not one
+# per chunk (a wake-up is a context switch taken from the relay on a small machine). tail -f still
+# sees every record within a few milliseconds.
+LINGER_S = 0.002
+
+
+class CaptureSink:
+    """Bounded, never-blocking hand-off from the relay threads to the capture writer thread."""
+
+    def __init__(
+        self,
+        writer: CaptureWriter,
+        conn: str,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        analyser=None,
+        on_finding: Callable[[Finding], None] | None = None,
+    ):
+        self.writer = writer
+        self.conn = conn
+        self.budget = budget
+        self._q: queue.SimpleQueue = queue.SimpleQueue()  # put() is reentrant: safe in signal handlers
+        self._lock = threading.Lock()
+        self._queued = 0
+        # per stream: bytes / chunks / newlines dropped since its last accepted chunk. Each slot is
+        # written only by that stream's relay thread, so it needs no lock.
+        self._gap = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
+        self._framers = [LineFramer(), LineFramer(), LineFramer(max_line=MAX_STDERR_LINE)]
+        self._pos = [0, 0, 0]  # stream offset of the next byte the writer will see
+        self._analyser = analyser
+        self._on_finding = on_finding
+        self._thread = threading.Thread(target=self._run, name="mcptrace-capture", daemon=True)
+        # what happened, for the summary line and the tests
+        self.messages = 0
+        self.stderr_lines = 0
+        self.dropped_bytes = [0, 0, 0]
+        self.dropped_chunks = 0
+        self.findings: Counter = Counter()
+        self.write_error: OSError | None = None
+
+    # -- the relay side (any thread, never blocks) ---------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def offer(self, stream: int, t_ns: int, data: bytes) -> bool:
+        """A copy of a relayed chunk. Returns False when it was over budget (dropped, counted)."""
+        n = len(data)
+        with self._lock:
+            ok = self._queued + n <= self.budget
+            if ok:
+                self._queued += n
+        gap = self._gap[stream]
+        if not ok:
+            gap[0] += n
+            gap[1] += 1
+            gap[2] += data.count(b"\n")
+            return False
+        if gap[0]:
+            self._q.put((stream, t_ns, data, tuple(gap)))
+            gap[0] = gap[1] = gap[2] = 0
+        else:
+            self._q.put((stream, t_ns, data, None))
+        return True
+
+    def eof(self, stream: int, t_ns: int | None = None) -> None:
+        """The stream ended: its unterminated tail (if any) becomes a record with eol false."""
+        gap = self._gap[stream]
+        self._q.put((stream, t_ns or time.time_ns(), None, tuple(gap) if gap[0] else None))
+        gap[0] = gap[1] = gap[2] = 0
+
+    def event(self, name: str, **data) -> None:
+        """An event record (process started, stdin EOF, signal, exit...), in queue order."""
+        self._q.put((_EVENT, time.time_ns(), {"event": name, **data}, None))
+
+    def close(self, timeout: float | None = 30.0) -> bool:
+        """Write everything queued so far, then stop. False if the writer did not finish in time."""
+        self._q.put((_STOP, 0, None, None))
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # -- the writer thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        get, get_nowait = self._q.get, self._q.get_nowait
+        while True:
+            batch = [get()]
+            if batch[0][0] != _STOP:
+                time.sleep(LINGER_S)
+            while len(batch) < MAX_BATCH:
+                try:
+                    batch.append(get_nowait())
+                except queue.Empty:
+                    break
+            recs: list[Record] = []
+            released = 0
+            stop = False
+            for code, t_ns, payload, gap in batch:
+                if code < _EVENT:
+                    if gap is not None:
+                        recs.append(self._dropped(code, t_ns, gap))
+                    if payload is None:
+                        tail = self._framers[code].finish()
+                        if tail is not None:
+                            recs.append(self._record(code, tail, t_ns))
+                    else:
+                        released += len(payload)
+                        self._pos[code] += len(payload)
+                        for fr in self._framers[code].feed(payload):
+                            recs.append(self._record(code, fr, t_ns))
+                elif code == _EVENT:
+                    recs.append(Record(RecordType.EVENT, t_ns=t_ns, transport="stdio", conn=self.conn,
+                                       data=payload))
+                else:
+                    stop = True
+            if recs:
+                self._write(recs)
+            if released:
+                with self._lock:
+                    self._queued -= released
+            if stop:
+                return
+
+    def _record(self, stream: int, fr: Frame, t_ns: int) -> Record:
+        if stream == STDERR:
+            self.stderr_lines += 1
+            rtype = RecordType.STDERR
+        else:
+            self.messages += 1
+            rtype = RecordType.MESSAGE
+        return Record(rtype, t_ns=t_ns, dir=_DIRS[stream], raw=fr.data, transport="stdio", conn=self.conn,
+                      offset=fr.offset, eol=fr.eol, data={"cut": fr.cut} if fr.cut else None)
+
+    def _dropped(self, stream: int, t_ns: int, gap: tuple[int, int, int]) -> Record:
+        nbytes, chunks, newlines = gap
+        offset = self._pos[stream]
+        self._pos[stream] += nbytes
+        broken = self._framers[stream].skip(nbytes)
+        self.dropped_bytes[stream] += nbytes
+        self.dropped_chunks += chunks
+        return Record(RecordType.EVENT, t_ns=t_ns, transport="stdio", conn=self.conn, data={
+            "event": "dropped", "stream": STREAMS[stream], "offset": offset, "bytes": nbytes,
+            "chunks": chunks, "count": newlines, "broken_line_bytes": broken,
+            "why": "the capture writer fell behind; the relay was not slowed and the bytes were delivered",
+        })
+
+    def _write(self, recs: list[Record]) -> None:
+        if self.write_error is None:
+            try:
+                self.writer.write_many(recs, encode_line)
+            except (OSError, ValueError) as exc:  # disk full, file closed: the relay goes on regardless
+                self.write_error = exc if isinstance(exc, OSError) else OSError(str(exc))
+        a = self._analyser
+        if a is None:
+            return
+        for rec in recs:
+            if not self._worth_analysing(rec):
+                continue
+            m = a.feed(rec)
+            found = m.findings if m is not None else a.take_end_findings()
+            for f in found:
+                self.findings[f.rule] += 1
+                if self._on_finding is not None:
+                    self._on_finding(f)
+
+    def _worth_analysing(self, rec: Record) -> bool:
+        """Live diagnostics cover framing (MCP801-MCP804) and the process life cycle (MCP809):
+        lines that do not look like one complete JSON object are analysed, plus everything while a
+        multi-line message is open. Plain message lines are left to `mcptrace lint` / `view`, which
+        run every rule on the capture: analysing each one here would double the capture's CPU."""
+        if rec.type is not RecordType.MESSAGE:
+            return rec.type is RecordType.EVENT or not _utf8(rec.raw)
+        if looks_suspicious(rec):
+            return True
+        s = self._analyser.sessions.get(rec.conn)
+        st = s.extra.get("stdio") if s is not None else None
+        return bool(st is not None and st.groups)
+
+    def finish_analysis(self) -> None:
+        """End of the session: the end-of-session checks of the live rules."""
+        if self._analyser is None:
+            return
+        for f in self._analyser.finish():
+            self.findings[f.rule] += 1
+            if self._on_finding is not None:
+                self._on_finding(f)
+
+
+# -- the fast path of the capture encoder --------------------------------------------------------
+
+_CONTROL = bytes(range(0x20))  # bytes a JSON string must escape besides " and \
+_TYPES = {RecordType.MESSAGE: b'{"type":"message","seq":', RecordType.STDERR: b'{"type":"stderr","seq":'}
+_DIR_FIELD = {Direction.C2S: b',"dir":"c2s"', Direction.S2C: b',"dir":"s2c"', None: b""}
+
+
+def _utf8(raw: bytes) -> bool:
+    if raw.isascii():
+        return True
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+_MIDDLES: dict[tuple, bytes] = {}  # (type, dir, transport, conn) -> the constant part of the line
+
+
+def _middle(rtype: RecordType, d: Direction | None, transport: str, conn: str) -> bytes:
+    key = (rtype, d, transport, conn)
+    mid = _MIDDLES.get(key)
+    if mid is None:
+        if len(_MIDDLES) > 1024:
+            _MIDDLES.clear()
+        mid = _MIDDLES[key] = (_DIR_FIELD[d] + b',"transport":' + orjson.dumps(transport) + b',"conn":'
+                               + orjson.dumps(conn) + b',"text":"')
+    return mid
+
+
+def encode_line(rec: Record) -> bytes | None:
+    """The capture line of a tee message or stderr record, built from its bytes without decoding
+    them into a str and encoding them back: exactly `orjson.dumps(record_to_dict(rec))` plus a
+    newline (a test checks it on arbitrary bytes). None for anything else (the general encoder)."""
+    head = _TYPES.get(rec.type)
+    if head is None or rec.data is not None or rec.http is not None or rec.sse is not None or rec.dir_inferred:
+        return None
+    raw = rec.raw
+    if len(raw.translate(None, _CONTROL)) != len(raw) or not _utf8(raw):
+        return None  # control characters need \u escapes, invalid UTF-8 goes to b64: general path
+    if b"\\" in raw:
+        raw = raw.replace(b"\\", b"\\\\")
+    if b'"' in raw:
+        raw = raw.replace(b'"', b'\\"')
+    tail = b'"}\n' if rec.offset is None else b'","offset":%d}\n' % rec.offset
+    if not rec.eol:
+        tail = tail[:-2] + b',"eol":false}\n'
+    return b'%s%d,"t_ns":%d%s%s%s' % (head, rec.seq, rec.t_ns, _middle(rec.type, rec.dir, rec.transport, rec.conn),
+                                       raw, tail)
+
+
+def looks_suspicious(rec: Record) -> bool:
+    """A line that is not plainly one JSON object: empty, not starting with "{" and ending with "}",
+    CRLF-terminated, unterminated, or not UTF-8. Cheap (no parsing)."""
+    raw = rec.raw
+    return (not rec.eol or not raw or raw[0] != 0x7B or raw[-1] != 0x7D or not _utf8(raw))

@@ -1,0 +1,416 @@
+"""What the viewer shows, without the UI: rows of a capture, read lazily, with their analysis.
+
+A `CaptureView` joins three sources:
+- the line index (tracer.index): row N's bytes are one pread away;
+- raw-derived basics, parsed only for the rows asked for (the screen) and kept in a small LRU:
+  time, direction, kind, method, id, text previews;
+- the background analysis (tracer.annotations): era, pairing, latency, findings, once the
+  analysis process has reached the row.
+
+Everything here may be called from worker threads; the UI only posts what it gets.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from tracer.annotations import Annotations, RowSummary
+from tracer.capture import record_from_dict
+from tracer.classify import classify_raw
+from tracer.filter import id_text
+from tracer.index import LineIndex
+from tracer.model import Record, RecordType
+
+LRU_ROWS = 4096
+PREVIEW = 400  # characters of stderr / text kept in a row's basics
+
+
+@dataclass(slots=True)
+class RowBasics:
+    """What the raw line says, before (or without) analysis."""
+
+    row: int
+    rtype: str  # header message stderr http event broken blank
+    t_ns: int = 0
+    seq: int = 0
+    dir: str | None = None
+    kind: str | None = None
+    method: str | None = None
+    id: Any = None
+    has_id: bool = False
+    conn: str | None = None
+    transport: str | None = None
+    status: int | None = None
+    label: str = ""  # what the list shows in the method column for non-messages
+    preview: str = ""  # a few words about the message: tool name, error message, progress...
+    size: int = 0  # bytes of the line
+    dir_inferred: bool = False
+
+
+@dataclass(slots=True)
+class RowInfo:
+    """A row as the list draws it: basics plus the analysis when it has arrived."""
+
+    basics: RowBasics
+    ann: RowSummary | None = None
+
+    @property
+    def row(self) -> int:
+        return self.basics.row
+
+    @property
+    def analysed(self) -> bool:
+        return self.ann is not None
+
+    @property
+    def kind(self) -> str | None:
+        return self.ann.kind if self.ann is not None and self.ann.kind else self.basics.kind
+
+    @property
+    def era(self) -> str | None:
+        return self.ann.era if self.ann is not None else None
+
+    @property
+    def label(self) -> str:
+        if self.ann is not None and self.ann.method:
+            return self.ann.method
+        b = self.basics
+        return b.method or b.label or ""
+
+    @property
+    def answers(self) -> bool:
+        """The label is the method this response answers."""
+        return self.kind in ("result", "error") and bool(self.label)
+
+    @property
+    def latency_ns(self) -> int | None:
+        return self.ann.latency_ns if self.ann is not None else None
+
+    @property
+    def nfind(self) -> int:
+        return self.ann.nfind if self.ann is not None else 0
+
+    @property
+    def worst(self) -> int:
+        return self.ann.worst if self.ann is not None else 0
+
+    @property
+    def partner(self) -> int | None:
+        return self.ann.partner if self.ann is not None else None
+
+    @property
+    def op_row(self) -> int | None:
+        return self.ann.op_row if self.ann is not None else None
+
+
+@dataclass(slots=True)
+class RowDetail:
+    """Everything the detail pane shows for one row."""
+
+    row: int
+    line: bytes  # the capture line (capped)
+    line_size: int
+    record: Record | None
+    problem: str | None = None  # why the line is not a record
+    analysis: dict[str, Any] | None = None  # tracer.annotate details
+    summary: RowSummary | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def basics_from_line(row: int, line: bytes) -> RowBasics:
+    if not line.strip():
+        return RowBasics(row, "blank", label="(blank line)", size=len(line))
+    try:
+        obj = orjson.loads(line)
+        if type(obj) is not dict:
+            raise ValueError("not an object")
+        rtype = obj.get("type")
+    except (orjson.JSONDecodeError, ValueError):
+        return RowBasics(row, "broken", label="broken capture line", size=len(line))
+    b = RowBasics(row, rtype if rtype in ("header", "message", "stderr", "http", "event") else "broken",
+                  size=len(line))
+    t = obj.get("t_ns")
+    b.t_ns = t if type(t) is int else 0
+    seq = obj.get("seq")
+    b.seq = seq if type(seq) is int else 0
+    d = obj.get("dir")
+    b.dir = d if d in ("c2s", "s2c") else None
+    b.conn = str(obj.get("conn")) if obj.get("conn") is not None else None
+    b.transport = obj.get("transport")
+    b.dir_inferred = bool(obj.get("dir_inferred"))
+    http = obj.get("http") if type(obj.get("http")) is dict else None
+    if http:
+        status = http.get("status")
+        b.status = status if type(status) is int else None
+    if b.rtype == "message":
+        raw = _raw_of(obj)
+        c = classify_raw(raw)
+        b.kind = c.kind.value
+        b.method = c.method
+        b.id = c.id
+        b.has_id = c.id is not None or c.idkey is not None
+        b.preview = preview(c.obj, b.kind, c.reason)
+    elif b.rtype == "stderr":
+        b.label = _raw_of(obj).decode("utf-8", "replace")[:PREVIEW]
+    elif b.rtype == "http":
+        h = http or {}
+        b.label = f"{h.get('method') or ''} {h.get('url') or ''} → {h.get('status') or ''}".strip()
+    elif b.rtype == "event":
+        data = obj.get("data") if type(obj.get("data")) is dict else {}
+        name = data.get("event", "event")
+        rest = ", ".join(f"{k} {v}" for k, v in data.items() if k != "event")
+        b.label = f"{name}: {rest}" if rest else str(name)
+    elif b.rtype == "header":
+        what = obj.get("command") or obj.get("upstream") or ""
+        if isinstance(what, list):
+            what = " ".join(str(x) for x in what)
+        b.label = f"capture {obj.get('transport', '')} {what}".rstrip() + (
+            f" · {obj['label']}" if obj.get("label") else "")
+    else:
+        b.label = "broken capture record"
+    return b
+
+
+_PREFIX_FIELDS = re.compile(rb'"(type|dir|transport|conn)":"([^"]*)"|"(seq|t_ns)":(\d+)')
+
+
+def basics_from_prefix(row: int, head: bytes, size: int) -> RowBasics:
+    """Basics of a line too long to parse for a list row: the envelope fields that our capture
+    writer puts before the payload."""
+    b = RowBasics(row, "message", size=size)
+    for m in _PREFIX_FIELDS.finditer(head):
+        if m.group(1):
+            name, value = m.group(1).decode(), m.group(2).decode("utf-8", "replace")
+            if name == "type":
+                b.rtype = value if value in ("header", "message", "stderr", "http", "event") else "broken"
+            elif name == "dir":
+                b.dir = value if value in ("c2s", "s2c") else None
+            else:
+                setattr(b, name, value)
+        else:
+            setattr(b, m.group(3).decode(), int(m.group(4)))
+    b.label = f"({size / 1048576:.1f} MB record; the detail pane reads it)"
+    b.preview = b.label
+    return b
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    text = text.replace("\n", " ").replace("\r", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def preview(obj: Any, kind: str, reason: str | None = None) -> str:
+    """A few words that tell similar messages apart in the list."""
+    if kind == "invalid":
+        return reason or ""
+    if kind == "batch":
+        return f"{len(obj)} members" if isinstance(obj, list) else ""
+    if not isinstance(obj, dict):
+        return ""
+    params = obj.get("params") if isinstance(obj.get("params"), dict) else {}
+    if kind in ("request", "notification"):
+        for key in ("name", "uri", "protocolVersion", "level"):
+            if isinstance(params.get(key), str):
+                extra = ""
+                if key == "level" and "data" in params:
+                    extra = " " + _short(params["data"], 60)
+                return params[key] + extra
+        if "progress" in params:
+            total = f"/{params['total']}" if "total" in params else ""
+            return f"progress {params['progress']}{total}" + (f" {params['message']}" if params.get("message") else "")
+        if "requestId" in params:
+            return f"request {_short(params['requestId'])}" + (f": {params['reason']}" if params.get("reason") else "")
+        return ""
+    if kind == "error":
+        err = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+        return f"{err.get('code', '')} {_short(err.get('message', ''), 70)}".strip()
+    result = obj.get("result")
+    if not isinstance(result, dict):
+        return _short(result) if result is not None else ""
+    if result.get("resultType") == "input_required":
+        keys = ", ".join((result.get("inputRequests") or {}).keys()) if isinstance(result.get("inputRequests"), dict) else ""
+        return f"input required: {keys}" if keys else "input required"
+    content = result.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        first = content[0]
+        text = first.get("text") if isinstance(first.get("text"), str) else f"[{first.get('type')}]"
+        return ("error: " if result.get("isError") else "") + _short(text)
+    for key in ("tools", "resources", "prompts", "resourceTemplates", "contents"):
+        if isinstance(result.get(key), list):
+            return f"{len(result[key])} {key}"
+    if "protocolVersion" in result:
+        return f"protocolVersion {result['protocolVersion']}"
+    if "supportedVersions" in result:
+        return "supports " + _short(result["supportedVersions"])
+    return ""
+
+
+def _raw_of(obj: dict[str, Any]) -> bytes:
+    text = obj.get("text")
+    if type(text) is str:
+        return text.encode("utf-8", "surrogatepass")
+    b64 = obj.get("b64")
+    if type(b64) is str:
+        try:
+            return base64.b64decode(b64)
+        except ValueError:
+            return b""
+    return b""
+
+
+class CaptureView:
+    """Rows of one capture file (our JSONL; other inputs are converted first, see open_view)."""
+
+    DETAIL_CAP = 16 << 20  # bytes of a line read for the detail pane before "expand"
+    ROW_CAP = 1 << 20  # a list row parses at most this much; longer lines show their envelope only
+
+    def __init__(self, path: str, *, follow: bool = False, analyse: bool = True,
+                 on_analysis: Callable[[Annotations], None] | None = None, source: str | None = None,
+                 cleanup: Callable[[], None] | None = None):
+        self.path = path
+        self.source = source or path  # what the user opened (differs for converted inputs)
+        self.follow = follow
+        self.index = LineIndex(path, final=not follow)
+        self.ann = Annotations(path, follow=follow, on_progress=on_analysis) if analyse else None
+        self._basics: OrderedDict[int, RowBasics] = OrderedDict()
+        self.parsed = 0  # rows parsed from raw so far (the laziness test reads it)
+        self._cleanup = cleanup
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def start(self) -> None:
+        """Start the background analysis (any thread; nothing happens once closed)."""
+        with self._lock:
+            if self.ann is not None and not self.closed and self.ann.proc is None:
+                self.ann.start()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        if self.ann is not None:
+            self.ann.stop()
+        self.index.close()
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
+
+    # -- rows --------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def basics(self, row: int) -> RowBasics:
+        cache = self._basics
+        b = cache.get(row)
+        if b is not None:
+            cache.move_to_end(row)
+            return b
+        size = self.index.length(row)
+        if size > self.ROW_CAP:
+            b = basics_from_prefix(row, self.index.line(row, limit=4096), size)
+        else:
+            b = basics_from_line(row, self.index.line(row))
+        self.parsed += 1
+        cache[row] = b
+        if len(cache) > LRU_ROWS:
+            cache.popitem(last=False)
+        return b
+
+    def info(self, row: int) -> RowInfo:
+        ann = self.ann.row(row) if self.ann is not None else None
+        return RowInfo(self.basics(row), ann)
+
+    def detail(self, row: int, cap: int | None = None) -> RowDetail:
+        cap = cap or self.DETAIL_CAP
+        size = self.index.length(row)
+        line = self.index.line(row, limit=cap)
+        rec: Record | None = None
+        problem = None
+        if size > cap:
+            problem = f"the line is {size:,} bytes; showing the first {cap:,} (press e to load it all)"
+        else:
+            try:
+                obj = orjson.loads(line)
+                if type(obj) is not dict:
+                    raise ValueError("the line is not a JSON object")
+                rec = record_from_dict(obj, line=row + 1, source=self.source)
+            except (orjson.JSONDecodeError, ValueError) as exc:
+                problem = f"not a capture record: {exc}" if line.strip() else "blank line"
+        summary = self.ann.row(row) if self.ann is not None else None
+        analysis = self.ann.details(summary) if self.ann is not None else None
+        return RowDetail(row, line, size, rec, problem, analysis, summary)
+
+    def grow(self) -> int:
+        """Index what was appended to the file (follow mode). Returns the new row count."""
+        self.index.update()
+        return len(self.index)
+
+    # -- navigation --------------------------------------------------------------------------
+
+    def partner(self, row: int) -> int | None:
+        info = self.info(row)
+        return info.partner
+
+    def next_finding(self, row: int, step: int = 1) -> int | None:
+        if self.ann is None:
+            return None
+        return self.ann.next_finding(row, step)
+
+
+def converted_capture(path: str, fmt_name: str, records) -> tuple[str, Callable[[], None]]:
+    """Write another input format's records as a temporary capture; returns (path, cleanup)."""
+    import tempfile
+
+    from tracer.capture import CaptureWriter, ReadProblem, header_record
+
+    fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")
+    os.close(fd)
+    head = header_record("file", label=f"{fmt_name}: {os.path.basename(path)}")
+    with CaptureWriter(tmp, head, redact=False) as w:
+        for item in records:
+            if isinstance(item, ReadProblem) or item.type is RecordType.HEADER:
+                continue
+            w.write(item)
+
+    def cleanup() -> None:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+    return tmp, cleanup
+
+
+def id_of(b: RowBasics) -> str | None:
+    return id_text(b.id) if b.has_id else None
+
+
+def open_view(path: str, *, follow: bool = False, fmt: str | None = None,
+              on_analysis: Callable[[Annotations], None] | None = None) -> CaptureView:
+    """A CaptureView of any input lint reads: our captures directly, other formats (NDJSON, host
+    logs, HAR, .mitm) converted to a temporary capture first. Raises tracer.inputs.InputError."""
+    from tracer.inputs import open_input
+
+    if follow and fmt in (None, "capture") and os.path.isfile(path) and os.path.getsize(path) == 0:
+        return CaptureView(path, follow=True, on_analysis=on_analysis)  # the writer has not begun
+    inp = open_input(path, fmt=fmt)
+    if inp.format.name == "capture":
+        inp.fh.close()
+        return CaptureView(path, follow=follow, on_analysis=on_analysis)
+    try:
+        tmp, cleanup = converted_capture(path, inp.format.name, inp.records)
+    finally:
+        inp.fh.close()
+    return CaptureView(tmp, follow=False, on_analysis=on_analysis, source=path, cleanup=cleanup)

@@ -1,0 +1,1 @@
+"""The Textual viewer (`mcptrace view`, `mcptrace demo`). Imports textual; tracer/ never imports it."""

@@ -1,0 +1,93 @@
+"""How values look on screen: times, latencies, kinds, era badges, severities."""
+
+from __future__ import annotations
+
+import time
+
+from rich.style import Style
+
+KIND_SHORT = {
+    "request": "request",
+    "notification": "notify",
+    "result": "result",
+    "error": "error",
+    "invalid": "INVALID",
+    "batch": "batch",
+    "stderr": "stderr",
+    "http": "http",
+    "event": "event",
+    "header": "capture",
+    "broken": "broken",
+    "blank": "blank",
+}
+KIND_STYLE = {
+    "request": Style(color="bright_cyan"),
+    "notification": Style(color="magenta"),
+    "result": Style(color="green"),
+    "error": Style(color="red", bold=True),
+    "invalid": Style(color="bright_white", bgcolor="red", bold=True),
+    "batch": Style(color="yellow"),
+}
+ERA_BADGE = {"modern": " M ", "legacy": " L ", "unknown": " ? "}
+ERA_STYLE = {
+    "modern": Style(color="black", bgcolor="green"),
+    "legacy": Style(color="black", bgcolor="yellow"),
+    "unknown": Style(color="white", bgcolor="grey37"),
+}
+SEVERITY_NAME = {1: "info", 2: "warning", 3: "error"}
+SEVERITY_STYLE = {
+    1: Style(color="bright_blue"),
+    2: Style(color="yellow", bold=True),
+    3: Style(color="red", bold=True),
+}
+DIR_ARROW = {"c2s": "→", "s2c": "←"}
+DIR_WORDS = {"c2s": "host → server", "s2c": "server → host"}
+DIM = Style(dim=True)
+
+
+def clock(t_ns: int) -> str:
+    """Local wall-clock time with milliseconds: 20:04:31.165."""
+    if not t_ns:
+        return ""
+    secs, rest = divmod(t_ns, 1_000_000_000)
+    return time.strftime("%H:%M:%S", time.localtime(secs)) + f".{rest // 1_000_000:03d}"
+
+
+def when(t_ns: int) -> str:
+    """Date and time for the detail pane."""
+    if not t_ns:
+        return "no time"
+    secs, rest = divmod(t_ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(secs)) + f".{rest // 1000:06d}"
+
+
+def duration(ns: int | None) -> str:
+    if ns is None:
+        return ""
+    if ns < 1_000:
+        return f"{ns}ns"
+    if ns < 1_000_000:
+        return f"{ns / 1_000:.0f}µs"
+    if ns < 10_000_000:
+        return f"{ns / 1_000_000:.1f}ms"
+    if ns < 1_000_000_000:
+        return f"{ns / 1_000_000:.0f}ms"
+    if ns < 100_000_000_000:
+        return f"{ns / 1_000_000_000:.2f}s"
+    return f"{ns / 1_000_000_000:.0f}s"
+
+
+def size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def id_repr(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)

@@ -1,0 +1,54 @@
+"""Messages that worker threads post to the UI (workers never touch widgets)."""
+
+from __future__ import annotations
+
+from array import array
+
+from textual.message import Message
+
+from tracer.viewdata import CaptureView
+
+
+class ViewReady(Message):
+    """The capture is open and its first rows are indexed."""
+
+    def __init__(self, view: CaptureView) -> None:
+        super().__init__()
+        self.view = view
+
+
+class OpenFailed(Message):
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class IndexProgress(Message):
+    """More rows are indexed (`done`: the whole file)."""
+
+    def __init__(self, rows: int, fraction: float, done: bool) -> None:
+        super().__init__()
+        self.rows = rows
+        self.fraction = fraction
+        self.done = done
+
+
+class AnalysisProgress(Message):
+    """The background analysis reported progress (read its state from view.ann)."""
+
+
+class FilterProgress(Message):
+    def __init__(self, generation: int, matches: array, scanned: int, done: bool) -> None:
+        super().__init__()
+        self.generation = generation
+        self.matches = matches
+        self.scanned = scanned
+        self.done = done
+
+
+class RowSelected(Message):
+    """The list's selection moved to a capture row."""
+
+    def __init__(self, row: int | None) -> None:
+        super().__init__()
+        self.row = row

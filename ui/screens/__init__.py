@@ -1,0 +1,1 @@
+"""Screens of the viewer: the capture view, the summary, help, the capture picker, a body view."""

@@ -1,0 +1,54 @@
+"""`mcptrace view` without a file: the recent captures of the default directory, newest first."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import orjson
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from ui.format import size
+
+
+def describe(path: Path) -> str:
+    try:
+        st = path.stat()
+        with open(path, "rb") as fh:
+            head = orjson.loads(fh.readline() or b"{}")
+    except (OSError, orjson.JSONDecodeError):
+        head, st = {}, None
+    what = head.get("command") or head.get("upstream") or ""
+    if isinstance(what, list):
+        what = " ".join(map(str, what))
+    stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(st.st_mtime)) if st else "?"
+    return f"{stamp}  {size(st.st_size) if st else '?':>9}  {path.name}  {head.get('transport', '')} {what}"
+
+
+class PickerScreen(Screen):
+    BINDINGS = [Binding("q,escape", "app.quit", "Quit")]
+
+    def __init__(self, captures: list[Path], directory: str) -> None:
+        super().__init__()
+        self.captures = captures
+        self.directory = directory
+
+    def compose(self) -> ComposeResult:
+        n = len(self.captures)
+        title = (f"{n} recent capture{'s' if n != 1 else ''} in {self.directory} — enter opens one"
+                 if n else f"No captures yet in {self.directory}. Record one with `mcptrace stdio -- CMD` "
+                 f"or try `mcptrace demo`.")
+        yield Static(title, id="picker-title")
+        yield OptionList(*[Option(describe(p), id=str(i)) for i, p in enumerate(self.captures)], id="picker")
+        yield Footer()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        from ui.screens.viewer import ViewerScreen
+
+        path = self.captures[int(event.option.id or 0)]
+        self.app.push_screen(ViewerScreen(os.fspath(path)))

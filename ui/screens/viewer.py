@@ -1,0 +1,422 @@
+"""The capture screen: status line, message list, detail pane, filter bar, footer.
+
+Threads: one worker opens and indexes the file (posting ViewReady, then IndexProgress), the
+analysis process reports through tracer.annotations' reader thread (posting AnalysisProgress),
+and each filter runs in its own worker (posting FilterProgress). None of them touches a widget.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from array import array
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Static
+
+from tracer.filter import FilterError, compile_filter
+from tracer.index import CHUNK, IndexReset
+from tracer.viewdata import CaptureView, open_view
+from tracer.viewfilter import FilterJob
+from ui.messages import AnalysisProgress, FilterProgress, IndexProgress, OpenFailed, RowSelected, ViewReady
+from ui.widgets.detail import DetailPane
+from ui.widgets.detail_render import rule_names
+from ui.widgets.filter_bar import FilterBar
+from ui.widgets.message_list import MessageList, column_header
+from ui.widgets.status import StatusBar
+
+FOLLOW_POLL = 0.25  # seconds between looks at a followed file
+DETAIL_DELAY = 0.03  # debounce of the detail pane while a key repeats
+FIRST_SCREEN_WAIT = 2.0  # the indexer waits at most this long for the first screen to be drawn
+
+
+class ViewerScreen(Screen):
+    BINDINGS = [
+        Binding("end,G", "last_when_ready", "Last", show=False),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("n", "next_finding", "Next finding"),
+        Binding("N", "prev_finding", "Prev finding", key_display="N"),
+        Binding("p", "partner", "Partner"),
+        Binding("f", "toggle_follow", "Follow"),
+        Binding("s", "summary", "Summary"),
+        Binding("e", "expand", "Expand body"),
+        Binding("enter", "focus_detail", "Detail", show=False),
+        Binding("escape", "focus_list", "List", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(self, path: str, *, follow: bool = False, fmt: str | None = None, hint: str = "") -> None:
+        super().__init__()
+        self.hint = hint
+        self.path = path
+        self.follow = follow
+        self.fmt = fmt
+        self.view: CaptureView | None = None
+        self.filter_source = ""
+        self.filter_gen = 0
+        self.filter_job: FilterJob | None = None
+        self.filter_matches: array | None = None
+        self.filter_scanned = 0
+        self.filter_keep: int | None = None
+        self.index_done = False
+        self.pending_last = False  # G / follow asked for the end before indexing finished
+        self.follow_timer: Timer | None = None
+        self.detail_timer: Timer | None = None
+        self.shown_detail: tuple[int, int] | None = None  # (row, details offset) on screen
+        self.opened_at = time.monotonic()
+        self.first_drawn = threading.Event()
+        self.first_drawn_at: float | None = None
+        self.last_row_drawn_at: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(id="status")
+        with Vertical(id="list-box"):
+            yield Static("", id="columns")
+            yield MessageList(id="list")
+        yield DetailPane(id="detail")
+        yield FilterBar(id="filter")
+        yield Footer()
+
+    @property
+    def list(self) -> MessageList:
+        return self.query_one(MessageList)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    @property
+    def detail(self) -> DetailPane:
+        return self.query_one(DetailPane)
+
+    def on_mount(self) -> None:
+        self.status.set(name=os.path.basename(self.path), follow=self.follow, note="opening…", hint=self.hint)
+        self.list.focus()
+        self.open_capture()
+
+    def on_resize(self) -> None:
+        self.query_one("#columns", Static).update(column_header(self.list.size.width or self.size.width))
+
+    def on_unmount(self) -> None:
+        self.close_view()
+
+    def close_view(self) -> None:
+        if self.filter_job is not None:
+            self.filter_job.cancel()
+        if self.view is not None:
+            self.view.close()
+            self.view = None
+
+    # -- opening and indexing (worker thread) ------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="open")
+    def open_capture(self) -> None:
+        try:
+            view = open_view(self.path, follow=self.follow, fmt=self.fmt,
+                             on_analysis=lambda ann: self.post_message(AnalysisProgress()))
+        except Exception as exc:  # InputError, OSError: one line on screen
+            self.post_message(OpenFailed(str(exc)))
+            return
+        try:
+            view.index.update(max_bytes=CHUNK)
+            self.post_message(ViewReady(view))
+            # Let the first screen be drawn before indexing the rest: this loop holds the GIL,
+            # and the UI would otherwise wait for it at every step of its first frame.
+            self.first_drawn.wait(FIRST_SCREEN_WAIT)
+            last = 0.0
+            while not view.index.complete:
+                view.index.update(max_bytes=CHUNK)
+                time.sleep(0)  # a chance for the UI thread between chunks (keys stay responsive)
+                now = time.monotonic()
+                if now - last > 0.25:
+                    last = now
+                    self.post_message(IndexProgress(len(view.index), view.index.progress, False))
+        except (OSError, IndexReset) as exc:
+            self.post_message(OpenFailed(str(exc)))
+            return
+        self.post_message(IndexProgress(len(view.index), 1.0, True))
+        # The analysis starts once the index is built: both scan the whole file, and on a 1 GB
+        # capture the index (and so G, the jump to the end) should not share the disk and the
+        # memory bus with it.
+        view.start()
+
+    def on_view_ready(self, msg: ViewReady) -> None:
+        self.view = msg.view
+        self.list.set_view(msg.view)
+        self.on_resize()
+        self.status.set(rows=len(msg.view), indexing=msg.view.index.progress, note="")
+        self.call_after_refresh(self._first_screen_drawn)
+        if self.follow:
+            self.pending_last = True
+
+    def _first_screen_drawn(self) -> None:
+        self.first_drawn_at = time.monotonic()  # read by tests/bench/bench_view.py
+        self.first_drawn.set()
+
+    def _last_row_drawn(self) -> None:
+        self.last_row_drawn_at = time.monotonic()
+
+    def on_open_failed(self, msg: OpenFailed) -> None:
+        self.status.set(note=f"cannot open: {msg.error}")
+        self.notify(msg.error, title="cannot open", severity="error", timeout=10)
+
+    def on_index_progress(self, msg: IndexProgress) -> None:
+        if self.view is None:
+            return
+        self._rows_grew()
+        if msg.done:
+            self.index_done = True
+            self.status.set(indexing=None)
+            if self.follow:
+                self.start_follow()
+        else:
+            self.status.set(indexing=msg.fraction)
+        if self.pending_last and msg.done:
+            self.pending_last = False
+            self.list.action_last()
+            self.call_after_refresh(self._last_row_drawn)
+
+    def _rows_grew(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        self.status.set(rows=len(view))
+        if self.filter_matches is not None:
+            self._extend_filter()
+        else:
+            self.list.rows_appended(self.follow)
+
+    # -- analysis progress -------------------------------------------------------------------
+
+    def on_analysis_progress(self, _msg: AnalysisProgress) -> None:
+        view = self.view
+        if view is None or view.ann is None:
+            return
+        ann = view.ann
+        self.status.set(analysed=ann.rows_done, analysis_done=ann.done, analysis_error=ann.error,
+                        findings_rows=len(ann.finding_rows))
+        self.list.refresh_selection()
+        row = self.list.selected_row
+        if row is not None:
+            s = ann.row(row)
+            key = (row, s.det_off if s is not None else -2)
+            if key != self.shown_detail:
+                self._show_detail(row, keep_scroll=True)
+
+    # -- selection and detail ----------------------------------------------------------------
+
+    def on_row_selected(self, msg: RowSelected) -> None:
+        if self.detail_timer is not None:
+            self.detail_timer.stop()
+        row = msg.row
+        self.detail_timer = self.set_timer(DETAIL_DELAY, lambda: self._show_detail(row))
+
+    def _show_detail(self, row: int | None, keep_scroll: bool = False) -> None:
+        view = self.view
+        if view is None or row is None or row >= len(view):
+            self.detail.show(None)
+            self.shown_detail = None
+            return
+        d = view.detail(row)
+        self.shown_detail = (row, d.summary.det_off if d.summary is not None else -2)
+        upto = view.ann.rows_done if view.ann is not None else None
+        ended = view.ann is not None and view.ann.done
+        self.detail.show(d, analysed_upto=upto, ended=ended, keep_scroll=keep_scroll)
+
+    # -- filter ------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        self.query_one(FilterBar).open(self.filter_source)
+
+    def on_filter_bar_closed(self, _msg: FilterBar.Closed) -> None:
+        self.list.focus()
+
+    def on_filter_bar_applied(self, msg: FilterBar.Applied) -> None:
+        self.apply_filter(msg.source)
+
+    def apply_filter(self, source: str) -> None:
+        if self.filter_job is not None:
+            self.filter_job.cancel()
+            self.filter_job = None
+        self.filter_gen += 1
+        keep = self.list.selected_row
+        self.filter_source = source
+        if not source or self.view is None:
+            self.filter_matches = None
+            self.list.set_rows(None, keep)
+            self.status.set(filter="", matches=None, filter_scanned=None)
+            return
+        try:
+            flt = compile_filter(source, rule_names=rule_names())
+        except FilterError as exc:
+            self.notify(str(exc), title="filter", severity="error")
+            return
+        self.filter_matches = array("i")
+        self.filter_scanned = 0
+        self.filter_keep = keep
+        self.list.set_rows(self.filter_matches, keep)
+        self.status.set(filter=source, matches=0, filter_scanned=0.0)
+        self._run_filter(flt, 0)
+
+    def _extend_filter(self) -> None:
+        """Rows were appended: filter them too (when the running scan has finished)."""
+        if self.filter_job is None and self.view is not None and self.filter_scanned < len(self.view):
+            self._run_filter(compile_filter(self.filter_source, rule_names=rule_names()), self.filter_scanned)
+
+    def _run_filter(self, flt, start: int) -> None:
+        view = self.view
+        gen = self.filter_gen
+        matches = self.filter_matches
+        last_post = [0.0]
+
+        def progress(found: array, scanned: int) -> None:
+            now = time.monotonic()
+            if now - last_post[0] > 0.05:
+                last_post[0] = now
+                self.post_message(FilterProgress(gen, found, scanned, False))
+
+        job = FilterJob(view, flt, start=start, stop=len(view), on_progress=progress)
+        job.matches = matches
+        self.filter_job = job
+        self._filter_worker(job, gen)
+
+    @work(thread=True, group="filter")
+    def _filter_worker(self, job: FilterJob, gen: int) -> None:
+        job.run()
+        self.post_message(FilterProgress(gen, job.matches, job.scanned, not job.cancelled.is_set()))
+
+    def on_filter_progress(self, msg: FilterProgress) -> None:
+        if msg.generation != self.filter_gen or self.view is None:
+            return
+        self.filter_scanned = msg.scanned
+        was_empty = self.list.count == 0
+        self.list.update_count()
+        if was_empty and self.list.count:
+            self.list.set_rows(self.filter_matches, self.filter_keep)
+        elif self.follow:
+            self.list.rows_appended(True)
+        total = max(1, len(self.view))
+        self.status.set(matches=len(msg.matches), filter_scanned=None if msg.done else msg.scanned / total)
+        if msg.done:
+            self.filter_job = None
+            if self.filter_scanned < len(self.view):
+                self._extend_filter()
+
+    # -- navigation --------------------------------------------------------------------------
+
+    def action_partner(self) -> None:
+        view, lst = self.view, self.list
+        row = lst.selected_row
+        if view is None or row is None:
+            return
+        info = view.info(row)
+        if not info.analysed:
+            self.notify("this row is not analysed yet", timeout=3)
+            return
+        partner = info.partner
+        if partner is None:
+            self.notify("no partner: nothing answered it, or it answers nothing", timeout=3)
+            return
+        if not lst.select_row(partner):
+            self.notify(f"its partner (row {partner:,}) is hidden by the filter", timeout=4)
+
+    def _finding(self, step: int) -> None:
+        view, lst = self.view, self.list
+        row = lst.selected_row
+        if view is None or row is None:
+            return
+        cur = row
+        while True:
+            nxt = view.next_finding(cur, step)
+            if nxt is None:
+                done = view.ann is None or view.ann.done
+                self.notify("no more findings" + ("" if done else " so far (still analysing)"), timeout=3)
+                return
+            if lst.select_row(nxt):
+                return
+            cur = nxt
+
+    def action_next_finding(self) -> None:
+        self._finding(1)
+
+    def action_prev_finding(self) -> None:
+        self._finding(-1)
+
+    def action_focus_detail(self) -> None:
+        self.detail.focus()
+
+    def action_focus_list(self) -> None:
+        self.list.focus()
+
+    # -- follow ------------------------------------------------------------------------------
+
+    def action_toggle_follow(self) -> None:
+        if self.follow:
+            self.follow = False
+            if self.follow_timer is not None:
+                self.follow_timer.stop()
+                self.follow_timer = None
+            self.status.set(follow=False)
+            return
+        self.follow = True
+        self.status.set(follow=True)
+        if self.view is not None and not self.view.follow:
+            # reopen: the analysis must keep its sessions open for what will be appended
+            self.close_view()
+            self.index_done = False
+            self.first_drawn = threading.Event()
+            self.open_capture()
+        elif self.index_done:
+            self.start_follow()
+            self.list.action_last()
+
+    def start_follow(self) -> None:
+        if self.follow_timer is None:
+            self.follow_timer = self.set_interval(FOLLOW_POLL, self._poll_growth)
+
+    def _poll_growth(self) -> None:
+        view = self.view
+        if view is None or not self.index_done:
+            return
+        before = len(view)
+        try:
+            after = view.grow()
+        except (OSError, IndexReset) as exc:
+            self.status.set(note=f"capture changed: {exc}")
+            return
+        if after != before:
+            self._rows_grew()
+
+    def action_last_when_ready(self) -> None:
+        if self.index_done:
+            self.list.action_last()
+            self.call_after_refresh(self._last_row_drawn)
+        else:
+            self.pending_last = True
+
+    # -- other screens -----------------------------------------------------------------------
+
+    def action_summary(self) -> None:
+        from ui.screens.summary import SummaryScreen
+
+        ann = self.view.ann if self.view is not None else None
+        self.app.push_screen(SummaryScreen(ann.summary if ann is not None else None,
+                                           done=bool(ann and ann.done), name=os.path.basename(self.path)))
+
+    def action_expand(self) -> None:
+        from ui.screens.body import BodyScreen
+
+        row = self.list.selected_row
+        if self.view is not None and row is not None:
+            self.app.push_screen(BodyScreen(self.view, row))
+
+    def action_help(self) -> None:
+        from ui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
