@@ -2,11 +2,10 @@
 and filters (`~comment MCP`, `~meta "mcp.era: modern"`, `~marker`) show what each exchange was:
 method, kind, era, and how many rules fired.
 
-The analysis only serves these annotations. It runs on mitmproxy's event loop right after the hook
-that produced the records returns (`call_soon`), so the request or the SSE chunk has been handed on
-first; records are analysed in the order they were written. mitmproxy announces a flow's changes
-after each hook, but annotations made later (after a stream chunk, or after the last hook) are
-announced here, at most a few times a second per flow.
+The analysis only serves these annotations, so it stays off the forwarding path: records are
+queued and analysed in batches on mitmproxy's event loop a moment later (ANALYSE_AFTER_S), in the
+order they were written, once the request, the answer or the SSE chunk has been handed on. Its
+results are announced to mitmproxy's views (UpdateHook), at most a few times a second per flow.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from tracer.model import Record, Severity
 
 MARKERS = {Severity.ERROR: ":red_circle:", Severity.WARNING: ":large_orange_diamond:"}
 UPDATE_EVERY_S = 0.25
+ANALYSE_AFTER_S = 0.02  # a human does not see 20 ms; a proxy answering in 3 ms would
 
 
 class FlowAnnotator:
@@ -31,23 +31,41 @@ class FlowAnnotator:
         self._notes: dict[str, dict[str, Any]] = {}
         self._pushed: dict[str, float] = {}
         self._tasks: set[asyncio.Task] = set()
+        self._queue: list[tuple[str, Any]] = []  # ("records", [Record...]) | ("finish", flow), in order
+        self._timer: asyncio.TimerHandle | None = None
 
     def track(self, flow: http.HTTPFlow) -> None:
         self._flows[flow.id] = flow
 
     def records(self, records: list[Record]) -> None:
-        """Analyse RECORDS after the current hook returns (now, when no event loop runs)."""
-        try:
-            asyncio.get_running_loop().call_soon(self._run, records, True)
-        except RuntimeError:
-            self._run(records, False)
+        """Analyse RECORDS a moment from now (at once, when no event loop runs)."""
+        self._later("records", records)
 
     def finish(self, flow: http.HTTPFlow) -> None:
         """The flow is over: after the analysis of its last records, announce and forget it."""
+        self._later("finish", flow)
+
+    def _later(self, what: str, item: Any) -> None:
         try:
-            asyncio.get_running_loop().call_soon(self._finish, flow, True)
-        except RuntimeError:
-            self._finish(flow, False)
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # offline (tests, importers): no loop to keep free
+            if what == "records":
+                self._run(item, False)
+            else:
+                self._finish(item, False)
+            return
+        self._queue.append((what, item))
+        if self._timer is None:
+            self._timer = loop.call_later(ANALYSE_AFTER_S, self._drain)
+
+    def _drain(self) -> None:
+        self._timer = None
+        queue, self._queue = self._queue, []
+        for what, item in queue:
+            if what == "records":
+                self._run(item, True)
+            else:
+                self._finish(item, True)
 
     def _run(self, records: list[Record], deferred: bool) -> None:
         touched = {}

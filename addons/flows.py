@@ -3,6 +3,8 @@ capture addon, from a flow file in the .mitm importer."""
 
 from __future__ import annotations
 
+import time
+
 from mitmproxy import http
 
 from tracer.http_recorder import Exchange
@@ -20,14 +22,14 @@ def headers_of(headers: http.Headers) -> list[list[str]]:
 
 
 def exchange_of(flow: http.HTTPFlow, *, live: bool = True) -> Exchange:
-    """The recorder's view of a flow. Live: times are 'now'; from a file: the flow's timestamps."""
+    """The recorder's view of a flow."""
     req = flow.request
     peer = flow.client_conn.peername if flow.client_conn else None
     client = f"{peer[0]}:{peer[1]}" if peer else ""
     ex = Exchange(id=flow.id, client=client, method=req.method, url=req.url, req_headers=headers_of(req.headers))
     ex.req_body = req.get_content(strict=False) if req.raw_content is not None else None
-    if not live:
-        ex.t_ns = int((req.timestamp_end or req.timestamp_start) * 1e9)
+    # live: now (the request hook runs as its body completes); from a file: the flow's timestamps
+    ex.t_ns = time.time_ns() if live else int((req.timestamp_end or req.timestamp_start) * 1e9)
     return ex
 
 
@@ -35,5 +37,4 @@ def note_response(ex: Exchange, flow: http.HTTPFlow, *, live: bool = True) -> No
     resp = flow.response
     ex.status = resp.status_code
     ex.resp_headers = headers_of(resp.headers)
-    if not live:
-        ex.t_resp_ns = int(resp.timestamp_start * 1e9)
+    ex.t_resp_ns = time.time_ns() if live else int(resp.timestamp_start * 1e9)

@@ -6,6 +6,7 @@ annotations and listeners. SSE streaming is in test_addon_sse.py.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from pathlib import Path
 
@@ -229,3 +230,32 @@ def test_a_batch_post_is_one_message(capture):
     assert len(recs) == 2
     msgs, _ = analyse_all(recs)
     assert msgs[0].kind is Kind.BATCH and len(msgs[0].members) == 2
+
+
+class _ViewSpy:
+    """Stands in for mitmweb's view: records the flows mitmproxy announces as updated."""
+
+    def __init__(self):
+        self.updated = []
+        self.changed = asyncio.Event()
+
+    def update(self, flows):
+        self.updated.extend(flows)
+        self.changed.set()
+
+
+async def test_annotations_are_made_off_the_forwarding_path_and_announced_to_mitmproxys_views(tmp_path):
+    addon, spy = McpCapture(), _ViewSpy()
+    with taddons.context(addon, spy) as tctx:  # inside a running loop, as in mitmproxy
+        tctx.configure(addon, mcptrace_output=str(tmp_path / "cap.jsonl"))
+        try:
+            f = post(INIT, resp=None, resp_headers=[(b"content-type", b"text/event-stream")])
+            stream(addon, f, [sse_body(("message", body(INIT_RESULT).decode(), None))])
+            assert f.comment == "", "the hooks returned before any analysis"
+            async with asyncio.timeout(10):
+                while f not in spy.updated:
+                    spy.changed.clear()
+                    await spy.changed.wait()
+            assert f.comment.startswith("MCP initialize · request/result")
+        finally:
+            addon.done()

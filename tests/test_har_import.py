@@ -130,7 +130,8 @@ def test_an_event_stream_stored_as_latin_1_is_read_back_as_the_utf8_it_was(tmp_p
     # SSE is UTF-8 by definition; mitmproxy's hardump decodes text/* without a charset as Latin-1
     result = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "héllo ✓"}]}}
     wire = sse_text(result).encode("utf-8")
-    entries = _session()[:2] + [
+    entries = [
+        *_session()[:2],
         entry("2026-11-29T10:00:02Z", "POST", LIST, 200, [["content-type", "text/event-stream"]],
               {"size": len(wire), "mimeType": "text/event-stream", "text": wire.decode("latin-1")},
               req_headers=SESSION),

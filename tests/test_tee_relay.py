@@ -42,10 +42,11 @@ def split(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
-def run_pump(chunks: list[bytes], path: Path, *, budget: int | None = None, start_writer_first: bool = True):
+def run_pump(chunks: list[bytes], path: Path, *, budget: int | None = None, start_writer_first: bool = True,
+             analyser=None):
     """Relay `chunks` (as successive reads) through `pump` into a list, capturing into `path`."""
     writer = CaptureWriter(path, header_record("stdio"))
-    sink = CaptureSink(writer, "t", **({"budget": budget} if budget is not None else {}))
+    sink = CaptureSink(writer, "t", analyser=analyser, **({"budget": budget} if budget is not None else {}))
     if start_writer_first:
         sink.start()
     pending = iter(chunks)
@@ -131,6 +132,19 @@ def test_tee_relay_does_not_wait_for_a_stalled_capture_writer(tmp_path):
     assert dropped == sink.dropped_bytes[STDOUT] > 0
     captured = sum(len(r.raw) + 1 for r in records if r.type is RecordType.MESSAGE)
     assert captured + dropped <= len(b"".join(chunks))
+
+
+def test_a_failing_live_check_never_costs_the_capture(tmp_path):
+    class BrokenRules:
+        sessions: dict = {}
+
+        def feed(self, rec):
+            raise RuntimeError("a rule with a bug")
+
+    data = b'Starting server\n{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    relayed, records, sink = run_pump([data], tmp_path / "cap.jsonl", analyser=BrokenRules())
+    assert relayed == data and stream_of(records, Direction.C2S) == data
+    assert sink.analysis_error == "RuntimeError: a rule with a bug"
 
 
 @settings(max_examples=500, deadline=None)

@@ -5,7 +5,7 @@ million `Analysed` objects in memory. So the analysis runs once, sequentially (p
 need every message in order), in a separate process (the machine's other core; the UI keeps the
 GIL to itself), and writes into a work directory:
 
-- `rows.bin`: 32 bytes per row (row = line of the capture, as tracer.index counts them): record
+- `rows.bin`: 32 bytes per row (tracer.rowformat; row = line of the capture, as tracer.index counts them): record
   type, kind, direction, era, worst severity, pair status, finding count, method (an index into a
   table sent on stdout), partner row, latency, MRTR first-round row, and the offset of the row's
   details. A request learns its partner later: its row is patched in place when the answer comes.

@@ -20,7 +20,6 @@ from tracer.protocol import (
 )
 from tracer.session import Session
 
-
 _MODERN_SET = frozenset({MODERN_VERSION})
 _LEGACY_SETS = {v: frozenset({v}) for v in LEGACY_VERSIONS}
 

@@ -302,6 +302,7 @@ class HttpRecorder:
         http = {"method": ex.method, "url": ex.url, "flow": ex.id}
         if head:
             http["req_headers"] = self._headers(ex.req_headers)
+            http["request_t_ns"] = _now(ex.t_ns)
             ct = header(ex.req_headers, "content-type")
             if ct is not None:
                 http["content_type"] = ct
@@ -315,6 +316,7 @@ class HttpRecorder:
         http = {"method": ex.method, "url": ex.url, "status": ex.status, "flow": ex.id}
         if not f.head_sent:
             http["req_headers"] = self._headers(ex.req_headers)
+            http["request_t_ns"] = _now(ex.t_ns)  # a GET's first record comes with its answer
             f.head_sent = True
         if full:
             http["resp_headers"] = self._headers(ex.resp_headers)

@@ -41,6 +41,7 @@ class FlowFacts:
     req_headers: Any = None
     req_map: dict[str, str] = field(default_factory=dict)  # lowercased name -> first value
     first_seq: int = 0
+    t_request: int = 0  # when the request was sent (a GET's first record only comes with its answer)
     body_kind: Kind | None = None  # the JSON-RPC body the client sent (None: no body)
     rpc_method: str | None = None
     idkey: tuple | None = None
@@ -83,9 +84,11 @@ class HttpState:
     flows: BoundedMap = field(default_factory=lambda: BoundedMap(FLOW_CAP))
     session_id: str | None = None  # the first Mcp-Session-Id the server sent
     session_seq: int | None = None
+    session_t_ns: int = 0
     session_with_initialize: bool = False
-    terminated: dict[str, int] = field(default_factory=dict)  # session id -> seq of the DELETE 2xx / 404
-    not_found: dict[str, int] = field(default_factory=dict)  # session id -> seq of a 404 answering it
+    # session id -> (seq, t_ns) of the DELETE answered 2xx or the 404 that ended it / of a 404 for it
+    terminated: dict[str, tuple[int, int]] = field(default_factory=dict)
+    not_found: dict[str, tuple[int, int]] = field(default_factory=dict)
     endpoint: str | None = None  # HTTP+SSE: the announced POST URL
     endpoint_seq: int | None = None
     event_ids: BoundedMap = field(default_factory=BoundedMap)  # SSE id -> (stream, seq)
@@ -158,6 +161,7 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
     if "req_headers" in http and facts.req_headers is None:
         facts.req_headers = http["req_headers"]
         facts.req_map = header_map(facts.req_headers)
+        facts.t_request = http.get("request_t_ns") or rec.t_ns
         cur.first_of_flow = True
         _request_head(rec, facts, st, cur)
     if rec.type is RecordType.MESSAGE and rec.dir is Direction.C2S and m is not None and facts.body_kind is None:
@@ -197,14 +201,15 @@ def _response_head(rec: Record, facts: FlowFacts, st: HttpState) -> None:
     if sid is not None and st.session_id is None:
         st.session_id = sid
         st.session_seq = rec.seq
+        st.session_t_ns = rec.t_ns
         st.session_with_initialize = facts.rpc_method == "initialize"
     asked = facts.req_map.get("mcp-session-id")
     status = facts.status
     if asked is not None and status == 404:
-        st.not_found.setdefault(asked, rec.seq)
-        st.terminated.setdefault(asked, rec.seq)
+        st.not_found.setdefault(asked, (rec.seq, rec.t_ns))
+        st.terminated.setdefault(asked, (rec.seq, rec.t_ns))
     if asked is not None and facts.method == "DELETE" and status is not None and 200 <= status < 300:
-        st.terminated.setdefault(asked, rec.seq)
+        st.terminated.setdefault(asked, (rec.seq, rec.t_ns))
 
 
 def _cancelled_by_client(rec: Record, facts: FlowFacts, s: Session) -> None:

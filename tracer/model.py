@@ -152,6 +152,27 @@ class Analysed:
     members: list[Analysed] | None = None  # batch members
     batch_seq: int | None = None  # for members: seq of the batch
     op_seq: int | None = None  # MRTR: seq of the first round of the operation
+    # Parts of `obj` every rule reads, computed once (None when absent or not an object).
+    params: dict | None = field(init=False, default=None)
+    meta: dict | None = field(init=False, default=None)  # params._meta
+    result: dict | None = field(init=False, default=None)
+    error: dict | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        obj = self.obj
+        if type(obj) is dict:
+            p = obj.get("params")
+            if type(p) is dict:
+                self.params = p
+                m = p.get("_meta")
+                if type(m) is dict:
+                    self.meta = m
+            r = obj.get("result")
+            if type(r) is dict:
+                self.result = r
+            e = obj.get("error")
+            if type(e) is dict:
+                self.error = e
 
     @property
     def seq(self) -> int:
@@ -160,42 +181,6 @@ class Analysed:
     @property
     def dir(self) -> Direction | None:
         return self.rec.dir
-
-    @property
-    def params(self) -> dict | None:
-        obj = self.obj
-        if type(obj) is dict:
-            p = obj.get("params")
-            if type(p) is dict:
-                return p
-        return None
-
-    @property
-    def meta(self) -> dict | None:
-        p = self.params
-        if p is not None:
-            m = p.get("_meta")
-            if type(m) is dict:
-                return m
-        return None
-
-    @property
-    def result(self) -> dict | None:
-        obj = self.obj
-        if type(obj) is dict:
-            r = obj.get("result")
-            if type(r) is dict:
-                return r
-        return None
-
-    @property
-    def error(self) -> dict | None:
-        obj = self.obj
-        if type(obj) is dict:
-            e = obj.get("error")
-            if type(e) is dict:
-                return e
-        return None
 
     @property
     def pair_reason(self) -> str | None:

@@ -135,9 +135,7 @@ class Tee:
         sink.event("started", pid=child.pid)
         previous = self._install_signal_handlers()
         self._thread(self._stdin_relay, "stdin")
-        out = self._thread(lambda: pump(child.stdout.fileno(), self.out_fd, STDOUT, sink,
-                                        on_broken=lambda at: sink.event("host-stdout-closed", offset=at)),
-                           "stdout")
+        out = self._thread(self._stdout_relay, "stdout")
         err = self._thread(lambda: pump(child.stderr.fileno(), 2, STDERR, sink, relay=self.notes.relay,
                                         on_broken=lambda at: sink.event("host-stderr-closed", offset=at)),
                            "stderr")
@@ -161,6 +159,16 @@ class Tee:
         t.start()
         self._threads.append(t)
         return t
+
+    def _stdout_relay(self) -> None:
+        sink = self.sink
+        pump(self.child.stdout.fileno(), self.out_fd, STDOUT, sink,
+             on_broken=lambda at: sink.event("host-stdout-closed", offset=at))
+        # The server closed its stdout: the host sees EOF now, not when the capture is done.
+        try:
+            os.close(self.out_fd)
+        except OSError:
+            pass
 
     def _stdin_relay(self) -> None:
         child, sink = self.child, self.sink

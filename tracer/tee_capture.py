@@ -70,6 +70,7 @@ class CaptureSink:
         self.dropped_chunks = 0
         self.findings: Counter = Counter()
         self.write_error: OSError | None = None
+        self.analysis_error: str | None = None
 
     # -- the relay side (any thread, never blocks) ---------------------------------------------
 
@@ -116,6 +117,14 @@ class CaptureSink:
     # -- the writer thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception as exc:  # never expected; the relay must not notice, and the user must
+            self.write_error = OSError(f"the capture writer failed: {type(exc).__name__}: {exc}")
+            while self._q.get()[0] != _STOP:  # keep draining so nothing waits on a dead writer
+                pass
+
+    def _loop(self) -> None:
         get, get_nowait = self._q.get, self._q.get_nowait
         while True:
             batch = [get()]
@@ -184,9 +193,16 @@ class CaptureSink:
                 self.writer.write_many(recs, encode_line)
             except (OSError, ValueError) as exc:  # disk full, file closed: the relay goes on regardless
                 self.write_error = exc if isinstance(exc, OSError) else OSError(str(exc))
-        a = self._analyser
-        if a is None:
+        if self._analyser is None:
             return
+        try:
+            self._analyse(recs)
+        except Exception as exc:  # a bug in a rule must never cost the capture: stop the live check only
+            self._analyser = None
+            self.analysis_error = f"{type(exc).__name__}: {exc}"
+
+    def _analyse(self, recs: list[Record]) -> None:
+        a = self._analyser
         for rec in recs:
             if not self._worth_analysing(rec):
                 continue
@@ -214,7 +230,12 @@ class CaptureSink:
         """End of the session: the end-of-session checks of the live rules."""
         if self._analyser is None:
             return
-        for f in self._analyser.finish():
+        try:
+            found = self._analyser.finish()
+        except Exception as exc:
+            self.analysis_error = f"{type(exc).__name__}: {exc}"
+            return
+        for f in found:
             self.findings[f.rule] += 1
             if self._on_finding is not None:
                 self._on_finding(f)

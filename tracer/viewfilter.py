@@ -162,13 +162,13 @@ class FilterJob:
     `on_progress(matches, scanned_upto)` is called every block (the UI posts it on)."""
 
     def __init__(self, view: CaptureView, flt: Filter, *, start: int = 0, stop: int | None = None,
-                 on_progress: Callable[[array, int], None] | None = None):
+                 on_progress: Callable[[array, int], None] | None = None, into: array | None = None):
         self.view = view
         self.filter = flt
         self.start = start
         self.stop = stop
         self.on_progress = on_progress
-        self.matches = array("i")
+        self.matches = into if into is not None else array("i")  # appended to (follow mode extends)
         self.scanned = start
         self.cancelled = threading.Event()
 

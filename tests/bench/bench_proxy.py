@@ -17,7 +17,8 @@ It prints:
      "with the addon" to "without" (target <= 1.2x);
   2. the delay of the first SSE event after the request, direct and proxied, and the difference
      (target: no added buffering, within 20 ms of direct). Stock mitmdump buffers SSE
-     (mitmproxy#4469): its first event only arrives with the end of the stream.
+     (mitmproxy#4469): its first event only arrives with the end of the stream;
+  3. the addon's own CPU time per exchange, in-process (steady where the latencies above are noisy).
 """
 
 from __future__ import annotations
@@ -190,5 +191,37 @@ async def main() -> None:
           "   'mitmdump streaming' is mitmproxy streaming every body itself, without the addon)")
 
 
+def addon_cpu(n: int = 2000) -> None:
+    """The addon's own work per exchange, in-process (no network, so no noise from other processes):
+    mitmproxy's hooks called as mitmproxy calls them, on a JSON request POST and its JSON answer."""
+    import warnings
+
+    warnings.simplefilter("ignore")  # mitmproxy's addon imports warn about pyasn1 names
+    from mitmproxy.test import taddons
+
+    from addons.mcp_capture import McpCapture
+    from tests.addon_helpers import exchange, post
+
+    hdrs = tuple((k.encode(), v.encode()) for k, v in HEADERS.items())
+    print(f"\naddon work per exchange (request + JSON answer, in-process, {n} exchanges)")
+    for annotate in (False, True):
+        with tempfile.TemporaryDirectory() as d:
+            addon = McpCapture()
+            with taddons.context(addon) as tctx:
+                tctx.configure(addon, mcptrace_output=str(Path(d) / "cpu.jsonl"), mcptrace_annotate=annotate)
+                flows = [post(REQUEST, resp=RESULT, headers=hdrs) for _ in range(n + 100)]
+                for f in flows[:100]:
+                    exchange(addon, f)
+                t = time.perf_counter()
+                for f in flows[100:]:
+                    exchange(addon, f)
+                per = (time.perf_counter() - t) / n * 1e6
+                addon.done()
+        what = "capture + live analysis for annotations (mitmdump -s default)" if annotate else \
+            "capture only (mcptrace proxy)"
+        print(f"  {what:<62} {per:7.1f} us")
+
+
 if __name__ == "__main__":
     asyncio.run(main())
+    addon_cpu()

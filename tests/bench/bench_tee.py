@@ -43,13 +43,12 @@ def tee(cap: Path, *cmd: str) -> list[str]:
 MIN_RELAY = r"""
 import os, subprocess, sys, threading
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-def pump(a, b):
+def pump(a, b, done):
     while (d := os.read(a, 1 << 20)):
         os.write(b, d)
-    if b != 1:
-        os.close(b)
-threading.Thread(target=pump, args=(0, p.stdin.fileno()), daemon=True).start()
-pump(p.stdout.fileno(), 1)
+    done()
+threading.Thread(target=pump, args=(0, p.stdin.fileno(), p.stdin.close), daemon=True).start()
+pump(p.stdout.fileno(), 1, lambda: os.close(1))
 sys.exit(p.wait())
 """
 
@@ -250,6 +249,8 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     mb, n, secs, rounds = (20, 2000, 2.0, 3) if args.quick else (100, 10_000, 10.0, 3)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start "
+          "(other work on the machine moves p99 most)")
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         if args.only in (None, "a"):
@@ -258,6 +259,7 @@ def main() -> int:
             bench_latency(n, rounds, tmp)
         if args.only in (None, "c"):
             bench_burst(10_000, secs, tmp)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
 

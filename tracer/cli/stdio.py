@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not run the stdio framing rules while capturing (lint the capture later)")
     p.add_argument("--queue-mb", type=float, default=64.0, metavar="MB",
                    help="bytes the capture may fall behind the relay before it drops (and records) "
-                        "chunks; the relay itself is never slowed (default: 64)")
+                        "chunks; the relay never waits for the capture (default: 64)")
     # (not "command": the top-level parser keeps the subcommand's name under that dest)
     p.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                    help="the server command and its arguments")
@@ -115,6 +115,9 @@ def _summary(notes, sink, path: str, finished: bool) -> None:
     if sink.write_error is not None:
         notes.say(f"could not write the capture {path}: {sink.write_error.strerror or sink.write_error}; "
                   f"the relay went on unaffected", force=True)
+    if sink.analysis_error is not None:
+        notes.say(f"the live stdio check stopped on an internal error ({sink.analysis_error}); the capture "
+                  f"is complete, lint it with: mcptrace lint {path}", force=True)
     if not finished:
         notes.say(f"the capture writer did not finish in time; {path} may lack the last records", force=True)
     dropped = sum(sink.dropped_bytes)

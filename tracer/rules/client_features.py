@@ -132,9 +132,9 @@ def sampling_tool_messages_malformed(m: Analysed, s):
     Example: `[{"role": "assistant", "content": {"type": "tool_use", "id": "c1", ...}},
     {"role": "user", "content": {"type": "text", "text": "go on"}}]`.
     """
-    params = legacy_request(m, "sampling/createMessage") if m.kind is Kind.REQUEST else None
-    if params is not None:
-        return tool_message_problems(params.get("messages"), "$.params.messages")
+    if m.kind is Kind.REQUEST:
+        params = legacy_request(m, "sampling/createMessage")
+        return tool_message_problems(params.get("messages"), "$.params.messages") if params is not None else None
     out = []
     for p, path in input_requests(m, "sampling/createMessage"):
         out.extend(tool_message_problems(p.get("messages"), f"{path}.messages"))
@@ -213,9 +213,9 @@ def elicitation_malformed(m: Analysed, s):
     """
     modern = m.era is Era.MODERN
     l4 = modern or m.version == L4
-    params = legacy_request(m, "elicitation/create") if m.kind is Kind.REQUEST else None
-    if params is not None:
-        return elicitation_problems(params, "$.params", l4, modern)
+    if m.kind is Kind.REQUEST:
+        params = legacy_request(m, "elicitation/create")
+        return elicitation_problems(params, "$.params", l4, modern) if params is not None else None
     out = []
     for p, path in input_requests(m, "elicitation/create"):
         out.extend(elicitation_problems(p, path, True, True))

@@ -72,13 +72,12 @@ def failing_case(rule_id: str) -> tuple[str, dict] | None:
 
 
 def _entry_line(i: int, entry: dict, fires_at: set[int], width: int = 150) -> str:
-    for key, arrow in (("c2s", "→"), ("s2c", "←"), ("c2s_raw", "→"), ("s2c_raw", "←"),
-                       ("c2s_b64", "→"), ("s2c_b64", "←")):
-        if key in entry:
-            value = entry[key]
-            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-            break
-    else:
+    key = next((k for k in ("c2s", "s2c", "c2s_raw", "s2c_raw", "c2s_b64", "s2c_b64") if k in entry), None)
+    if key is not None:
+        arrow = "→" if key.startswith("c2s") else "←"
+        value = entry[key]
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    else:  # an event, a stderr line...
         arrow, text = "·", json.dumps({k: v for k, v in entry.items() if k not in ("t_ms", "conn")})
     if len(text) > width:
         text = text[: width - 1] + "…"

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import re
 
-from tracer.model import Analysed, Direction, Hit, Kind, Severity
-from tracer.protocol import LEG, LEGACY_VERSIONS, META_PROTOCOL_VERSION, MODERN, MODERN_VERSION, since
+from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.protocol import (
+    LEG,
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPS,
+    META_PROTOCOL_VERSION,
+    MODERN,
+    MODERN_VERSION,
+    since,
+)
 from tracer.rules.meta import legacy_server
 from tracer.rules.registry import RESPONSES, rule
 from tracer.session import Session
@@ -326,6 +334,11 @@ def tool_input_error_as_protocol_error(m: Analysed, s: Session):
     args = params.get("arguments")
     if args is not None and type(args) is not dict:
         return None  # a malformed request: a protocol error is right
+    if m.era is Era.MODERN:
+        meta = params.get("_meta")
+        if (type(meta) is not dict or META_PROTOCOL_VERSION not in meta
+                or META_CLIENT_CAPS not in meta):
+            return None  # a modern request missing its _meta MUST get -32602 (MCP311)
     err = m.error
     msg = err.get("message") if err is not None else None
     code = _code(m)

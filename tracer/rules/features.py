@@ -107,6 +107,8 @@ def validation_error(schema: dict, instance) -> str | None:
     if v is None:
         return None
     try:
+        if v.is_valid(instance):  # the common case, without building an error
+            return None
         v.validate(instance)
     except jsonschema_rs.ValidationError as exc:
         where = "/".join(str(p) for p in exc.instance_path)

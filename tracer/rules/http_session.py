@@ -67,11 +67,12 @@ def session_id_characters(rec: Record, m: Analysed | None, s):
     return None
 
 
-def _minted(s) -> tuple[str, int] | None:
+def _minted(s) -> tuple[str, int, int] | None:
+    """(session id, seq, time) of the session the InitializeResult's answer assigned."""
     st = state(s)
     if st is None or st.session_id is None or not st.session_with_initialize:
         return None
-    return st.session_id, st.session_seq
+    return st.session_id, st.session_seq, st.session_t_ns
 
 
 @rule("MCP721", "session-id-not-sent", Severity.ERROR, versions=L2_L4, phase="http", scope="http/lifecycle",
@@ -86,7 +87,7 @@ def session_id_not_sent(rec: Record, m: Analysed | None, s):
     """
     cur = _cur(rec, s)
     minted = _minted(s)
-    if cur is None or not cur.first_of_flow or minted is None or rec.seq <= minted[1]:
+    if cur is None or not cur.first_of_flow or minted is None or cur.flow.t_request <= minted[2]:
         return None
     f = cur.flow
     sent = req_header(f, "mcp-session-id")
@@ -112,7 +113,7 @@ def missing_session_not_400(rec: Record, m: Analysed | None, s):
     """
     cur = _cur(rec, s)
     minted = _minted(s)
-    if cur is None or not cur.head or minted is None or rec.seq <= minted[1]:
+    if cur is None or not cur.head or minted is None or cur.flow.t_request <= minted[2]:
         return None
     f = cur.flow
     if req_header(f, "mcp-session-id") is not None or f.rpc_method == "initialize" or f.status in (None, 400):
@@ -138,10 +139,11 @@ def terminated_session_not_404(rec: Record, m: Analysed | None, s):
     f = cur.flow
     sid = req_header(f, "mcp-session-id")
     ended = st.terminated.get(sid) if sid is not None else None
-    if ended is None or ended >= f.first_seq or f.status in (None, 404):
+    # judged only for requests sent after the end (a GET stream opened before it is answered later)
+    if ended is None or ended[1] >= f.t_request or f.status in (None, 404):
         return None
-    return Hit(f"session {sid[:40]!r} was terminated (seq {ended}) but this request was answered {f.status}, "
-               "not 404", related_seq=ended)
+    return Hit(f"session {sid[:40]!r} was terminated (seq {ended[0]}) but this request was answered {f.status}, "
+               "not 404", related_seq=ended[0])
 
 
 @rule("MCP724", "session-reused-after-404", Severity.ERROR, versions=L2_L4, phase="http", scope="http/lifecycle",
@@ -160,10 +162,10 @@ def session_reused_after_404(rec: Record, m: Analysed | None, s):
         return None
     sid = req_header(cur.flow, "mcp-session-id")
     gone = st.not_found.get(sid) if sid is not None else None
-    if gone is None or gone >= rec.seq:
+    if gone is None or gone[1] >= cur.flow.t_request:
         return None
-    return Hit(f"the client reuses session {sid[:40]!r} after a 404 for it (seq {gone}); it must initialize anew",
-               related_seq=gone)
+    return Hit(f"the client reuses session {sid[:40]!r} after a 404 for it (seq {gone[0]}); it must initialize "
+               "anew", related_seq=gone[0])
 
 
 @rule("MCP725", "session-id-not-on-initialize", Severity.WARNING, versions=L2_L4, phase="http",

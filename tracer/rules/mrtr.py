@@ -32,6 +32,16 @@ def own_pending(m: Analysed, s: Session) -> PendingRequest | None:
     return s.pending.get((m.rec.dir, m.idkey)) if m.idkey is not None else None
 
 
+def retried_round(m: Analysed, s: Session):
+    """The round (tracer.tracking.Round) a retry was linked to by the analyser, or None. Cheap for
+    the usual request, which carries neither `inputResponses` nor `requestState`."""
+    params = m.params
+    if params is None or ("inputResponses" not in params and "requestState" not in params):
+        return None
+    req = own_pending(m, s)
+    return req.retry_of if req is not None else None
+
+
 @rule("MCP322", "input-required-on-unsupported-method", Severity.ERROR, kinds=RESULT, versions=MODERN,
       scope="pairing", spec=f"{MRTR}:L184-192")
 def input_required_on_unsupported_method(m: Analysed, s):
@@ -218,10 +228,7 @@ def retry_reuses_request_id(m: Analysed, s):
 
     Example: `tools/call` id 1 -> InputRequiredResult; retry `tools/call` id 1 with `inputResponses`.
     """
-    if m.params is None:
-        return None
-    req = own_pending(m, s)
-    rnd = req.retry_of if req is not None else None
+    rnd = retried_round(m, s)
     if rnd is not None and rnd.req_idkey == m.idkey:
         return Hit(f"this retry uses id {m.id!r} again, like the round it retries (seq {rnd.req_seq})",
                    path="$.id", related_seq=rnd.req_seq)
@@ -237,14 +244,10 @@ def retry_request_state_not_echoed(m: Analysed, s):
 
     Example: the result said `"requestState": "abc"`, the retry sends `"requestState": "abd"`.
     """
-    params = m.params
-    if params is None:
-        return None
-    req = own_pending(m, s)
-    rnd = req.retry_of if req is not None else None
+    rnd = retried_round(m, s)
     if rnd is None:
         return None
-    sent = params.get("requestState", MISSING)
+    sent = m.params.get("requestState", MISSING)
     if rnd.state is MISSING:
         if sent is not MISSING:
             return Hit(f"the InputRequiredResult at seq {rnd.result_seq} had no requestState, so the "
@@ -267,14 +270,10 @@ def retry_input_responses_incomplete(m: Analysed, s):
 
     Example: `inputRequests` had `login` and `city`; the retry's `inputResponses` has only `login`.
     """
-    params = m.params
-    if params is None:
-        return None
-    req = own_pending(m, s)
-    rnd = req.retry_of if req is not None else None
+    rnd = retried_round(m, s)
     if rnd is None or not rnd.input_requests:
         return None
-    got = params.get("inputResponses")
+    got = m.params.get("inputResponses")
     have = got.keys() if type(got) is dict else ()
     missing = [k for k in rnd.input_requests if k not in have]
     if missing:
@@ -306,12 +305,8 @@ def input_response_wrong_type(m: Analysed, s):
 
     Example: the server asked `roots/list` under key `r`; the retry sends `"r": {"action": "accept"}`.
     """
-    params = m.params
-    if params is None:
-        return None
-    req = own_pending(m, s)
-    rnd = req.retry_of if req is not None else None
-    got = params.get("inputResponses")
+    rnd = retried_round(m, s)
+    got = m.params.get("inputResponses") if rnd is not None else None
     if rnd is None or not rnd.input_requests or type(got) is not dict:
         return None
     out = []

@@ -103,7 +103,6 @@ def stdio_stray_line(m: Analysed, s):
                   related_seq=g.first_seq)
 
 
-
 @at_end("MCP801")
 def stdio_stray_line_at_end(s, end_t_ns: int):
     """Lines that began a JSON value spread over several lines when the stream ended."""

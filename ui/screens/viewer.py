@@ -144,7 +144,10 @@ class ViewerScreen(Screen):
         # The analysis starts once the index is built: both scan the whole file, and on a 1 GB
         # capture the index (and so G, the jump to the end) should not share the disk and the
         # memory bus with it.
-        view.start()
+        try:
+            view.start()
+        except OSError as exc:
+            self.post_message(OpenFailed(f"the background analysis did not start: {exc}"))
 
     def on_view_ready(self, msg: ViewReady) -> None:
         self.view = msg.view
@@ -199,7 +202,8 @@ class ViewerScreen(Screen):
         if view is None or view.ann is None:
             return
         ann = view.ann
-        self.status.set(analysed=ann.rows_done, analysis_done=ann.done, analysis_error=ann.error,
+        caught_up = ann.eof and ann.rows_done >= len(view)  # follow mode: analysed up to the end so far
+        self.status.set(analysed=ann.rows_done, analysis_done=ann.done or caught_up, analysis_error=ann.error,
                         findings_rows=len(ann.finding_rows))
         self.list.refresh_selection()
         row = self.list.selected_row
@@ -281,8 +285,7 @@ class ViewerScreen(Screen):
                 last_post[0] = now
                 self.post_message(FilterProgress(gen, found, scanned, False))
 
-        job = FilterJob(view, flt, start=start, stop=len(view), on_progress=progress)
-        job.matches = matches
+        job = FilterJob(view, flt, start=start, stop=len(view), on_progress=progress, into=matches)
         self.filter_job = job
         self._filter_worker(job, gen)
 
