@@ -12,7 +12,7 @@ def _frame_all(data: bytes, cuts: list[int]):
     f = LineFramer()
     frames = []
     prev = 0
-    for c in sorted(set(min(c, len(data)) for c in cuts)) + [len(data)]:
+    for c in [*sorted(set(min(c, len(data)) for c in cuts)), len(data)]:
         frames.extend(f.feed(data[prev:c]))
         prev = c
     tail = f.finish()
@@ -50,7 +50,7 @@ def _sse_all(data: bytes, cuts: list[int]):
     p = SseParser()
     out = []
     prev = 0
-    for c in sorted(set(min(c, len(data)) for c in cuts)) + [len(data)]:
+    for c in [*sorted(set(min(c, len(data)) for c in cuts)), len(data)]:
         out.extend(p.feed(data[prev:c]))
         prev = c
     return [(e.event, e.data, e.id) for e in out]

@@ -37,7 +37,7 @@ def test_claude_desktop_log_lines_become_messages_and_host_events(tmp_path):
     assert msgs[1].t_ns - msgs[0].t_ns == 56_000_000
     events = [r.data for r in recs if r.type is RecordType.EVENT]
     assert any("not valid JSON" in e["text"] and e["level"] == "error" for e in events)
-    analysed, ends = analyse_all(recs)
+    analysed, _ends = analyse_all(recs)
     assert [a.era for a in analysed] == [Era.LEGACY, Era.LEGACY]
     assert analysed[1].version == "2025-06-18" and analysed[1].latency_ns == 56_000_000
 

@@ -126,8 +126,20 @@ class SseParser:
     """WHATWG event-stream parser, incremental over bytes; handles CR, LF and CRLF line endings,
     chunks split mid-line and mid-UTF-8 sequence (lines are decoded only when complete)."""
 
-    __slots__ = ("_buf", "_offset", "_line_start", "_data", "_event", "_id", "_retry", "_ev_start",
-                 "_comments", "_started", "_pending_cr", "last_id")
+    __slots__ = (
+        "_buf",
+        "_comments",
+        "_data",
+        "_ev_start",
+        "_event",
+        "_id",
+        "_line_start",
+        "_offset",
+        "_pending_cr",
+        "_retry",
+        "_started",
+        "last_id",
+    )
 
     def __init__(self) -> None:
         self._buf = bytearray()
@@ -201,9 +213,8 @@ class SseParser:
             if "\0" not in value:
                 self._id = value
                 self.last_id = value
-        elif name == "retry":
-            if value.isdigit():
-                self._retry = int(value)
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
         return None
 
     def _dispatch(self) -> SseEvent | None:

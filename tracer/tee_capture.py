@@ -171,8 +171,11 @@ class CaptureSink:
         else:
             self.messages += 1
             rtype = RecordType.MESSAGE
-        return Record(rtype, t_ns=t_ns, dir=_DIRS[stream], raw=fr.data, transport="stdio", conn=self.conn,
-                      offset=fr.offset, eol=fr.eol, data={"cut": fr.cut} if fr.cut else None)
+        # positional: this runs once per line (type, seq, t_ns, dir, raw, transport, conn, offset, eol)
+        rec = Record(rtype, 0, t_ns, _DIRS[stream], fr.data, "stdio", self.conn, fr.offset, fr.eol)
+        if fr.cut:
+            rec.data = {"cut": fr.cut}
+        return rec
 
     def _dropped(self, stream: int, t_ns: int, gap: tuple[int, int, int]) -> Record:
         nbytes, chunks, newlines = gap
@@ -244,8 +247,8 @@ class CaptureSink:
 # -- the fast path of the capture encoder --------------------------------------------------------
 
 _CONTROL = bytes(range(0x20))  # bytes a JSON string must escape besides " and \
-_TYPES = {RecordType.MESSAGE: b'{"type":"message","seq":', RecordType.STDERR: b'{"type":"stderr","seq":'}
-_DIR_FIELD = {Direction.C2S: b',"dir":"c2s"', Direction.S2C: b',"dir":"s2c"', None: b""}
+_HEADS = (b'{"type":"message","seq":', b'{"type":"stderr","seq":')
+_DIR_FIELDS = (b',"dir":"c2s"', b',"dir":"s2c"', b"")
 
 
 def _utf8(raw: bytes) -> bool:
@@ -258,39 +261,42 @@ def _utf8(raw: bytes) -> bool:
     return True
 
 
-_MIDDLES: dict[tuple, bytes] = {}  # (type, dir, transport, conn) -> the constant part of the line
-
-
-def _middle(rtype: RecordType, d: Direction | None, transport: str, conn: str) -> bytes:
-    key = (rtype, d, transport, conn)
-    mid = _MIDDLES.get(key)
-    if mid is None:
-        if len(_MIDDLES) > 1024:
-            _MIDDLES.clear()
-        mid = _MIDDLES[key] = (_DIR_FIELD[d] + b',"transport":' + orjson.dumps(transport) + b',"conn":'
-                               + orjson.dumps(conn) + b',"text":"')
-    return mid
+# (record kind, direction, transport, conn) -> the constant middle of a line. Keys are small ints and
+# strings: enum members hash through Python code, which this path cannot afford per record.
+_MIDDLES: dict[tuple, bytes] = {}
 
 
 def encode_line(rec: Record) -> bytes | None:
     """The capture line of a tee message or stderr record, built from its bytes without decoding
     them into a str and encoding them back: exactly `orjson.dumps(record_to_dict(rec))` plus a
     newline (a test checks it on arbitrary bytes). None for anything else (the general encoder)."""
-    head = _TYPES.get(rec.type)
-    if head is None or rec.data is not None or rec.http is not None or rec.sse is not None or rec.dir_inferred:
+    rtype = rec.type
+    if rtype is RecordType.MESSAGE:
+        kind = 0
+    elif rtype is RecordType.STDERR:
+        kind = 1
+    else:
+        return None
+    if rec.data is not None or rec.http is not None or rec.sse is not None or rec.dir_inferred:
         return None
     raw = rec.raw
     if len(raw.translate(None, _CONTROL)) != len(raw) or not _utf8(raw):
         return None  # control characters need \u escapes, invalid UTF-8 goes to b64: general path
-    if b"\\" in raw:
-        raw = raw.replace(b"\\", b"\\\\")
-    if b'"' in raw:
-        raw = raw.replace(b'"', b'\\"')
+    raw = raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"')  # (replace beats `in` + replace here)
+    d = rec.dir
+    side = 0 if d is Direction.C2S else 1 if d is Direction.S2C else 2
+    key = (kind, side, rec.transport, rec.conn)
+    mid = _MIDDLES.get(key)
+    if mid is None:
+        if len(_MIDDLES) > 1024:
+            _MIDDLES.clear()
+        mid = _MIDDLES[key] = (_HEADS[kind], _DIR_FIELDS[side] + b',"transport":' + orjson.dumps(rec.transport)
+                               + b',"conn":' + orjson.dumps(rec.conn) + b',"text":"')
+    head, middle = mid
     tail = b'"}\n' if rec.offset is None else b'","offset":%d}\n' % rec.offset
     if not rec.eol:
         tail = tail[:-2] + b',"eol":false}\n'
-    return b'%s%d,"t_ns":%d%s%s%s' % (head, rec.seq, rec.t_ns, _middle(rec.type, rec.dir, rec.transport, rec.conn),
-                                       raw, tail)
+    return b"%s%d,\"t_ns\":%d%s%s%s" % (head, rec.seq, rec.t_ns, middle, raw, tail)
 
 
 def looks_suspicious(rec: Record) -> bool:
