@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from tracer.capture import ReadProblem
-from tracer.http_recorder import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http_replay import END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.inputs import InputFormat
 from tracer.inputs import register as register_format
 from tracer.model import Record

@@ -6,8 +6,8 @@
 
 `serve()` is the same as a coroutine, for a caller that owns an asyncio loop (a Textual app);
 `stop()` may be called from any thread. Listeners run on the proxy's event loop thread: a UI
-hands records to its own thread (Textual: `call_from_thread`). Every listener bind to loopback
-unless the caller asks for another address.
+hands records to its own thread (Textual: `call_from_thread`). The proxy binds to loopback unless
+the caller asks for another address.
 """
 
 from __future__ import annotations

@@ -169,9 +169,11 @@ class Annotator:
             return
         self.analyser.feed(rec)
         self.put(row, fields)
+        # Findings that belong to no message: end-of-session rules on a close event, and HTTP rules
+        # on `http` records and SSE stream events.
+        for f in self.analyser.take_end_findings():
+            self.attach_end_finding(f)
         if rec.type is RecordType.EVENT:
-            for f in self.analyser.take_end_findings():
-                self.attach_end_finding(f)
             if self.stash and rec.conn not in self.analyser.sessions:
                 self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != rec.conn}
 

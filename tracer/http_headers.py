@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import orjson
 
 # Request headers that only an MCP client sends: their presence makes an exchange MCP traffic.
+HTTP, HTTP_SSE = "http", "http+sse"  # capture transports: Streamable HTTP, the 2024-11-05 HTTP+SSE
 MCP_REQUEST_HEADERS = ("mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name")
 SSE_TYPE = "text/event-stream"
 JSON_TYPE = "application/json"

@@ -18,7 +18,8 @@ from typing import IO, Any
 import orjson
 
 from tracer.capture import ReadProblem
-from tracer.http_recorder import END, FAILED, HEAD, REQUEST, Exchange, Step, replay
+from tracer.http_recorder import Exchange
+from tracer.http_replay import END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.model import Record
 
 _HEAD = re.compile(rb'\A\s*\{\s*"log"\s*:')

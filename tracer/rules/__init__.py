@@ -5,8 +5,8 @@
 # stdio (MCP801-MCP809: framing, stderr, process life cycle); capabilities (MCP412-MCP432);
 # utilities (MCP501-MCP533: cancellation, progress, ping, logging), subscriptions (MCP540-MCP547);
 # features (MCP601-MCP617: tools), content (MCP611-MCP624), client_features (MCP625-MCP630);
-# http (MCP701-MCP706, MCP740-MCP755), http_session (MCP714, MCP720-MCP732), http_sse (MCP707-MCP717,
-# MCP901-MCP904): Streamable HTTP and the legacy HTTP+SSE transport.
+# http (MCP701-MCP706, MCP740-MCP745), http_answers (MCP746-MCP755), http_session (MCP714,
+# MCP720-MCP732), http_sse (MCP707-MCP717, MCP901-MCP904): Streamable HTTP and legacy HTTP+SSE.
 from tracer.rules import (  # noqa: F401
     caching,
     capabilities,
@@ -18,6 +18,7 @@ from tracer.rules import (  # noqa: F401
     errors,
     features,
     http,
+    http_answers,
     http_session,
     http_sse,
     lifecycle,

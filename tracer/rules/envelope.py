@@ -301,10 +301,16 @@ def error_id_null(m: Analysed, s):
     """An error response carries `"id": null`. JSON-RPC wants null when the id could not be read,
     but MCP's RequestId is a string or an integer: from 2025-11-25 omit `id` instead.
 
+    Only the errors that may lack a readable id (-32700, -32600) are judged here: a null id on any
+    other error is MCP117's error, not reported twice.
+
     Example: `{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}`.
     """
     if m.id is not None or "id" not in m.obj:
         return None
+    err = m.error
+    if (err.get("code") if err else None) not in _UNREADABLE_ID_CODES:
+        return None  # MCP117 reports it
     return Hit("error response has \"id\": null; MCP ids are strings or integers (omit id instead)",
                path="$.id")
 

@@ -1,0 +1,48 @@
+"""Offline HTTP: put the exchanges of a flow file or a HAR back in wire order and through the
+HTTP door's recorder, so they give the same records as a live capture."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tracer.http_recorder import Exchange, HttpRecorder
+from tracer.model import Record
+
+REQUEST, HEAD, END, FAILED = 0, 1, 2, 3
+
+
+@dataclass(slots=True)
+class Step:
+    """One moment of a recorded exchange, for importers that read whole exchanges (a flow file, a
+    HAR) and must put them back in wire order."""
+
+    t_ns: int
+    what: int  # REQUEST, HEAD, END or FAILED (also the tie-break for steps at the same time)
+    index: int  # the exchange's position in the file (1-based): findings point at it
+    ex: Exchange
+    body: bytes | None = None  # END: the response body
+    why: str = ""  # FAILED: what went wrong
+
+
+def replay(steps: list[Step], source: str, *, redact: bool = True):
+    """Records of recorded exchanges, in wire order (sorted by time), numbered from 1."""
+    out: list[Record] = []
+    recorder = HttpRecorder(out.extend, redact=redact)
+    seq = 0
+    for step in sorted(steps, key=lambda s: (s.t_ns, s.what, s.index)):
+        ex = step.ex
+        if step.what == REQUEST:
+            recorder.request(ex)
+        elif step.what == HEAD:
+            recorder.response_headers(ex)
+        elif step.what == END:
+            recorder.response(ex, step.body, step.t_ns)
+        else:
+            recorder.failed(ex, step.why, step.t_ns)
+        for rec in out:
+            seq += 1
+            rec.seq = seq
+            rec.line = step.index
+            rec.source = source
+            yield rec
+        out.clear()

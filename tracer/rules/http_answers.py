@@ -1,0 +1,223 @@
+"""MCP746-MCP755, Streamable HTTP: how a modern server answers (status codes with their JSON-RPC
+errors, GET/DELETE, session ids, SSE headers, `subscriptions/listen`), and the dual-era fallback.
+
+HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the flow facts come from
+`tracer.http_state`.
+"""
+
+from __future__ import annotations
+
+from tracer.http_state import current, req_header, state
+from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
+from tracer.protocol import ALL, MODERN
+from tracer.rules.registry import rule
+
+SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
+HTTP = "http"
+
+
+@rule("MCP746", "header-failure-not-rejected", Severity.ERROR, versions=MODERN, phase="http",
+      scope="http/pairing", spec=f"{SH_M}:L552-559, :L580-638; schema/2026-07-28/schema.ts:L452-468")
+def header_failure_not_rejected(rec: Record, m: Analysed | None, s):
+    """A modern request whose headers fail validation (missing or mismatched
+    `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*`, or invalid characters) is
+    not rejected with HTTP 400 and JSON-RPC -32020. (An intermediary may answer 400 without a
+    JSON-RPC body.)
+
+    "Servers MUST reject requests with a 400 Bad Request HTTP status and JSON-RPC error code -32020
+    (HeaderMismatch) if any validation fails." Example: `Mcp-Method: tools/list` on a `tools/call`
+    body, answered 200 with the tool's result.
+    """
+    cur = current(rec, s)
+    if cur is None or not cur.head or rec.transport != HTTP:
+        return None
+    f = cur.flow
+    problem = f.header_problem
+    if problem is None or f.status is None:
+        return None
+    if f.status != 400:
+        return Hit(f"the request's headers fail validation ({problem}) but it was answered {f.status}, not 400",
+                   related_seq=f.first_seq)
+    err = m.error if m is not None and m.kind is Kind.ERROR else None
+    if err is not None and err.get("code") != -32020:
+        return Hit(f"the request's headers fail validation ({problem}); the 400's JSON-RPC error is "
+                   f"{err.get('code')}, not -32020 (HeaderMismatch)", path="$.error.code", related_seq=f.first_seq)
+    return None
+
+
+_MUST_BE_400 = {-32020: "HeaderMismatch", -32021: "MissingRequiredClientCapability",
+                -32022: "UnsupportedProtocolVersion"}
+
+
+@rule("MCP747", "modern-error-status", Severity.ERROR, versions=MODERN, phase="http", scope="http/pairing",
+      spec="spec/2026-07-28/basic/index.mdx:L380-382, :L387-392; "
+           f"{SH_M}:L263-267; schema/2026-07-28/schema.ts:L452-530")
+def modern_error_status(rec: Record, m: Analysed | None, s):
+    """A -32020, -32021 or -32022 error travels with an HTTP status other than 400 (inside a 200 SSE
+    stream, for example).
+
+    "it MUST respond with 400 Bad Request and an UnsupportedProtocolVersionError". Example: a
+    `-32022` error in a `200 OK` JSON body.
+    """
+    if m is None or m.kind is not Kind.ERROR or rec.dir is not Direction.S2C or rec.transport != HTTP:
+        return None
+    code = (m.error or {}).get("code")
+    status = rec.http.get("status")
+    if code in _MUST_BE_400 and status != 400:
+        return Hit(f"error {code} ({_MUST_BE_400[code]}) sent with HTTP {status}; it must come with 400",
+                   path="$.error.code")
+    return None
+
+
+@rule("MCP748", "unknown-method-status", Severity.ERROR, versions=MODERN, phase="http", scope="http/pairing",
+      spec=f"{SH_M}:L271-275")
+def unknown_method_status(rec: Record, m: Analysed | None, s):
+    """An unknown method is not answered with HTTP 404 plus JSON-RPC -32601: a -32601 with another
+    status. (The JSON-RPC body is what tells a modern 404 from a legacy server's.)
+
+    "If the server does not implement the requested RPC method, it MUST respond with 404 Not Found
+    and a JSON-RPC error with code -32601." Example: -32601 in a `200 OK` body.
+    """
+    if m is None or m.kind is not Kind.ERROR or rec.dir is not Direction.S2C or rec.transport != HTTP:
+        return None
+    status = rec.http.get("status")
+    if (m.error or {}).get("code") == -32601 and status != 404:
+        return Hit(f"-32601 (method not found) sent with HTTP {status}; it must come with 404", path="$.error.code")
+    return None
+
+
+@rule("MCP749", "modern-get-delete-not-405", Severity.WARNING, versions=MODERN, phase="http", scope="http",
+      spec=f"{SH_M}:L680-684")
+def modern_get_delete_not_405(rec: Record, m: Analysed | None, s):
+    """A modern-only server answers GET or DELETE on the MCP endpoint with something other than
+    405 (the GET stream and sessions were removed in 2026-07-28).
+
+    "HTTP GET or DELETE to the MCP endpoint: respond with 405 Method Not Allowed." Example: a GET
+    answered `200` with an SSE stream in a modern session.
+    """
+    cur = current(rec, s)
+    if cur is None or not cur.head or rec.transport != HTTP:
+        return None
+    f = cur.flow
+    if f.method in ("GET", "DELETE") and f.status is not None and f.status != 405:
+        return Hit(f"{f.method} on the MCP endpoint answered {f.status}; a modern-only server answers 405")
+    return None
+
+
+@rule("MCP750", "modern-session-id", Severity.WARNING, versions=MODERN, phase="http", scope="http",
+      spec=f"{SH_M}:L685-686; spec/2026-07-28/changelog.mdx:L12")
+def modern_session_id(rec: Record, m: Analysed | None, s):
+    """A modern exchange's response mints or echoes `Mcp-Session-Id`. 2026-07-28 has no sessions.
+
+    "An Mcp-Session-Id header on a request: ignore it, and do not mint or echo session IDs."
+    Example: a modern `tools/list` answered with `Mcp-Session-Id: 1868a90c`.
+    """
+    cur = current(rec, s)
+    if cur is None or not cur.head:
+        return None
+    sid = cur.flow.resp_map.get("mcp-session-id")
+    if sid is not None:
+        return Hit(f"a modern response carries Mcp-Session-Id {sid[:40]!r}; modern servers do not mint or echo it")
+    return None
+
+
+@rule("MCP751", "modern-resumability-fields", Severity.INFO, versions=MODERN, phase="http", scope="http",
+      spec=f"{SH_M}:L157, :L687; spec/2026-07-28/changelog.mdx:L28")
+def modern_resumability_fields(rec: Record, m: Analysed | None, s):
+    """Modern traffic sends `Last-Event-ID`, or its SSE streams carry `id:` / `retry:` fields.
+    Resumability was removed in 2026-07-28, so they have no effect. Reported once per stream.
+
+    "Resumable SSE streams via Last-Event-ID are not supported." Example: `id: 17` on the events
+    of a modern `tools/call` stream.
+    """
+    cur = current(rec, s)
+    if cur is None:
+        return None
+    f = cur.flow
+    if cur.first_of_flow and req_header(f, "last-event-id") is not None:
+        return Hit("a modern request sends Last-Event-ID; streams are not resumable in 2026-07-28")
+    closed = (rec.data or {}).get("event") == "stream-closed"
+    if closed and (f.ids_seen or f.retry_seen):
+        which = " and ".join(x for x, on in (("id", f.ids_seen), ("retry", f.retry_seen)) if on)
+        return Hit(f"the modern SSE stream carried {which} fields, which have no effect (no resumability)")
+    return None
+
+
+@rule("MCP752", "sse-without-accel-buffering", Severity.WARNING, versions=MODERN, phase="http", scope="http",
+      spec=f"{SH_M}:L136-142")
+def sse_without_accel_buffering(rec: Record, m: Analysed | None, s):
+    """A modern SSE response lacks `X-Accel-Buffering: no`, so a reverse proxy such as nginx may
+    hold events back.
+
+    "When initiating an SSE stream, servers SHOULD include the X-Accel-Buffering: no header."
+    Example: a `tools/call` answered with `text/event-stream` and no such header.
+    """
+    if (rec.data or {}).get("event") != "stream-open":
+        return None
+    cur = current(rec, s)
+    if cur is None:
+        return None
+    value = cur.flow.resp_map.get("x-accel-buffering")
+    if value is None or value.strip().lower() != "no":
+        return Hit("the SSE response has no 'X-Accel-Buffering: no' header")
+    return None
+
+
+@rule("MCP753", "listen-answered-json", Severity.WARNING, versions=MODERN, phase="http", scope="http",
+      spec=f"{SH_M}:L127-131")
+def listen_answered_json(rec: Record, m: Analysed | None, s):
+    """(Inferred.) `subscriptions/listen` over HTTP is answered with a single `application/json`
+    result instead of a long-lived SSE stream.
+
+    "The server's response is itself an SSE stream that stays open." Example: the listen request
+    answered `200` `application/json` with its closing result.
+    """
+    if m is None or m.kind is not Kind.RESULT or m.answers_method != "subscriptions/listen":
+        return None
+    if rec.sse is None and rec.transport == HTTP:
+        return Hit("subscriptions/listen was answered with application/json, not an SSE stream")
+    return None
+
+
+@rule("MCP754", "fallback-after-modern-error", Severity.WARNING, versions=ALL, phase="http", scope="http/pairing",
+      spec=f"{SH_M}:L650-665, :L729-732; spec/2026-07-28/basic/versioning.mdx:L143-146")
+def fallback_after_modern_error(rec: Record, m: Analysed | None, s):
+    """A dual-era client falls back to `initialize` after a 400/404 whose body is a recognised
+    modern JSON-RPC error (-32020, -32021, -32022 with 400; -32601 with 404): the server speaks a
+    modern version, so the client should retry with a supported version or fix the request. (The
+    fallback itself is legacy traffic, so this rule judges every version.)
+
+    "If the body contains a recognized modern JSON-RPC error, the server speaks a modern version of
+    MCP — retry ... rather than falling back." Example: `server/discover` answered 400 with -32022,
+    then an `initialize` POST.
+    """
+    if m is None or m.kind is not Kind.REQUEST or m.method != "initialize" or rec.dir is not Direction.C2S:
+        return None
+    st = state(s)
+    if st is None or st.modern_rejection is None:
+        return None
+    seq, status, code = st.modern_rejection
+    return Hit(f"the client fell back to initialize after a {status} with the modern error {code} (seq {seq}); "
+               "that server speaks a modern version", related_seq=seq)
+
+
+@rule("MCP755", "modern-server-initialize-error", Severity.WARNING, versions=ALL, kinds=(Kind.ERROR,),
+      methods=("initialize",), scope="pairing", spec="spec/2026-07-28/basic/versioning.mdx:L154-157")
+def modern_server_initialize_error(m: Analysed, s):
+    """A modern-only server (it answered `server/discover` with a result) rejects `initialize` with
+    an error that does not name the versions it supports (`error.data.supported`). (The error
+    answers legacy traffic, so this rule judges every version.)
+
+    "A server that supports only modern versions SHOULD name the protocol versions it supports in
+    any error it returns to an initialize request, on any transport." Example: -32601
+    with no `data` in answer to `initialize` after a successful discover.
+    """
+    disc = s.discover
+    if disc is None or disc.outcome != "result" or m.rec.dir is not Direction.S2C:
+        return None
+    data = (m.error or {}).get("data")
+    sup = data.get("supported") if type(data) is dict else None
+    if type(sup) is list and sup:
+        return None
+    return Hit("the modern server's error to initialize does not list its supported versions (error.data.supported)",
+               path="$.error")
