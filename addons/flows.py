@@ -1,4 +1,4 @@
-"""mitmproxy flows as the HTTP recorder sees them (`tracer.http_recorder.Exchange`): live in the
+"""mitmproxy flows as the HTTP recorder sees them (`tracer.http.recorder.Exchange`): live in the
 capture addon, from a flow file in the .mitm importer."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 from mitmproxy import http
 
-from tracer.http_recorder import Exchange
+from tracer.http.recorder import Exchange
 
 
 def _text(raw: bytes) -> str:

@@ -11,7 +11,7 @@ end (mitmproxy otherwise buffers SSE: mitmproxy#4469). The only things it writes
 its annotations: a comment, a marker when a rule fired, and `mcp.*` metadata keys
 (`~meta "mcp.era: modern"` filters on them).
 
-Every recorded exchange is turned into records by `tracer.http_recorder` (shared with the .mitm
+Every recorded exchange is turned into records by `tracer.http.recorder` (shared with the .mitm
 and HAR importers); for the annotations, the records are analysed by the same analyser
 `mcptrace lint` uses (addons.annotate).
 """
@@ -28,8 +28,8 @@ from mitmproxy import ctx, exceptions, flowfilter, http
 from addons.annotate import FlowAnnotator
 from addons.flows import exchange_of, note_response
 from tracer.capture import CaptureWriter, header_record
-from tracer.http_recorder import Exchange, HttpRecorder
-from tracer.http_sse_tee import SseTee
+from tracer.http.recorder import Exchange, HttpRecorder
+from tracer.http.sse_tee import SseTee
 from tracer.model import Record
 
 log = logging.getLogger(__name__)

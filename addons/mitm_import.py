@@ -1,7 +1,7 @@
 """Read mitmproxy flow files (`mitmdump -w`, mitmweb's "Save") as MCP records, through mitmproxy's
 own reader (mitmproxy.io), so `mcptrace lint capture.mitm` works on traffic recorded without us.
 
-Each HTTP flow is replayed through the same recorder the live addon uses (tracer.http_recorder),
+Each HTTP flow is replayed through the same recorder the live addon uses (tracer.http.recorder),
 in wire order: every flow's request, response head, response end and error are put on one
 timeline by their timestamps. A flow file holds whole bodies only, so SSE events get the time the
 response ended (plain mitmdump buffers SSE anyway: mitmproxy#4469); an SSE body that mitmproxy
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from tracer.capture import ReadProblem
-from tracer.http_replay import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.inputs import InputFormat
 from tracer.inputs import register as register_format
 from tracer.model import Record

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from tracer.analyser import analyse_all
-from tracer.annotate import Annotator
-from tracer.annotations import Annotations
 from tracer.capture import read_capture
 from tracer.model import Kind, RecordType
-from tracer.viewdata import CaptureView
+from tracer.view.annotate import Annotator
+from tracer.view.annotations import Annotations
+from tracer.view.viewdata import CaptureView
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
 FIXTURES = sorted(CAPTURES.glob("*.jsonl"))

@@ -103,8 +103,8 @@ def test_rule_names_resolve_to_ids_when_given():
 
 def test_free_text_finds_messages_stored_as_text_or_base64_in_the_viewer(tmp_path):
     from tracer.capture import CaptureWriter, header_record
-    from tracer.viewdata import CaptureView
-    from tracer.viewfilter import FilterJob
+    from tracer.view.viewdata import CaptureView
+    from tracer.view.viewfilter import FilterJob
 
     path = tmp_path / "cap.jsonl"
     with CaptureWriter(path, header_record("stdio")) as w:

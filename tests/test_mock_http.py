@@ -8,7 +8,7 @@ import pytest
 
 from tests.replay_support import note, recording, req, res
 from tracer.framing import SseParser
-from tracer.http11 import Url, iter_body, open_request
+from tracer.http.wire import Url, iter_body, open_request
 from tracer.mock.engine import MockServer
 from tracer.mock.http import MockHttpServer
 

@@ -39,6 +39,7 @@ class RuleSet:
         self.end_rules += [replace(r, fn=r.end_fn, phase="end") for r in rules if r.end_fn is not None]
         self._known_methods = frozenset().union(*(r.methods for r in self.message_rules if r.methods))
         self._cache: dict[tuple, tuple[Rule, ...]] = {}
+        self._plans: dict[tuple, tuple[tuple[str | None, tuple[Rule, ...]], ...]] = {}
 
     def for_message(self, kind: Kind, method: str | None, versions: frozenset[str]) -> tuple[Rule, ...]:
         if method not in self._known_methods:
@@ -55,6 +56,23 @@ class RuleSet:
             )
             self._cache[key] = hit
         return hit
+
+    def plan(self, kind: Kind, method: str | None, versions: frozenset[str]):
+        """`for_message` cut into runs of consecutive rules sharing one prefilter (`Rule.needs`):
+        ((needs key or None, rules), ...). Rule order is kept, so findings come out in the same
+        order; a run is skipped as a whole when its key is absent (see `Analyser._run_rules`)."""
+        key = (kind, method, versions)
+        plan = self._plans.get(key)
+        if plan is None:
+            runs: list[tuple[str | None, list[Rule]]] = []
+            for r in self.for_message(kind, method, versions):
+                needs = r.needs if r.needs_methods is None or method in r.needs_methods else None
+                if runs and runs[-1][0] == needs:
+                    runs[-1][1].append(r)
+                else:
+                    runs.append((needs, [r]))
+            plan = self._plans[key] = tuple((needs, tuple(rs)) for needs, rs in runs)
+        return plan
 
 
 def _request_versions(req) -> frozenset[str]:
@@ -234,15 +252,23 @@ class Analyser:
     def _run_rules(self, m: Analysed, s: Session) -> None:
         kind = m.kind
         method = m.method if m.method is not None else m.answers_method
-        for rule in self.ruleset.for_message(kind, method, possible_versions(m)):
-            out = rule.fn(m, s)
-            if out is None:
+        params = m.params
+        result = m.result
+        for needs, rules in self.ruleset.plan(kind, method, possible_versions(m)):
+            # the prefilter (Rule.needs): a key the params or result of every message these rules
+            # can fire on has
+            if needs is not None and not ((params is not None and needs in params)
+                                          or (result is not None and needs in result)):
                 continue
-            if type(out) is str or type(out) is Hit:
-                m.findings.append(_finding(rule, out, m))
-            else:
-                for hit in out:
-                    m.findings.append(_finding(rule, hit, m))
+            for rule in rules:
+                out = rule.fn(m, s)
+                if out is None:
+                    continue
+                if type(out) is str or type(out) is Hit:
+                    m.findings.append(_finding(rule, out, m))
+                else:
+                    for hit in out:
+                        m.findings.append(_finding(rule, hit, m))
 
     def _apply(self, m: Analysed, s: Session) -> None:
         """Update the session with what this message established (after the rules read it)."""

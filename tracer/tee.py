@@ -176,12 +176,13 @@ class Tee:
         pump(self.in_fd, fd, STDIN, sink,
              on_broken=lambda at: sink.event("server-stdin-closed", offset=at,
                                              note="the server stopped reading; later bytes were not delivered"))
-        # EOF from the host: pass it on, then give the server a grace period to exit.
+        # EOF from the host: record it first (so the capture keeps cause before effect: the server
+        # may exit the moment its stdin closes), pass it on, then give the server a grace period.
+        sink.event("stdin-eof")
         try:
             child.stdin.close()
         except OSError:
             pass
-        sink.event("stdin-eof")
         if not self.exited.is_set():
             self._escalate()
 

@@ -6,7 +6,7 @@ from array import array
 
 from textual.message import Message
 
-from tracer.viewdata import CaptureView
+from tracer.view.viewdata import CaptureView
 
 
 class ViewReady(Message):

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     if args.header and not args.url:
         raise UsageError("--header applies to --url only")
     if args.url:
-        from tracer.http11 import Url
+        from tracer.http.wire import Url
 
         try:
             Url.parse(args.url)

@@ -1,7 +1,7 @@
 """HAR (HTTP Archive 1.2) files: browser devtools, HTTP Toolkit, Charles, mitmproxy's `hardump`.
 
 Each entry is an exchange with whole bodies; entries are replayed through the HTTP door's recorder
-(tracer.http_recorder) in wire order, so a HAR gives the same envelopes as a live capture of the
+(tracer.http.recorder) in wire order, so a HAR gives the same envelopes as a live capture of the
 same traffic. Times come from `startedDateTime` and `timings`; SSE events get the time the
 response ended (a HAR holds bodies, not chunks). The file is parsed whole.
 """
@@ -18,8 +18,8 @@ from typing import IO, Any
 import orjson
 
 from tracer.capture import ReadProblem
-from tracer.http_recorder import Exchange
-from tracer.http_replay import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http.recorder import Exchange
 from tracer.model import Record
 
 _HEAD = re.compile(rb'\A\s*\{\s*"log"\s*:')

@@ -20,7 +20,7 @@ import uuid
 from urllib.parse import urlsplit
 
 from tracer.classify import classify_raw, id_key
-from tracer.http11 import (
+from tracer.http.wire import (
     LAST_CHUNK,
     REASONS,
     HttpError,

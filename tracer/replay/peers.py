@@ -20,7 +20,7 @@ import orjson
 from tracer.capture import CaptureWriter
 from tracer.classify import id_key
 from tracer.framing import LineFramer, SseParser
-from tracer.http11 import HttpError, Url, iter_body, open_request
+from tracer.http.wire import HttpError, Url, iter_body, open_request
 from tracer.model import Direction, Record, RecordType
 from tracer.protocol import META_PROTOCOL_VERSION
 

@@ -135,6 +135,7 @@ def _context_hit(params: dict, caps: dict, path: str, related: int | None) -> Hi
 
 
 @rule("MCP416", "include-context-without-capability", Severity.WARNING, kinds=(Kind.REQUEST, Kind.RESULT),
+      needs="inputRequests", needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
       versions=since(L4), scope="lifecycle", methods=("sampling/createMessage", *MRTR_METHODS),
       spec="spec/2025-11-25/client/sampling.mdx:L82-86; schema/2026-07-28/schema.ts:L2116-2124")
 def include_context_without_capability(m: Analysed, s):

@@ -69,6 +69,7 @@ def _roots_hits(value, path: str) -> list:
 
 
 @rule("MCP625", "root-not-file-uri", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT),
+      needs="inputResponses", needs_methods=MRTR_METHODS,  # MRTR: only in a retry's inputResponses
       methods=("roots/list", *MRTR_METHODS),
       spec="spec/2026-07-28/client/roots.mdx:L100; spec/2025-11-25/client/roots.mdx:L110")
 def root_not_file_uri(m: Analysed, s):
@@ -122,6 +123,7 @@ def tool_message_problems(messages, path: str) -> list:
 
 
 @rule("MCP626", "sampling-tool-messages-malformed", Severity.ERROR, kinds=REQ_RES,
+      needs="inputRequests", needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
       methods=("sampling/createMessage", *MRTR_METHODS), versions=since(L4),
       spec="spec/2025-11-25/client/sampling.mdx:L372, :L430; spec/2026-07-28/client/sampling.mdx:L380, :L438")
 def sampling_tool_messages_malformed(m: Analysed, s):
@@ -147,6 +149,7 @@ def _sampling_params_hits(params: dict, path: str) -> list:
 
 
 @rule("MCP627", "sampling-malformed", Severity.ERROR, kinds=REQ_RES, methods=("sampling/createMessage", *MRTR_METHODS),
+      needs="inputRequests", needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
       spec="schema CreateMessageRequestParams, CreateMessageResult in every version")
 def sampling_malformed(m: Analysed, s):
     """`sampling/createMessage` params lack `messages` or `maxTokens`, or a `CreateMessageResult`
@@ -202,6 +205,7 @@ def elicitation_problems(params: dict, path: str, version_l4: bool, modern: bool
 
 
 @rule("MCP628", "elicitation-malformed", Severity.ERROR, kinds=REQ_RES,
+      needs="inputRequests", needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
       methods=("elicitation/create", *MRTR_METHODS), versions=since(L3),
       spec="spec/2025-11-25/client/elicitation.mdx:L85-110, :L340-347; spec/2026-07-28/client/elicitation.mdx:L90-110")
 def elicitation_malformed(m: Analysed, s):
@@ -235,6 +239,7 @@ def _elicit_result_hits(value, path: str, check_action: bool) -> list:
 
 
 @rule("MCP629", "elicit-result-inconsistent", Severity.WARNING, kinds=REQ_RES,
+      needs="inputResponses", needs_methods=MRTR_METHODS,  # MRTR: only in a retry's inputResponses
       methods=("elicitation/create", *MRTR_METHODS), versions=since(L3),
       spec="schema ElicitResult, schema/2026-07-28/schema.ts:L3134-3150")
 def elicit_result_inconsistent(m: Analysed, s):

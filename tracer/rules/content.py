@@ -36,21 +36,29 @@ def allowed_blocks(m: Analysed) -> frozenset[str]:
 
 
 def content_blocks(m: Analysed):
-    """(block, JSON path) of the content blocks of a tool result or a prompt's messages, including
-    the blocks nested in sampling `tool_result` content."""
+    """(index, block) of the content blocks of a tool result or a prompt's messages (for a prompt,
+    the index of its message); `block_path(m, index)` is the block's JSON path. Three rules walk
+    these blocks on every tool result, so this builds no generator and no path string: paths are
+    made only for a finding."""
     r = complete(m)
     if r is None:
-        return
+        return ()
     method = m.answers_method
     if method == "tools/call":
         content = r.get("content")
-        for i, block in enumerate(content if type(content) is list else ()):
-            yield block, f"$.result.content[{i}]"
-    elif method == "prompts/get":
+        return enumerate(content) if type(content) is list else ()
+    if method == "prompts/get":
         msgs = r.get("messages")
-        for i, msg in enumerate(msgs if type(msgs) is list else ()):
-            if type(msg) is dict and "content" in msg:
-                yield msg["content"], f"$.result.messages[{i}].content"
+        return [(i, msg["content"]) for i, msg in enumerate(msgs if type(msgs) is list else ())
+                if type(msg) is dict and "content" in msg]
+    return ()
+
+
+def block_path(m: Analysed, i: int) -> str:
+    """The JSON path of content block `i` of `content_blocks(m)`."""
+    if m.answers_method == "tools/call":
+        return f"$.result.content[{i}]"
+    return f"$.result.messages[{i}].content"
 
 
 def block_problem(block, allowed: frozenset[str]) -> str | None:
@@ -86,12 +94,18 @@ def content_block_invalid(m: Analysed, s):
 
     Example: `"content": [{"type": "markdown", "text": "# hi"}]`.
     """
-    allowed = allowed_blocks(m)
-    out = []
-    for block, path in content_blocks(m):
+    out = None
+    allowed = None
+    for i, block in content_blocks(m):
+        # the usual block, a text block with its text, is fine in every version: no call for it
+        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str:
+            continue
+        if allowed is None:
+            allowed = allowed_blocks(m)
         why = block_problem(block, allowed)
         if why:
-            out.append(Hit(f"content block {why}", path=path))
+            out = out or []
+            out.append(Hit(f"content block {why}", path=block_path(m, i)))
     return out
 
 
@@ -105,21 +119,26 @@ def b64_problem(value) -> str | None:
     return None
 
 
-def _base64_fields(m: Analysed):
-    for block, path in content_blocks(m):
+def _base64_fields(m: Analysed) -> list:
+    """(value, JSON path) of the base64 fields of the message (a list: most results have none)."""
+    out = []
+    for i, block in content_blocks(m):
         if type(block) is not dict:
             continue
         t = block.get("type")
+        if t == "text":
+            continue
         if t in ("image", "audio"):
-            yield block.get("data"), f"{path}.data"
+            out.append((block.get("data"), f"{block_path(m, i)}.data"))
         elif t == "resource" and type(block.get("resource")) is dict:
-            yield block["resource"].get("blob"), f"{path}.resource.blob"
+            out.append((block["resource"].get("blob"), f"{block_path(m, i)}.resource.blob"))
     if m.answers_method == "resources/read":
         r = complete(m)
         contents = r.get("contents") if r is not None else None
         for i, item in enumerate(contents if type(contents) is list else ()):
             if type(item) is dict and "blob" in item:
-                yield item["blob"], f"$.result.contents[{i}].blob"
+                out.append((item["blob"], f"$.result.contents[{i}].blob"))
+    return out
 
 
 @rule("MCP612", "base64-invalid", Severity.ERROR, kinds=RESULT, methods=("tools/call", "prompts/get", "resources/read"),
@@ -129,10 +148,11 @@ def base64_invalid(m: Analysed, s):
 
     Example: `{"type": "image", "data": "not base64!", "mimeType": "image/png"}`.
     """
-    out = []
+    out = None
     for value, path in _base64_fields(m):
         why = b64_problem(value)
         if why:
+            out = out or []
             out.append(Hit(f"not valid base64: {why}", path=path))
     return out
 
@@ -149,16 +169,7 @@ def annotation_problem(ann) -> str | None:
     return None
 
 
-def _annotated(m: Analysed):
-    for block, path in content_blocks(m):
-        if type(block) is dict:
-            yield block, path
-    r = complete(m)
-    key = {"resources/list": "resources", "resources/templates/list": "resourceTemplates"}.get(m.answers_method)
-    items = r.get(key) if r is not None and key else None
-    for i, item in enumerate(items if type(items) is list else ()):
-        if type(item) is dict:
-            yield item, f"$.result.{key}[{i}]"
+_ANNOTATED_LISTS = {"resources/list": "resources", "resources/templates/list": "resourceTemplates"}
 
 
 @rule("MCP618", "annotations-out-of-range", Severity.ERROR, kinds=RESULT,
@@ -170,12 +181,23 @@ def annotations_out_of_range(m: Analysed, s):
 
     Example: `"annotations": {"priority": 5, "audience": ["admin"]}`.
     """
-    out = []
-    for item, path in _annotated(m):
-        if "annotations" in item:
-            why = annotation_problem(item["annotations"])
+    out = None
+    for i, block in content_blocks(m):
+        if type(block) is dict and "annotations" in block:
+            why = annotation_problem(block["annotations"])
             if why:
-                out.append(Hit(why, path=f"{path}.annotations"))
+                out = out or []
+                out.append(Hit(why, path=f"{block_path(m, i)}.annotations"))
+    key = _ANNOTATED_LISTS.get(m.answers_method)
+    if key is not None:
+        r = complete(m)
+        items = r.get(key) if r is not None else None
+        for i, item in enumerate(items if type(items) is list else ()):
+            if type(item) is dict and "annotations" in item:
+                why = annotation_problem(item["annotations"])
+                if why:
+                    out = out or []
+                    out.append(Hit(why, path=f"$.result.{key}[{i}].annotations"))
     return out
 
 

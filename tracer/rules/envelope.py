@@ -316,6 +316,7 @@ def error_id_null(m: Analysed, s):
 
 
 @rule("MCP119", "meta-not-object", Severity.ERROR, kinds=MESSAGE_KINDS,
+      needs="_meta",
       spec="schema: `_meta?: {...}` in RequestParams, NotificationParams and Result of every version")
 def meta_not_object(m: Analysed, s):
     """`params._meta` or `result._meta` is present but is not an object.

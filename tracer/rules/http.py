@@ -1,7 +1,7 @@
 """MCP7xx, Streamable HTTP: what a POST must carry and how each kind of POST must be answered.
 
 HTTP rules (`phase="http"`) see every record of an HTTP connection, messages included, as
-`fn(rec, m, session)`; the flow facts come from `tracer.http_state` (its observer ran first). The
+`fn(rec, m, session)`; the flow facts come from `tracer.http.state` (its observer ran first). The
 session rules (MCP72x/MCP73x) are in `http_session`, the SSE stream rules and the legacy HTTP+SSE
 transport (MCP901-MCP904) in `http_sse`, how a modern server answers (MCP746-MCP755) in
 `http_answers`.
@@ -12,7 +12,7 @@ MCP740-MCP744 judge requests only.
 
 from __future__ import annotations
 
-from tracer.http_headers import (
+from tracer.http.headers import (
     accept_lists,
     decode_header_value,
     header,
@@ -22,8 +22,8 @@ from tracer.http_headers import (
     media_type,
     needs_encoding,
 )
-from tracer.http_state import current, req_header
-from tracer.http_tools import NAMED_METHODS, param_header_problems
+from tracer.http.state import current, req_header
+from tracer.http.tools import NAMED_METHODS, param_header_problems
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, L3, META_PROTOCOL_VERSION, MODERN, since
 from tracer.rules.registry import rule

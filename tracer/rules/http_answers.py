@@ -2,12 +2,12 @@
 errors, GET/DELETE, session ids, SSE headers, `subscriptions/listen`), and the dual-era fallback.
 
 HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the flow facts come from
-`tracer.http_state`.
+`tracer.http.state`.
 """
 
 from __future__ import annotations
 
-from tracer.http_state import current, req_header, state
+from tracer.http.state import current, req_header, state
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, MODERN
 from tracer.rules.registry import rule

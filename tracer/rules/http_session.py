@@ -2,15 +2,15 @@
 stream, `Mcp-Session-Id` sessions, and the `MCP-Protocol-Version` header after `initialize`.
 
 HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the facts come from
-`tracer.http_state`. A request's headers are judged on the record that carries them (the POST's
+`tracer.http.state`. A request's headers are judged on the record that carries them (the POST's
 `c2s` message, or the first record of a GET/DELETE); how it was answered, on the record that
 carries the response head.
 """
 
 from __future__ import annotations
 
-from tracer.http_headers import accept_lists, is_sse
-from tracer.http_state import current, req_header, resp_header, state
+from tracer.http.headers import accept_lists, is_sse
+from tracer.http.state import current, req_header, resp_header, state
 from tracer.model import Analysed, Hit, Record, Severity
 from tracer.protocol import L3, L4, VERSIONS, between
 from tracer.rules.registry import rule

@@ -2,14 +2,14 @@
 (MCP901-MCP904).
 
 HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the facts come from
-`tracer.http_state`. Events arrive as `s2c` messages (events with data), `sse-event` events
+`tracer.http.state`. Events arrive as `s2c` messages (events with data), `sse-event` events
 (priming, retry, bare ids), an `endpoint` event (HTTP+SSE), and `stream-open` / `stream-closed`.
 """
 
 from __future__ import annotations
 
 from tracer.classify import id_key
-from tracer.http_state import current, req_header, state
+from tracer.http.state import current, req_header, state
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, L4, MODERN, between, since
 from tracer.rules.registry import rule

@@ -200,6 +200,7 @@ def input_requests_duplicate_keys(m: Analysed, s):
 
 
 @rule("MCP327", "request-state-not-string", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT),
+      needs="requestState",
       versions=MODERN, spec="schema/2026-07-28/schema.ts:L584-608")
 def request_state_not_string(m: Analysed, s):
     """`requestState` is present but is not a string, in an `InputRequiredResult` or in a retry.

@@ -40,6 +40,14 @@ class Rule:
     # A message rule may also check something once per session when it closes (stdio: lines that
     # began a multi-line message the stream never finished). Registered with `at_end(rule_id)`.
     end_fn: Callable | None = None
+    # A prefilter the dispatcher checks before calling the rule, to save a Python call on the many
+    # messages a rule can say nothing about: the rule runs only on messages whose params or result
+    # object has this key (e.g. "inputRequests": two dict lookups). With `needs_methods`, the
+    # prefilter applies to messages of those methods only (the rule's other methods always run).
+    # (A byte search in the raw frame was measured slower than the call it saves: JSON is full of
+    # quotes, so even bytes.find crawls at ~0.4 ns/byte.)
+    needs: str | None = None
+    needs_methods: frozenset[str] | None = None
 
     @property
     def doc(self) -> str:
@@ -84,6 +92,8 @@ def rule(
     scope: str = "single",
     phase: str = "message",
     order: int = 0,
+    needs: str | None = None,
+    needs_methods: Iterable[str] | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register a rule function under an id from shared/spec/RULES.md. Ids are never reused."""
 
@@ -104,6 +114,8 @@ def rule(
             phase=phase,
             family=module,
             order=order,
+            needs=needs,
+            needs_methods=frozenset(needs_methods) if needs_methods is not None else None,
         )
         return fn
 

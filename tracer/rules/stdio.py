@@ -17,6 +17,7 @@ from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
 from tracer.rules.correlation import RACE_MS
 from tracer.rules.registry import at_end, observer, rule
+from tracer.stdio_state import KEY as STDIO_KEY
 from tracer.stdio_state import observe, show_bytes, state_of, where
 
 observer(transports=("stdio",))(observe)
@@ -44,9 +45,10 @@ def _stdio(m: Analysed) -> bool:
 
 
 def _verdict(m: Analysed, s):
-    if not _stdio(m):
+    # inlined _stdio / state_of: MCP801 and MCP802 call this on every stdio message
+    if m.rec.transport != "stdio":
         return None
-    st = state_of(s)
+    st = s.extra.get(STDIO_KEY)
     return st.verdict(m) if st is not None else None
 
 
@@ -77,8 +79,17 @@ def stdio_stray_line(m: Analysed, s):
     Example: the server prints `Starting weather server v1.2` before its first response.
     """
     v = _verdict(m, s)
-    if v is None:
-        return
+    # a plain function on the common path (a line that parsed, nothing abandoned): it runs on every
+    # stdio message, and a generator would cost its setup each time
+    if v is None or (v.abandoned is None and v.frame not in _STRAY_FRAMES):
+        return None
+    return _stray_line_hits(m, v)
+
+
+_STRAY_FRAMES = frozenset({"stray", "blank", "unjoinable"})
+
+
+def _stray_line_hits(m: Analysed, v):
     rec = m.rec
     g = v.abandoned
     if g is not None:
@@ -136,8 +147,13 @@ def stdio_message_not_one_line(m: Analysed, s):
     Example: a server writes `json.dumps(response, indent=2)` followed by a newline.
     """
     v = _verdict(m, s)
-    if v is None:
-        return
+    # the common path without a generator (see MCP801): a whole line that parsed, ended by "\n"
+    if v is None or (v.frame != "joined" and (v.frame or (m.rec.eol and not v.crlf_first))):
+        return None
+    return _not_one_line_hits(m, v)
+
+
+def _not_one_line_hits(m: Analysed, v):
     rec = m.rec
     if v.frame == "joined":
         g = v.group
@@ -224,15 +240,17 @@ def stdio_wrong_message_kind(m: Analysed, s):
 
     Example: a modern server writes `{"jsonrpc":"2.0","id":0,"method":"roots/list"}` to stdout.
     """
+    # a plain function, not a generator: it runs on every modern stdio request and response
     if not _stdio(m):
-        return
+        return None
     d = m.rec.dir
     if m.kind is Kind.REQUEST and d is Direction.S2C:
-        yield Hit(f"the server wrote a {m.method} request to stdout; a 2026-07-28 server MUST NOT send "
-                  f"requests on stdio (use an InputRequiredResult)", path="$.method")
-    elif m.kind is not Kind.REQUEST and d is Direction.C2S:
-        yield Hit("the client wrote a JSON-RPC response to the server's stdin; a 2026-07-28 client MUST "
-                  "NOT write responses on stdio", path="$.id")
+        return Hit(f"the server wrote a {m.method} request to stdout; a 2026-07-28 server MUST NOT send "
+                   f"requests on stdio (use an InputRequiredResult)", path="$.method")
+    if m.kind is not Kind.REQUEST and d is Direction.C2S:
+        return Hit("the client wrote a JSON-RPC response to the server's stdin; a 2026-07-28 client MUST "
+                   "NOT write responses on stdio", path="$.id")
+    return None
 
 
 @rule("MCP806", "stdio-output-after-cancel", Severity.ERROR, kinds=(Kind.NOTIFICATION,),

@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
-from tracer.viewdata import CaptureView
+from tracer.view.viewdata import CaptureView
 from ui.widgets.detail_render import hexdump
 
 FULL_CAP = 256 << 20  # even "everything" stops somewhere: 256 MB

@@ -1,7 +1,7 @@
 """The capture screen: status line, message list, detail pane, filter bar, footer.
 
 Threads: one worker opens and indexes the file (posting ViewReady, then IndexProgress), the
-analysis process reports through tracer.annotations' reader thread (posting AnalysisProgress),
+analysis process reports through tracer.view.annotations' reader thread (posting AnalysisProgress),
 and each filter runs in its own worker (posting FilterProgress). None of them touches a widget.
 """
 
@@ -22,8 +22,8 @@ from textual.widgets import Footer, Static
 
 from tracer.filter import FilterError, compile_filter
 from tracer.index import CHUNK, IndexReset
-from tracer.viewdata import CaptureView, open_view
-from tracer.viewfilter import FilterJob
+from tracer.view.viewdata import CaptureView, open_view
+from tracer.view.viewfilter import FilterJob
 from ui.messages import AnalysisProgress, FilterProgress, IndexProgress, OpenFailed, RowSelected, ViewReady
 from ui.widgets.detail import DetailPane
 from ui.widgets.detail_render import rule_names

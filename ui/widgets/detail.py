@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from tracer.viewdata import RowDetail
+from tracer.view.viewdata import RowDetail
 from ui.widgets.detail_render import render_detail
 
 

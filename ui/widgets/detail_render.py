@@ -15,7 +15,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tracer.viewdata import RowDetail
+from tracer.view.viewdata import RowDetail
 from ui.format import DIR_WORDS, ERA_STYLE, SEVERITY_NAME, SEVERITY_STYLE, duration, when
 
 MAX_JSON_LINES = 300

@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tracer.viewdata import CaptureView, RowInfo
+from tracer.view.viewdata import CaptureView, RowInfo
 from ui.format import (
     DIM,
     DIR_ARROW,

@@ -4,7 +4,7 @@ A `CaptureView` joins three sources:
 - the line index (tracer.index): row N's bytes are one pread away;
 - raw-derived basics, parsed only for the rows asked for (the screen) and kept in a small LRU:
   time, direction, kind, method, id, text previews;
-- the background analysis (tracer.annotations): era, pairing, latency, findings, once the
+- the background analysis (tracer.view.annotations): era, pairing, latency, findings, once the
   analysis process has reached the row.
 
 Everything here may be called from worker threads; the UI only posts what it gets.
@@ -23,12 +23,12 @@ from typing import Any
 
 import orjson
 
-from tracer.annotations import Annotations, RowSummary
 from tracer.capture import record_from_dict
 from tracer.classify import classify_raw
 from tracer.filter import id_text
 from tracer.index import LineIndex
 from tracer.model import Record, RecordType
+from tracer.view.annotations import Annotations, RowSummary
 
 LRU_ROWS = 4096
 PREVIEW = 400  # characters of stderr / text kept in a row's basics
@@ -121,7 +121,7 @@ class RowDetail:
     line_size: int
     record: Record | None
     problem: str | None = None  # why the line is not a record
-    analysis: dict[str, Any] | None = None  # tracer.annotate details
+    analysis: dict[str, Any] | None = None  # tracer.view.annotate details
     summary: RowSummary | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -1,4 +1,4 @@
-"""The viewer's side of tracer.annotate: start the analysis process, follow its progress, read
+"""The viewer's side of tracer.view.annotate: start the analysis process, follow its progress, read
 its per-row summaries and details on demand.
 
 Nothing here holds per-message objects: the summaries stay in the work directory's files and
@@ -22,12 +22,12 @@ from typing import Any
 
 import orjson
 
-from tracer.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES
+from tracer.view.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES
 
 
 @dataclass(slots=True)
 class RowSummary:
-    """One row's analysed summary (see tracer.annotate.ROW)."""
+    """One row's analysed summary (see tracer.view.annotate.ROW)."""
 
     rtype: str
     kind: str | None
@@ -64,7 +64,7 @@ def unpack_row(data: bytes | memoryview, at: int, methods: list[str]) -> RowSumm
 
 
 class Annotations:
-    """Runs `python -m tracer.annotate` on a capture and mirrors what it reports."""
+    """Runs `python -m tracer.view.annotate` on a capture and mirrors what it reports."""
 
     def __init__(self, capture: str, *, follow: bool = False,
                  on_progress: Callable[[Annotations], None] | None = None, workdir: str | None = None):
@@ -91,7 +91,7 @@ class Annotations:
     # -- process -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        cmd = [sys.executable, "-m", "tracer.annotate", self.capture, self.workdir]
+        cmd = [sys.executable, "-m", "tracer.view.annotate", self.capture, self.workdir]
         if self.follow:
             cmd.append("--follow")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """What the HTTP rules (MCP7xx, MCP901-MCP904) know beyond one record.
 
-The HTTP door (tracer.http_recorder) writes each exchange as records sharing `http["flow"]`: the
+The HTTP door (tracer.http.recorder) writes each exchange as records sharing `http["flow"]`: the
 request's `c2s` message (or, for a GET or DELETE, the first response-side record) carries the
 request headers; the first response-side record (a JSON answer, a `stream-open` event, an `http`
 record) carries the status and response headers; SSE events follow, then `stream-closed`.
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.classify import id_key
-from tracer.http_headers import pairs
-from tracer.http_tools import header_problem
+from tracer.http.headers import pairs
+from tracer.http.tools import header_problem
 from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
 from tracer.rules.registry import observer
 from tracer.session import BoundedMap, Session

@@ -39,7 +39,7 @@ from urllib.parse import urljoin
 
 import orjson
 
-from tracer.http_headers import (
+from tracer.http.headers import (
     HTTP,
     HTTP_SSE,
     authority_path,
@@ -51,7 +51,7 @@ from tracer.http_headers import (
     looks_jsonrpc,
     split_url,
 )
-from tracer.http_sse_tee import SseTee
+from tracer.http.sse_tee import SseTee
 from tracer.model import Direction, Record, RecordType
 from tracer.redact import redact_headers
 

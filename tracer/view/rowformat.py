@@ -1,4 +1,4 @@
-"""The per-row summary format shared by tracer.annotate (writer) and tracer.annotations (reader).
+"""The per-row summary format shared by tracer.view.annotate (writer) and tracer.view.annotations (reader).
 
 `rows.bin` holds one ROW per capture row: record type, kind, direction, era, worst severity,
 flags (pair status in the low 4 bits, direction inferred 0x10), finding count, method index,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.http_headers import decode_header_value, header, header_text, headers_with_prefix, needs_encoding
+from tracer.http.headers import decode_header_value, header, header_text, headers_with_prefix, needs_encoding
 from tracer.model import Analysed, Kind
 from tracer.protocol import META_PROTOCOL_VERSION
 

@@ -4,7 +4,7 @@
 completes (an incremental WHATWG parser: chunks split mid-line, mid-UTF-8 sequence or between CR
 and LF are fine); `end` frames the stream with its `stream-closed` record. An unknown GET stream is
 followed until it shows MCP (an `endpoint` event: legacy HTTP+SSE; a JSON-RPC event) or shows it is
-something else. Created by `tracer.http_recorder.HttpRecorder.response_headers`.
+something else. Created by `tracer.http.recorder.HttpRecorder.response_headers`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import time
 from typing import TYPE_CHECKING
 
 from tracer.framing import SseEvent, SseParser
-from tracer.http_headers import HTTP_SSE, looks_jsonrpc
+from tracer.http.headers import HTTP_SSE, looks_jsonrpc
 from tracer.model import Direction, Record, RecordType
 
 if TYPE_CHECKING:
-    from tracer.http_recorder import HttpRecorder, _Flow
+    from tracer.http.recorder import HttpRecorder, _Flow
 
 UNDECIDED_EVENTS = 8  # events an unknown SSE stream may carry before it is judged not MCP
 UNDECIDED_BYTES = 256 * 1024

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracer.http_recorder import Exchange, HttpRecorder
+from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.model import Record
 
 REQUEST, HEAD, END, FAILED = 0, 1, 2, 3

@@ -16,9 +16,9 @@ from typing import Any
 
 import orjson
 
-from tracer.annotations import RowSummary
 from tracer.filter import Filter, id_text
-from tracer.viewdata import CaptureView, RowBasics, _raw_of, basics_from_line
+from tracer.view.annotations import RowSummary
+from tracer.view.viewdata import CaptureView, RowBasics, _raw_of, basics_from_line
 
 RAW_FIELDS = frozenset({"text", "id", "conn", "transport", "status", "seq"})
 BLOCK = 8192

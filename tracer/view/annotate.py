@@ -5,7 +5,7 @@ million `Analysed` objects in memory. So the analysis runs once, sequentially (p
 need every message in order), in a separate process (the machine's other core; the UI keeps the
 GIL to itself), and writes into a work directory:
 
-- `rows.bin`: 32 bytes per row (tracer.rowformat; row = line of the capture, as tracer.index counts them): record
+- `rows.bin`: 32 bytes per row (tracer.view.rowformat; row = line of the capture, as tracer.index counts them): record
   type, kind, direction, era, worst severity, pair status, finding count, method (an index into a
   table sent on stdout), partner row, latency, MRTR first-round row, and the offset of the row's
   details. A request learns its partner later: its row is patched in place when the answer comes.
@@ -16,7 +16,7 @@ Progress goes to stdout as JSON lines: {"rows": N, "fr": [rows that gained findi
 method: index}, "eof": bool, "done": bool, "summary": {...}}. Rows below `rows` are final except
 for patches (the reader re-reads what it shows).
 
-Run: python -m tracer.annotate CAPTURE WORKDIR [--follow]. With --follow it tails the capture
+Run: python -m tracer.view.annotate CAPTURE WORKDIR [--follow]. With --follow it tails the capture
 until its stdin closes; without, it stops at the end of the file, after the end-of-session rules.
 """
 
@@ -37,7 +37,9 @@ from tracer.capture import record_from_dict
 from tracer.index import IndexReset, LineIndex
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
-from tracer.rowformat import (
+from tracer.session import BoundedMap
+from tracer.summary import SummaryBuilder, analyser_cells
+from tracer.view.rowformat import (
     DIR_OF,
     ERA_OF,
     FLAG_DIR_INFERRED,
@@ -51,8 +53,6 @@ from tracer.rowformat import (
     empty_row,
     finding_list,
 )
-from tracer.session import BoundedMap
-from tracer.summary import SummaryBuilder, analyser_cells
 
 MAX_METHODS = 50_000  # method labels beyond this (junk from invalid traffic) are not interned
 LAT_MAX_US = 2**31 - 1
@@ -173,9 +173,8 @@ class Annotator:
         # on `http` records and SSE stream events.
         for f in self.analyser.take_end_findings():
             self.attach_end_finding(f)
-        if rec.type is RecordType.EVENT:
-            if self.stash and rec.conn not in self.analyser.sessions:
-                self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != rec.conn}
+        if rec.type is RecordType.EVENT and self.stash and rec.conn not in self.analyser.sessions:
+            self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != rec.conn}
 
     def sse_timing(self, rec: Record) -> dict[str, Any] | None:
         """For a record of an SSE stream: its place in the stream and the gaps (SSE timing)."""
@@ -465,7 +464,7 @@ def _stdout_emitter():
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tracer.annotate", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tracer.view.annotate", description=__doc__.split("\n\n")[0])
     p.add_argument("capture")
     p.add_argument("workdir")
     p.add_argument("--follow", action="store_true")
