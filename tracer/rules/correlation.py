@@ -157,6 +157,9 @@ def known_methods(versions: frozenset[str]) -> frozenset[str]:
     return k
 
 
+_FINE: set[tuple] = set()  # (versions, method, c2s, request) a known method may travel as
+
+
 def allowed_methods(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
     key = (versions, c2s, request)
     a = _ALLOWED_CACHE.get(key)
@@ -174,15 +177,22 @@ def method_wrong_direction(m: Analysed, s):
 
     Example: the server writes `{"jsonrpc":"2.0","id":5,"method":"tools/call",...}`.
     """
-    if m.rec.dir is None or m.rec.dir_inferred:
+    rec = m.rec
+    if rec.dir is None or rec.dir_inferred:
         return None
     versions = possible_versions(m)
     method = m.method
+    c2s = rec.dir is Direction.C2S
+    request = m.kind is Kind.REQUEST
+    # the usual answer in one lookup (it runs on every request and notification); keyed only by
+    # known methods, so odd traffic cannot grow the table
+    key = (versions, method, c2s, request)
+    if key in _FINE:
+        return None
     if method not in known_methods(versions):
         return None
-    c2s = m.rec.dir is Direction.C2S
-    request = m.kind is Kind.REQUEST
     if method in allowed_methods(versions, c2s, request):
+        _FINE.add(key)
         return None
     # Sent as the wrong kind (a request method as a notification) is MCP111/MCP112, not this.
     if method in allowed_methods(versions, c2s, not request):

@@ -6,6 +6,10 @@ a `Hit`, or an iterable of them (a generator is fine for rules that run rarely);
 message and a read-only view of the session *before* this message was applied (the analyser has
 already computed the message's era and pairing). An end rule (`phase="end"`) runs once per session
 when it closes: `fn(session) -> Iterable[tuple[seq_or_msg, Hit]]`.
+
+Dispatch is by kind, method and version (`kinds=`, `methods=`, `versions=`); a rule that can only
+fire when its message's params or result has a given key says so with `needs="key"` (optionally
+for some methods only, `needs_methods=`), and the analyser skips the call when the key is absent.
 """
 
 from __future__ import annotations

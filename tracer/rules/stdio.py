@@ -323,12 +323,14 @@ def stdio_no_discover_probe(m: Analysed, s):
 
     Example: a modern client's first line is a `tools/call` with 2026-07-28 `_meta`.
     """
+    # a plain function, not a generator: it runs on every modern request
     v = _verdict(m, s)
     if v is None or not v.first_client_request or m.rec.dir is not Direction.C2S:
-        return
+        return None
     if m.method != "server/discover":
-        yield Hit(f"the client's first request is {m.method}, not a server/discover probe",
-                  path="$.method")
+        return Hit(f"the client's first request is {m.method}, not a server/discover probe",
+                   path="$.method")
+    return None
 
 
 @rule("MCP809", "stdio-server-outlives-stdin", Severity.INFO, scope="stdio", phase="end",

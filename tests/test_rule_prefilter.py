@@ -1,0 +1,57 @@
+"""The dispatcher's prefilter (`@rule(needs=...)`) only saves calls: it never changes a finding."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.cases import build_records, load_rule_cases
+from tracer.analyser import RuleSet, analyse_all
+from tracer.model import Kind
+from tracer.protocol import ALL, MODERN
+from tracer.rules.registry import all_rules
+
+RULES = list(all_rules().values())
+PREFILTERED = [r for r in RULES if r.needs is not None]
+
+
+def _findings(records, rules):
+    msgs, ends = analyse_all(records, rules)
+    out = []
+    for m in msgs:
+        for x in [m, *(m.members or ())]:
+            out += [(f.rule, f.severity, f.message, f.seq, f.path, f.related_seq) for f in x.findings]
+    return out + [(f.rule, f.severity, f.message, f.seq, f.path, f.related_seq) for f in ends]
+
+
+def test_some_rules_are_prefiltered_by_a_key():
+    assert PREFILTERED, "no rule uses needs= any more: remove the prefilter from the analyser"
+    assert all(type(r.needs) is str for r in PREFILTERED)
+
+
+def test_every_rule_case_gives_the_same_findings_with_and_without_the_prefilters():
+    # every case of every rule file, run with ALL rules: prefiltered rules must find exactly what
+    # they find when the dispatcher calls them on every message
+    without = [replace(r, needs=None) for r in RULES]
+    for case_rule, case in load_rule_cases():
+        records = build_records(case["messages"], case.get("transport", "stdio"))
+        assert _findings(records, RULES) == _findings(records, without), (case_rule, case["name"])
+
+
+def test_the_plan_keeps_every_rule_in_dispatch_order():
+    rs = RuleSet(RULES)
+    for kind in (Kind.REQUEST, Kind.RESULT, Kind.NOTIFICATION, Kind.ERROR):
+        for method in ("tools/call", "sampling/createMessage", "initialize", None):
+            for versions in (ALL, MODERN):
+                flat = tuple(r for _, rules in rs.plan(kind, method, versions) for r in rules)
+                assert flat == rs.for_message(kind, method, versions)
+
+
+def test_a_prefiltered_rule_runs_when_its_key_is_there_and_is_skipped_when_it_is_not():
+    rs = RuleSet(RULES)
+    plan = rs.plan(Kind.RESULT, "tools/call", MODERN)
+    gated = {r.id: needs for needs, rules in plan for r in rules}
+    assert gated["MCP627"] == "inputRequests"  # sampling params inside an InputRequiredResult
+    # a legacy sampling/createMessage request carries no inputRequests: the rule always runs there
+    legacy = {r.id: needs for needs, rules in rs.plan(Kind.REQUEST, "sampling/createMessage", ALL)
+              for r in rules}
+    assert legacy.get("MCP627", "absent") is None
