@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from tests.sdk_peers import BOUND_S, REPO
+from tests.sdk_peers import BOUND_S, REPO, serve_http
 from tracer.capture import CaptureWriter, header_record
 from tracer.model import Direction, Record, RecordType
 from tracer.replay.recording import Recording, build
@@ -106,28 +106,8 @@ def stop_and_collect(proc: subprocess.Popen) -> tuple[int, str]:
 @contextmanager
 def http_server(script: Path, *extra: str) -> Iterator[str]:
     """Run an SDK fixture server (which prints 'listening on URL') over HTTP on a free port."""
-    proc = subprocess.Popen([sys.executable, str(script), "--http", "--port", "0", *extra], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
-    try:
-        try:
-            first = lines.get(timeout=BOUND_S)
-        except queue.Empty:
-            raise AssertionError(f"{script.name} did not report its URL") from None
-        if not first.startswith("listening on "):
-            proc.kill()
-            raise AssertionError(f"{script.name} did not start: {first!r} {proc.stderr.read()}")
-        yield first.removeprefix("listening on ").strip()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=BOUND_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
+    with serve_http([sys.executable, str(script), "--http", "--port", "0", *extra], script.name) as url:
+        yield url
 
 
 def free_port() -> int:

@@ -82,25 +82,20 @@ def run_clients(runs: list[tuple[str, str | None, list[str] | None]]) -> list[li
 
 
 @contextmanager
-def sdk_http_server(*extra: str) -> Iterator[str]:
-    """Run the SDK fixture server over Streamable HTTP on a free loopback port; yields its URL."""
-    proc = subprocess.Popen(
-        [*server_cmd(*extra), "--http", "--port", "0"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def serve_http(argv: list[str], name: str) -> Iterator[str]:
+    """Run a fixture server that prints 'listening on URL' once it accepts connections; yields the
+    URL and stops the server afterwards."""
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
     try:
         try:
             first = lines.get(timeout=BOUND_S)
         except queue.Empty:
-            raise AssertionError("the SDK HTTP server did not report its URL") from None
+            raise AssertionError(f"{name} did not report its URL") from None
         if not first.startswith("listening on "):
             proc.kill()
-            raise AssertionError(f"SDK HTTP server did not start: {first!r} {proc.stderr.read()}")
+            raise AssertionError(f"{name} did not start: {first!r} {proc.stderr.read()}")
         yield first.removeprefix("listening on ").strip()
     finally:
         proc.terminate()
@@ -111,6 +106,13 @@ def sdk_http_server(*extra: str) -> Iterator[str]:
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+@contextmanager
+def sdk_http_server(*extra: str) -> Iterator[str]:
+    """Run the SDK fixture server over Streamable HTTP on a free loopback port; yields its URL."""
+    with serve_http([*server_cmd(*extra), "--http", "--port", "0"], "the SDK HTTP server") as url:
+        yield url
 
 
 def ops_by_name(ops: list[dict[str, Any]], op: str) -> list[dict[str, Any]]:

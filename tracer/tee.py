@@ -4,9 +4,11 @@
     host stdout <── [stdout relay] <── server stdout         (tracer.tee_capture) *before* it is
     host stderr <── [stderr relay] <── server stderr         forwarded, never decoded, never split
 
-Three relay threads loop on raw file descriptors (`os.read` of up to 1 MiB, `os.write` of all of
-it): no line splitting, no decoding, no buffering beyond one chunk, so the relay cannot alter or
-reorder a byte and adds one thread hop per direction. The capture never holds the relay up (see
+Three relay threads loop on raw file descriptors: no line splitting, no decoding, no buffering
+beyond one chunk, so the relay cannot alter or reorder a byte and adds one thread hop per
+direction. Where both ends allow it (Linux, pipes) a direction is relayed zero-copy by
+`tracer.tee_splice` (tee(2) a copy for the capture, splice(2) the bytes on); otherwise by `pump`
+(`os.read` of up to 1 MiB, `os.write` of all of it). The capture never holds the relay up (see
 `CaptureSink.offer`).
 
 Life cycle: EOF on our stdin closes the server's stdin; if the server has not exited after a grace
@@ -26,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from tracer import tee_splice
 from tracer.capture import CaptureWriter
 from tracer.tee_capture import STDERR, STDIN, STDOUT, CaptureSink
 from tracer.tee_notes import Notes, write_all
@@ -85,15 +88,43 @@ def spawn(command: list[str]) -> subprocess.Popen:
     return child
 
 
+def relay_stream(src: int, dst: int, stream: int, sink: CaptureSink, *, on_broken=None,
+                 zero_copy: bool = True) -> int:
+    """Relay one direction by the fastest way its two ends allow (same contract as `pump`)."""
+    if zero_copy and tee_splice.applies(src, dst):
+        try:
+            return tee_splice.pump_spliced(src, dst, stream, sink, on_broken=on_broken)
+        except tee_splice.SpliceFailed as failed:  # splice(2) refused dst: forward by hand from here
+            first = _read_exactly(src, failed.pending)  # (already tee'd to the capture)
+            try:
+                write_all(dst, first)
+            except OSError:
+                if on_broken is not None:
+                    on_broken(0)
+                return len(first) + pump(src, -1, stream, sink, relay=lambda data: None)
+            return len(first) + pump(src, dst, stream, sink, on_broken=on_broken, start=len(first))
+    return pump(src, dst, stream, sink, on_broken=on_broken)
+
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        more = os.read(fd, n - len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
 def pump(src: int, dst: int, stream: int, sink: CaptureSink, *, relay=None, on_broken=None,
-         read=os.read, chunk: int = CHUNK) -> int:
+         read=os.read, chunk: int = CHUNK, start: int = 0) -> int:
     """Copy `src` to `dst` until EOF, offering each chunk to the capture first. Returns the number
     of bytes read. When `dst` breaks (the reader went away), keep reading and capturing so the
     writer on the other side never blocks; `on_broken(offset)` is told once."""
     forward = relay if relay is not None else (lambda data: write_all(dst, data))
     offer = sink.offer
     now = time.time_ns
-    total = 0
+    total = start
     dst_ok = True
     while True:
         try:
@@ -112,14 +143,14 @@ def pump(src: int, dst: int, stream: int, sink: CaptureSink, *, relay=None, on_b
                     on_broken(total)
         total += len(data)
     sink.eof(stream)
-    return total
+    return total - start
 
 
 class Tee:
     """One tee session: a spawned server, three relays, a capture sink, notes on stderr."""
 
     def __init__(self, child: subprocess.Popen, sink: CaptureSink, notes: Notes, *, in_fd: int = 0,
-                 out_fd: int = 1, grace: float = 3.0, kill_after: float = 3.0):
+                 out_fd: int = 1, grace: float = 3.0, kill_after: float = 3.0, zero_copy: bool = True):
         self.child = child
         self.sink = sink
         self.notes = notes
@@ -127,6 +158,7 @@ class Tee:
         self.out_fd = out_fd
         self.grace = grace
         self.kill_after = kill_after
+        self.zero_copy = zero_copy  # False: always read/write (tests compare both paths)
         self.exited = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -162,8 +194,8 @@ class Tee:
 
     def _stdout_relay(self) -> None:
         sink = self.sink
-        pump(self.child.stdout.fileno(), self.out_fd, STDOUT, sink,
-             on_broken=lambda at: sink.event("host-stdout-closed", offset=at))
+        relay_stream(self.child.stdout.fileno(), self.out_fd, STDOUT, sink, zero_copy=self.zero_copy,
+                     on_broken=lambda at: sink.event("host-stdout-closed", offset=at))
         # The server closed its stdout: the host sees EOF now, not when the capture is done.
         try:
             os.close(self.out_fd)
@@ -173,9 +205,9 @@ class Tee:
     def _stdin_relay(self) -> None:
         child, sink = self.child, self.sink
         fd = child.stdin.fileno()
-        pump(self.in_fd, fd, STDIN, sink,
-             on_broken=lambda at: sink.event("server-stdin-closed", offset=at,
-                                             note="the server stopped reading; later bytes were not delivered"))
+        relay_stream(self.in_fd, fd, STDIN, sink, zero_copy=self.zero_copy,
+                     on_broken=lambda at: sink.event("server-stdin-closed", offset=at,
+                                                     note="the server stopped reading; later bytes were not delivered"))
         # EOF from the host: record it first (so the capture keeps cause before effect: the server
         # may exit the moment its stdin closes), pass it on, then give the server a grace period.
         sink.event("stdin-eof")

@@ -11,6 +11,8 @@ can run the stdio rules live so framing problems are reported while the session 
 
 from __future__ import annotations
 
+import fcntl
+import os
 import queue
 import threading
 import time
@@ -30,11 +32,13 @@ _EVENT, _STOP = 3, 4
 
 DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes of chunks that may wait for the writer
 MAX_STDERR_LINE = 1024 * 1024  # a stderr "line" longer than this is cut in the capture (not in the relay)
+CAP_PIPE_MAX = 1024 * 1024  # the zero-copy relay's capture pipe (capped by /proc/sys/fs/pipe-max-size)
 MAX_BATCH = 1024  # queue items written per flush when the writer is behind
 # After waking up, the writer lingers this long so a burst costs one wake-up and one flush, not one
 # per chunk (a wake-up is a context switch taken from the relay on a small machine). tail -f still
 # sees every record within a few milliseconds.
 LINGER_S = 0.002
+NO_LINGER_TEED = 64 * 1024  # ...unless a big tee'd chunk is waiting: its pipe must be emptied at once
 
 
 class CaptureSink:
@@ -60,6 +64,7 @@ class CaptureSink:
         self._gap = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
         self._framers = [LineFramer(), LineFramer(), LineFramer(max_line=MAX_STDERR_LINE)]
         self._pos = [0, 0, 0]  # stream offset of the next byte the writer will see
+        self._caps: list[tuple[int, int] | None] = [None, None, None]  # per stream: tee'd copies (tee_splice)
         self._analyser = analyser
         self._on_finding = on_finding
         self._thread = threading.Thread(target=self._run, name="mcptrace-capture", daemon=True)
@@ -88,7 +93,8 @@ class CaptureSink:
         if not ok:
             gap[0] += n
             gap[1] += 1
-            gap[2] += data.count(b"\n")
+            if gap[2] >= 0:  # (-1: a zero-copy drop in this gap, lines unknown)
+                gap[2] += data.count(b"\n")
             return False
         if gap[0]:
             self._q.put((stream, t_ns, data, tuple(gap)))
@@ -102,17 +108,70 @@ class CaptureSink:
         gap = self._gap[stream]
         self._q.put((stream, t_ns or time.time_ns(), None, tuple(gap) if gap[0] else None))
         gap[0] = gap[1] = gap[2] = 0
+        cap = self._caps[stream]
+        if cap is not None and cap[1] >= 0:
+            os.close(cap[1])  # the relay is done with it; the writer reads the rest, then EOF
+            self._caps[stream] = (cap[0], -1)
+
+    # -- the zero-copy relay's side (tracer.tee_splice): copies arrive through a pipe, not a queue
+
+    def cap_fd(self, stream: int) -> int:
+        """The pipe the relay tee(2)s its copies of `stream` into (made on first use). Its size is
+        this stream's budget: a copy that does not fit is dropped from the capture, counted."""
+        if self._caps[stream] is None:
+            r, w = os.pipe()
+            try:
+                fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), max(4096, min(self.budget, CAP_PIPE_MAX)))
+            except OSError:
+                pass  # capped by /proc/sys/fs/pipe-max-size: the default size works too
+            self._caps[stream] = (r, w)
+        return self._caps[stream][1]
+
+    def has_room(self, n: int) -> bool:
+        """Whether `n` more bytes would fit in the queue's budget now (a hint: `offer` decides)."""
+        return self._queued + n <= self.budget
+
+    def teed(self, stream: int, t_ns: int, n: int) -> None:
+        """`n` more bytes of `stream` wait in its capture pipe (the relay calls this before it forwards them)."""
+        gap = self._gap[stream]
+        if gap[0]:
+            self._q.put((stream, t_ns, n, tuple(gap)))
+            gap[0] = gap[1] = gap[2] = 0
+        else:
+            self._q.put((stream, t_ns, n, None))
+
+    def teed_dropped(self, stream: int, t_ns: int, n: int) -> None:
+        """`n` bytes were forwarded without a copy (the capture pipe was full): a gap, recorded.
+        Their newlines are not counted: the bytes never entered this process."""
+        self.gap(stream, n, -1)
 
     def event(self, name: str, **data) -> None:
         """An event record (process started, stdin EOF, signal, exit...), in queue order."""
         self._q.put((_EVENT, time.time_ns(), {"event": name, **data}, None))
+
+    def event_at(self, t_ns: int, data: dict) -> None:
+        """An event that happened at `t_ns` (told by the relay process: tracer.tee_process)."""
+        self._q.put((_EVENT, t_ns, data, None))
+
+    def gap(self, stream: int, n: int, newlines: int) -> None:
+        """`n` bytes of `stream` that never reached the capture (-1 newlines: not counted)."""
+        gap = self._gap[stream]
+        gap[0] += n
+        gap[1] += 1
+        gap[2] = gap[2] + newlines if newlines >= 0 and gap[2] >= 0 else -1
 
     def close(self, timeout: float | None = 30.0) -> bool:
         """Write everything queued so far, then stop. False if the writer did not finish in time."""
         self._q.put((_STOP, 0, None, None))
         if self._thread.is_alive():
             self._thread.join(timeout)
-        return not self._thread.is_alive()
+        done = not self._thread.is_alive()
+        if done:
+            for i, cap in enumerate(self._caps):
+                if cap is not None:
+                    os.close(cap[0])  # (a write end still open belongs to a relay still running)
+                    self._caps[i] = (-1, cap[1])
+        return done
 
     # -- the writer thread ---------------------------------------------------------------------
 
@@ -128,15 +187,25 @@ class CaptureSink:
         get, get_nowait = self._q.get, self._q.get_nowait
         while True:
             batch = [get()]
-            if batch[0][0] != _STOP:
+            code, _, payload, _ = batch[0]
+            if code != _STOP and not (payload.__class__ is int and payload >= NO_LINGER_TEED):
                 time.sleep(LINGER_S)
             while len(batch) < MAX_BATCH:
                 try:
                     batch.append(get_nowait())
                 except queue.Empty:
                     break
-            recs: list[Record] = []
             released = 0
+            teed = False
+            for code, _, payload, _ in batch:
+                if payload.__class__ is int:
+                    teed = True
+                elif code < _EVENT and payload is not None:
+                    released += len(payload)
+            if teed:  # empty the capture pipes first: they are the zero-copy relay's only room for copies
+                read = self._read_teed
+                batch = [(c, t, read(c, p), g) if p.__class__ is int else (c, t, p, g) for c, t, p, g in batch]
+            recs: list[Record] = []
             stop = False
             for code, t_ns, payload, gap in batch:
                 if code < _EVENT:
@@ -147,7 +216,6 @@ class CaptureSink:
                         if tail is not None:
                             recs.append(self._record(code, tail, t_ns))
                     else:
-                        released += len(payload)
                         self._pos[code] += len(payload)
                         for fr in self._framers[code].feed(payload):
                             recs.append(self._record(code, fr, t_ns))
@@ -163,6 +231,17 @@ class CaptureSink:
                     self._queued -= released
             if stop:
                 return
+
+    def _read_teed(self, stream: int, n: int) -> bytes:
+        """The `n` bytes the relay tee'd for this item: they are in the pipe already."""
+        fd = self._caps[stream][0]
+        data = os.read(fd, n)
+        while len(data) < n:
+            more = os.read(fd, n - len(data))
+            if not more:
+                break
+            data += more
+        return data
 
     def _record(self, stream: int, fr: Frame, t_ns: int) -> Record:
         if stream == STDERR:
@@ -184,11 +263,12 @@ class CaptureSink:
         broken = self._framers[stream].skip(nbytes)
         self.dropped_bytes[stream] += nbytes
         self.dropped_chunks += chunks
-        return Record(RecordType.EVENT, t_ns=t_ns, transport="stdio", conn=self.conn, data={
-            "event": "dropped", "stream": STREAMS[stream], "offset": offset, "bytes": nbytes,
-            "chunks": chunks, "count": newlines, "broken_line_bytes": broken,
-            "why": "the capture writer fell behind; the relay was not slowed and the bytes were delivered",
-        })
+        data = {"event": "dropped", "stream": STREAMS[stream], "offset": offset, "bytes": nbytes,
+                "chunks": chunks, "count": newlines, "broken_line_bytes": broken,
+                "why": "the capture writer fell behind; the relay was not slowed and the bytes were delivered"}
+        if newlines < 0:
+            del data["count"]  # dropped by the zero-copy relay: the bytes were never seen, nor their lines
+        return Record(RecordType.EVENT, t_ns=t_ns, transport="stdio", conn=self.conn, data=data)
 
     def _write(self, recs: list[Record]) -> None:
         if self.write_error is None:

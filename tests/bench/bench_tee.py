@@ -53,8 +53,27 @@ sys.exit(p.wait())
 """
 
 
+# The zero-copy floor (Linux): the same relay moving pipe to pipe with os.splice, bytes never in
+# user space. The best a relay process written in Python can do here, capture aside.
+MIN_SPLICE_RELAY = r"""
+import os, subprocess, sys, threading
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+def pump(a, b, done):
+    while os.splice(a, b, 1 << 20):
+        pass
+    done()
+threading.Thread(target=pump, args=(0, p.stdin.fileno(), p.stdin.close), daemon=True).start()
+pump(p.stdout.fileno(), 1, lambda: os.close(1))
+sys.exit(p.wait())
+"""
+
+
 def floor(*cmd: str) -> list[str]:
     return [PY, "-c", MIN_RELAY, *cmd]
+
+
+def splice_floor(*cmd: str) -> list[str]:
+    return [PY, "-c", MIN_SPLICE_RELAY, *cmd]
 
 
 def ndjson(total: int) -> bytes:
@@ -127,7 +146,7 @@ def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
     path = tmp / "traffic.ndjson"
     path.write_bytes(data)
     lines = data.count(b"\n")
-    direct, bare, teed, caps = [], [], [], []
+    direct, bare, spliced, teed, caps = [], [], [], [], []
     for r in range(rounds):
         n, s = throughput_once(path, ["cat"])
         assert n == len(data)
@@ -135,6 +154,10 @@ def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
         n, s = throughput_once(path, floor("cat"))
         assert n == len(data)
         bare.append(len(data) / s)
+        if hasattr(os, "splice"):
+            n, s = throughput_once(path, splice_floor("cat"))
+            assert n == len(data)
+            spliced.append(len(data) / s)
         cap = tmp / f"thr{r}.jsonl"
         n, s = throughput_once(path, tee(cap, "cat"))
         if n != len(data):
@@ -145,6 +168,9 @@ def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
     print(f"(a) throughput, {len(data) / 1e6:.0f} MB / {lines:,} messages, median of {rounds} runs")
     print(f"    plain pipe (cat):         {d / 1e6:8.0f} MB/s")
     print(f"    floor (bare relay -- cat):{b / 1e6:8.0f} MB/s   ratio {b / d:.2f}")
+    if spliced:
+        sp = statistics.median(spliced)
+        print(f"    floor (splice relay):     {sp / 1e6:8.0f} MB/s   ratio {sp / d:.2f}")
     print(f"    mcptrace stdio -- cat:    {t / 1e6:8.0f} MB/s   ratio {t / d:.2f}  (target >= 0.8)")
     for c in caps:
         print(f"    capture: {c['c2s']:,} c2s + {c['s2c']:,} s2c messages of {lines:,} each way; "
@@ -182,16 +208,22 @@ def pct(xs: list[int], q: float) -> float:
 
 
 def bench_latency(n: int, rounds: int, tmp: Path) -> None:
-    runs: dict[str, tuple[list[float], list[float]]] = {"direct": ([], []), "floor": ([], []), "tee": ([], [])}
+    variants = [("direct", "direct:          "), ("floor", "floor (bare relay):"), ("tee", "via tee:         ")]
+    if hasattr(os, "splice"):
+        variants.insert(2, ("splice", "floor (splice):  "))
+    runs: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k, _ in variants}
     for r in range(rounds):
-        for name, cmd in (("direct", ECHO), ("floor", floor(*ECHO)), ("tee", tee(tmp / f"lat{r}.jsonl", *ECHO))):
+        for name, cmd in (("direct", ECHO), ("floor", floor(*ECHO)), ("splice", splice_floor(*ECHO)),
+                          ("tee", tee(tmp / f"lat{r}.jsonl", *ECHO))):
+            if name not in runs:
+                continue
             xs = round_trips(cmd, n, 500)
             runs[name][0].append(statistics.median(xs))
             runs[name][1].append(pct(xs, 0.99))
     med = {k: statistics.median(v[0]) / 1000 for k, v in runs.items()}
     p99 = {k: statistics.median(v[1]) / 1000 for k, v in runs.items()}
     print(f"(b) latency, {n:,} round trips to tests/servers/echo.py, median of {rounds} runs")
-    for k, label in (("direct", "direct:          "), ("floor", "floor (bare relay):"), ("tee", "via tee:         ")):
+    for k, label in variants:
         print(f"    {label} median {med[k]:7.1f} us   p99 {p99[k]:8.1f} us   "
               f"ratios {med[k] / med['direct']:5.2f} x / {p99[k] / p99['direct']:5.2f} x")
     print("    targets: median <= 1.3 x, p99 <= 2 x (tee vs direct)")

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> int:
+    from tracer import tee_splice
     from tracer.analyser import Analyser
     from tracer.cli import UsageError
     from tracer.paths import default_capture_path, label_for_command
@@ -83,9 +84,18 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     except OSError as exc:
         raise UsageError(f"cannot write the capture {path}: {exc.strerror or exc}") from None
     notes = Notes(2, quiet=args.quiet, capture=path)
+    budget = int(args.queue_mb * 1024 * 1024)
+    feed = None
+    if tee_splice.available() and not os.environ.get("MCPTRACE_TEE_IN_PROCESS"):
+        # The capture in a process of its own (forked now: before the server and before any thread).
+        from tracer.tee_process import CaptureProcess
+
+        feed = CaptureProcess(writer, budget=budget, live_lint=not args.no_live_lint, on_finding=notes.finding)
     try:
         child = spawn(command)
     except SpawnError as exc:
+        if feed is not None:
+            feed.close(5.0)
         writer.close()
         try:
             os.unlink(path)  # nothing was captured; do not leave an empty capture behind
@@ -95,9 +105,13 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         return exc.code
     if not args.output:
         notes.say(f"capturing to {path}")
-    analyser = None if args.no_live_lint else Analyser(select_rules(["MCP8"]))
-    sink = CaptureSink(writer, f"stdio-{child.pid}", budget=int(args.queue_mb * 1024 * 1024),
-                       analyser=analyser, on_finding=notes.finding)
+    if feed is not None:
+        feed.set_conn(f"stdio-{child.pid}")
+        sink = feed
+    else:
+        analyser = None if args.no_live_lint else Analyser(select_rules(["MCP8"]))
+        sink = CaptureSink(writer, f"stdio-{child.pid}", budget=budget, analyser=analyser,
+                           on_finding=notes.finding)
     sink.start()
     tee = Tee(child, sink, notes, in_fd=0, out_fd=relay_out, grace=args.grace, kill_after=args.grace)
     try:
