@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from tracer.capture import CaptureWriter, ReadProblem, header_record, read_capture, record_to_dict
 from tracer.model import Direction, Record, RecordType
-from tracer.tee import pump
-from tracer.tee_capture import STDIN, STDOUT, CaptureSink, encode_line
+from tracer.stdio.capture import STDIN, STDOUT, CaptureSink, encode_line
+from tracer.stdio.tee import pump
 
 TEE = [sys.executable, "-m", "tracer", "stdio"]
 BOUND_S = 60

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.test_tee_relay import BOUND_S, TEE, read_records, split, stream_of
-from tracer import tee_splice
 from tracer.capture import CaptureWriter, header_record
 from tracer.model import Direction, RecordType
-from tracer.tee import relay_stream
-from tracer.tee_capture import STDIN, CaptureSink
+from tracer.stdio import splice as tee_splice
+from tracer.stdio.capture import STDIN, CaptureSink
+from tracer.stdio.tee import relay_stream
 
 pytestmark = pytest.mark.skipif(not tee_splice.available(), reason="tee(2)/splice(2) are Linux system calls")
 

@@ -65,14 +65,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> int:
-    from tracer import tee_splice
     from tracer.analyser import Analyser
     from tracer.cli import UsageError
     from tracer.paths import default_capture_path, label_for_command
     from tracer.rules.registry import select_rules
-    from tracer.tee import SpawnError, Tee, open_capture, spawn
-    from tracer.tee_capture import CaptureSink
-    from tracer.tee_notes import Notes
+    from tracer.stdio import splice as tee_splice
+    from tracer.stdio.capture import CaptureSink
+    from tracer.stdio.notes import Notes
+    from tracer.stdio.tee import SpawnError, Tee, open_capture, spawn
 
     label = args.name or label_for_command(command)
     try:
@@ -88,7 +88,7 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     feed = None
     if tee_splice.available() and not os.environ.get("MCPTRACE_TEE_IN_PROCESS"):
         # The capture in a process of its own (forked now: before the server and before any thread).
-        from tracer.tee_process import CaptureProcess
+        from tracer.stdio.process import CaptureProcess
 
         feed = CaptureProcess(writer, budget=budget, live_lint=not args.no_live_lint, on_finding=notes.finding)
     try:

@@ -8,7 +8,7 @@ spread over several lines) replace MCP101 (not JSON) and MCP103 (a bare JSON sca
 replaces MCP101's "not UTF-8", so a banner line is one finding, not two. Likewise MCP805 is the
 stdio form of MCP206/MCP207, which stay silent on stdio.
 
-The multi-line facts come from `tracer.stdio_state`, an analyser observer.
+The multi-line facts come from `tracer.stdio.framing_state`, an analyser observer.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
 from tracer.rules.correlation import RACE_MS
 from tracer.rules.registry import at_end, observer, rule
-from tracer.stdio_state import KEY as STDIO_KEY
-from tracer.stdio_state import observe, show_bytes, state_of, where
+from tracer.stdio.framing_state import KEY as STDIO_KEY
+from tracer.stdio.framing_state import observe, show_bytes, state_of, where
 
 observer(transports=("stdio",))(observe)
 

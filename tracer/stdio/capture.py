@@ -113,7 +113,7 @@ class CaptureSink:
             os.close(cap[1])  # the relay is done with it; the writer reads the rest, then EOF
             self._caps[stream] = (cap[0], -1)
 
-    # -- the zero-copy relay's side (tracer.tee_splice): copies arrive through a pipe, not a queue
+    # -- the zero-copy relay's side (tracer.stdio.splice): copies arrive through a pipe, not a queue
 
     def cap_fd(self, stream: int) -> int:
         """The pipe the relay tee(2)s its copies of `stream` into (made on first use). Its size is
@@ -150,7 +150,7 @@ class CaptureSink:
         self._q.put((_EVENT, time.time_ns(), {"event": name, **data}, None))
 
     def event_at(self, t_ns: int, data: dict) -> None:
-        """An event that happened at `t_ns` (told by the relay process: tracer.tee_process)."""
+        """An event that happened at `t_ns` (told by the relay process: tracer.stdio.process)."""
         self._q.put((_EVENT, t_ns, data, None))
 
     def gap(self, stream: int, n: int, newlines: int) -> None:

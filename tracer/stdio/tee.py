@@ -1,13 +1,13 @@
 """The stdio tee: run an MCP server as a child, relay its pipes byte for byte, capture a copy.
 
     host stdin  ──> [stdin relay]  ──> server stdin          every chunk: offered to the capture
-    host stdout <── [stdout relay] <── server stdout         (tracer.tee_capture) *before* it is
+    host stdout <── [stdout relay] <── server stdout         (tracer.stdio.capture) *before* it is
     host stderr <── [stderr relay] <── server stderr         forwarded, never decoded, never split
 
 Three relay threads loop on raw file descriptors: no line splitting, no decoding, no buffering
 beyond one chunk, so the relay cannot alter or reorder a byte and adds one thread hop per
 direction. Where both ends allow it (Linux, pipes) a direction is relayed zero-copy by
-`tracer.tee_splice` (tee(2) a copy for the capture, splice(2) the bytes on); otherwise by `pump`
+`tracer.stdio.splice` (tee(2) a copy for the capture, splice(2) the bytes on); otherwise by `pump`
 (`os.read` of up to 1 MiB, `os.write` of all of it). The capture never holds the relay up (see
 `CaptureSink.offer`).
 
@@ -28,10 +28,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-from tracer import tee_splice
 from tracer.capture import CaptureWriter
-from tracer.tee_capture import STDERR, STDIN, STDOUT, CaptureSink
-from tracer.tee_notes import Notes, write_all
+from tracer.stdio import splice as tee_splice
+from tracer.stdio.capture import STDERR, STDIN, STDOUT, CaptureSink
+from tracer.stdio.notes import Notes, write_all
 
 CHUNK = 1024 * 1024
 PIPE_SIZE = 1024 * 1024  # bigger kernel pipe buffers: fewer wake-ups under load (best effort)

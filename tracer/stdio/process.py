@@ -33,7 +33,7 @@ from types import SimpleNamespace
 
 import orjson
 
-from tracer.tee_capture import CAP_PIPE_MAX, DEFAULT_BUDGET, CaptureSink
+from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, CaptureSink
 
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
 _TEED, _GAP, _EOF, _EVENT, _CONN = range(5)

@@ -14,7 +14,7 @@ relay never waits for the capture.
 
 Used only where it applies: Linux, the source a pipe (the server's stdout always is; the host's
 stdin is when a host spawns us with pipes, not with a socket pair or a terminal), the destination
-a pipe, a socket or a regular file. Everything else takes `tracer.tee.pump` (read/write).
+a pipe, a socket or a regular file. Everything else takes `tracer.stdio.tee.pump` (read/write).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import stat
 import sys
 import time
 
-from tracer.tee_notes import write_all
+from tracer.stdio.notes import write_all
 
 SPLICE_F_NONBLOCK = getattr(os, "SPLICE_F_NONBLOCK", 2)
 CHUNK = 1024 * 1024
@@ -76,7 +76,7 @@ def applies(src: int, dst: int) -> bool:
 class SpliceFailed(Exception):
     """splice(2) refused the destination at the first chunk. `pending` bytes were already teed to
     the capture and are still in the source: the caller forwards them by read/write, then goes on
-    with `tracer.tee.pump`."""
+    with `tracer.stdio.tee.pump`."""
 
     def __init__(self, pending: int):
         super().__init__(pending)
@@ -86,7 +86,7 @@ class SpliceFailed(Exception):
 def pump_spliced(src: int, dst: int, stream: int, sink, *, on_broken=None, chunk: int = CHUNK) -> int:
     """Copy the pipe `src` to `dst` until EOF without the bytes entering Python; the capture gets
     its copy through `sink.cap_fd(stream)` (tee'd) and `sink.teed(...)`. Same contract as
-    `tracer.tee.pump`: returns the bytes relayed; a broken `dst` is told once to `on_broken(offset)`
+    `tracer.stdio.tee.pump`: returns the bytes relayed; a broken `dst` is told once to `on_broken(offset)`
     and the source is still drained (and captured) so the writer on the other side never blocks."""
     cap = sink.cap_fd(stream)
     teed, skipped, room, offer = sink.teed, sink.teed_dropped, sink.has_room, sink.offer
@@ -111,7 +111,7 @@ def pump_spliced(src: int, dst: int, stream: int, sink, *, on_broken=None, chunk
             break  # EOF: the writer closed and the pipe is empty
         if n < 0 and room(chunk):
             # The capture pipe is full (a burst: the capture is behind): copy this chunk through
-            # Python into the capture's memory budget, as `tracer.tee.pump` does, rather than lose it.
+            # Python into the capture's memory budget, as `tracer.stdio.tee.pump` does, rather than lose it.
             data = os.read(src, chunk)
             if not data:
                 break
