@@ -11,10 +11,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from tracer.classify import Classified, classify_raw
-from tracer.era import label_era, possible_versions, session_versions
+from tracer.era import label_era, possible_versions, session_versions, versions_of
 from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record, RecordType, Severity
 from tracer.pairing import PairStatus, match_response, note_cancel, register_request
-from tracer.protocol import ALL, LEG, LEGACY_VERSIONS, MODERN_VERSION
 from tracer.rules.registry import OBSERVERS, Rule, all_rules
 from tracer.session import DiscoverState, InitState, Session
 from tracer.tracking import apply as apply_tracking
@@ -73,14 +72,6 @@ class RuleSet:
                     runs.append((needs, [r]))
             plan = self._plans[key] = tuple((needs, tuple(rs)) for needs, rs in runs)
         return plan
-
-
-def _request_versions(req) -> frozenset[str]:
-    if req.era is Era.MODERN:
-        return frozenset({MODERN_VERSION})
-    if req.era is Era.LEGACY:
-        return frozenset({req.version}) if req.version in LEGACY_VERSIONS else LEG
-    return ALL
 
 
 def _finding(rule: Rule, hit: Hit | str, m: Analysed) -> Finding:
@@ -341,7 +332,7 @@ class Analyser:
         end_t = t_ns or s.last_t_ns
         for rule in self.ruleset.end_rules:
             for req, hit in rule.fn(s, end_t) or ():
-                if req is not None and not _request_versions(req) <= rule.versions:
+                if req is not None and not versions_of(req.era, req.version) <= rule.versions:
                     continue
                 f = Finding(rule.id, hit.severity or rule.severity, hit.message,
                             req.seq if req else 0, req.line if req else 0, req.source if req else "",

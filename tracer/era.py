@@ -24,14 +24,19 @@ _MODERN_SET = frozenset({MODERN_VERSION})
 _LEGACY_SETS = {v: frozenset({v}) for v in LEGACY_VERSIONS}
 
 
+def versions_of(era: Era, version: str | None) -> frozenset[str]:
+    """Which versions something labelled (era, version) may be speaking."""
+    if era is Era.MODERN:
+        return _MODERN_SET
+    if era is Era.LEGACY:
+        return _LEGACY_SETS.get(version, LEG)
+    return ALL
+
+
 def possible_versions(m: Analysed) -> frozenset[str]:
     """Which versions a message may be speaking, by what its era label knows. A rule runs on a
     message only if it applies to every version the message may be speaking: no guessing."""
-    if m.era is Era.MODERN:
-        return _MODERN_SET
-    if m.era is Era.LEGACY:
-        return _LEGACY_SETS.get(m.version, LEG)
-    return ALL
+    return versions_of(m.era, m.version)
 
 
 def _header(m: Analysed, name: str) -> str | None:
