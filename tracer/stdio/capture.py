@@ -41,7 +41,21 @@ LINGER_S = 0.002
 NO_LINGER_TEED = 64 * 1024  # ...unless a big tee'd chunk is waiting: its pipe must be emptied at once
 
 
-class CaptureSink:
+class CaptureOutcome:
+    """What happened to a capture, for the tee's summary line and the tests; shared by the in-process
+    sink and the capture process (which fills it from its final report)."""
+
+    def reset_outcome(self) -> None:
+        self.messages = 0
+        self.stderr_lines = 0
+        self.dropped_bytes = [0, 0, 0]
+        self.dropped_chunks = 0
+        self.findings: Counter = Counter()
+        self.write_error: OSError | None = None
+        self.analysis_error: str | None = None
+
+
+class CaptureSink(CaptureOutcome):
     """Bounded, never-blocking hand-off from the relay threads to the capture writer thread."""
 
     def __init__(
@@ -68,14 +82,7 @@ class CaptureSink:
         self._analyser = analyser
         self._on_finding = on_finding
         self._thread = threading.Thread(target=self._run, name="mcptrace-capture", daemon=True)
-        # what happened, for the summary line and the tests
-        self.messages = 0
-        self.stderr_lines = 0
-        self.dropped_bytes = [0, 0, 0]
-        self.dropped_chunks = 0
-        self.findings: Counter = Counter()
-        self.write_error: OSError | None = None
-        self.analysis_error: str | None = None
+        self.reset_outcome()
 
     # -- the relay side (any thread, never blocks) ---------------------------------------------
 

@@ -33,7 +33,7 @@ from types import SimpleNamespace
 
 import orjson
 
-from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, CaptureSink
+from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, CaptureOutcome, CaptureSink
 
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
 _TEED, _GAP, _EOF, _EVENT, _CONN = range(5)
@@ -57,7 +57,7 @@ def _pipe(size: int) -> tuple[int, int]:
     return r, w
 
 
-class CaptureProcess:
+class CaptureProcess(CaptureOutcome):
     """The relay's side: the same interface as `CaptureSink` (offer/eof/event and the zero-copy
     cap_fd/teed/teed_dropped), backed by a forked capture process."""
 
@@ -102,14 +102,7 @@ class CaptureProcess:
         self._on_finding = on_finding
         self._back = threading.Thread(target=self._read_back, args=(back_r,), name="mcptrace-capture-back",
                                       daemon=True)
-        # what happened (filled in from the capture process's final report)
-        self.messages = 0
-        self.stderr_lines = 0
-        self.dropped_bytes = [0, 0, 0]
-        self.dropped_chunks = 0
-        self.findings: Counter = Counter()
-        self.write_error: OSError | None = None
-        self.analysis_error: str | None = None
+        self.reset_outcome()  # filled in from the capture process's final report
 
     # -- the relay side (any thread, never blocks) ---------------------------------------------
 
