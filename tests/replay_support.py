@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from tests.sdk_peers import BOUND_S, REPO, serve_http
+from tests.sdk_peers import BOUND_S, REPO, serve_http, stop
 from tracer.capture import CaptureWriter, header_record
 from tracer.model import Direction, Record, RecordType
 from tracer.replay.recording import Recording, build
@@ -171,11 +171,6 @@ def mitmdump(upstream: str, *options: str) -> Iterator[str]:
                 break
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=BOUND_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         reader.join(BOUND_S)
         proc.stdout.close()

@@ -81,6 +81,17 @@ def run_clients(runs: list[tuple[str, str | None, list[str] | None]]) -> list[li
     return results
 
 
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, a bounded wait, then SIGKILL: a test never hangs on a server that will not stop."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=BOUND_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextmanager
 def serve_http(argv: list[str], name: str) -> Iterator[str]:
     """Run a fixture server that prints 'listening on URL' once it accepts connections; yields the
@@ -98,12 +109,7 @@ def serve_http(argv: list[str], name: str) -> Iterator[str]:
             raise AssertionError(f"{name} did not start: {first!r} {proc.stderr.read()}")
         yield first.removeprefix("listening on ").strip()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=BOUND_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         proc.stdout.close()
         proc.stderr.close()
 

@@ -52,6 +52,7 @@ from tracer.view.rowformat import (
     SeqMap,
     empty_row,
     finding_list,
+    read_line_at,
 )
 
 MAX_METHODS = 50_000  # method labels beyond this (junk from invalid traffic) are not interned
@@ -360,18 +361,7 @@ class Annotator:
         if off < 0:
             return None
         self.details.flush()
-        line = b""
-        pos = off
-        while True:
-            chunk = os.pread(self.details.fileno(), 4096, pos)
-            if not chunk:
-                break
-            nl = chunk.find(b"\n")
-            if nl >= 0:
-                line += chunk[:nl]
-                break
-            line += chunk
-            pos += len(chunk)
+        line = read_line_at(self.details.fileno(), off, 4096)
         return orjson.loads(line) if line else None
 
     # -- rows.bin ----------------------------------------------------------------------------

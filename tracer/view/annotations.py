@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from tracer.view.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES
+from tracer.view.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES, read_line_at
 
 
 @dataclass(slots=True)
@@ -214,19 +214,7 @@ class Annotations:
     def details(self, summary: RowSummary | None) -> dict[str, Any] | None:
         if summary is None or summary.det_off < 0:
             return None
-        fd = self._fd("details.jsonl")
-        buf = b""
-        pos = summary.det_off
-        while True:
-            chunk = os.pread(fd, 65536, pos)
-            if not chunk:
-                break
-            nl = chunk.find(b"\n")
-            if nl >= 0:
-                buf += chunk[:nl]
-                break
-            buf += chunk
-            pos += len(chunk)
+        buf = read_line_at(self._fd("details.jsonl"), summary.det_off)
         try:
             return orjson.loads(buf) if buf else None
         except orjson.JSONDecodeError:

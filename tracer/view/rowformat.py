@@ -7,6 +7,7 @@ partner row, latency in microseconds, MRTR first-round row, details offset. -1 m
 
 from __future__ import annotations
 
+import os
 import struct
 from array import array
 from bisect import bisect_left
@@ -34,6 +35,22 @@ KIND_OF = {k: KIND_CODE[k.value] for k in Kind}
 ERA_OF = {e: ERA_CODE[e.value] for e in Era}
 DIR_OF = {d: DIR_CODE[d.value] for d in Direction}
 RTYPE_OF = {t: RTYPE_CODE[t.value] for t in RecordType}
+
+def read_line_at(fd: int, offset: int, block: int = 65536) -> bytes:
+    """The line of a file that starts at `offset`, without its newline (positional reads, so a
+    writer appending to the same file is never disturbed)."""
+    buf = b""
+    pos = offset
+    while True:
+        chunk = os.pread(fd, block, pos)
+        if not chunk:
+            return buf
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            return buf + chunk[:nl]
+        buf += chunk
+        pos += len(chunk)
+
 
 def empty_row() -> list[Any]:
     return [0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1]
