@@ -348,21 +348,28 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink) -> None:
     size = _NOTE.size
     unpack = _NOTE.unpack_from
     buf = b""
+    os.set_blocking(ctl, False)
+    waiter = select.poll()
+    waiter.register(ctl, select.POLLIN)
+    busy = False
     while True:
-        more = os.read(ctl, 65536)
+        # While notes keep coming, read them every few ms on a timer, never woken by each one: a
+        # relay writing a note to a reader asleep in read() pays for its wake-up, on every message.
+        # Only after a quiet interval does the process block until the next note.
+        try:
+            more = os.read(ctl, 1 << 16)
+        except BlockingIOError:
+            if busy:
+                busy = False
+                time.sleep(LINGER_S)
+            else:
+                waiter.poll()
+                busy = True
+                time.sleep(LINGER_S)  # (the first note of a burst: gather the rest with it)
+            continue
         if not more:
             return
-        if len(more) < LINGER_BELOW:
-            # A trickle (interactive traffic): gather a few ms of notes per wake-up, so the capture
-            # process takes one CPU wake-up per few ms, not one per message, from the relay's peers.
-            time.sleep(LINGER_S)
-            try:
-                os.set_blocking(ctl, False)
-                more += os.read(ctl, 1 << 20)
-            except BlockingIOError:
-                pass
-            finally:
-                os.set_blocking(ctl, True)
+        busy = True
         buf += more
         pos, end = 0, len(buf)
         while end - pos >= size:

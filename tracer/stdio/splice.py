@@ -58,6 +58,16 @@ def available() -> bool:
     return _tee is not None
 
 
+def tee_once(src: int, cap: int, n: int) -> int:
+    """tee(2) up to `n` bytes of the pipe `src` into the pipe `cap`, non-blocking: the count, 0 at EOF,
+    or -errno (-EAGAIN: `src` is empty or `cap` is full)."""
+    got = _tee(src, cap, n, SPLICE_F_NONBLOCK)
+    if got >= 0:
+        return got
+    got = _tee_checked(src, cap, n, SPLICE_F_NONBLOCK)  # again, to learn errno
+    return got if got >= 0 else -ctypes.get_errno()
+
+
 def _kind(fd: int) -> int:
     try:
         return os.fstat(fd).st_mode
@@ -127,7 +137,7 @@ def pump_spliced(src: int, dst: int, stream: int, sink, *, on_broken=None, chunk
             continue
         if n < 0:
             # Over budget as well: forward without a copy; the capture loses it, counted.
-            n, delivered = _forward_uncaptured(src, dst, chunk) if dst_ok else (_discard(src, chunk), False)
+            n, delivered = _forward_uncaptured(src, dst, chunk) if dst_ok else (discard(src, chunk), False)
             if n == 0:
                 break
             if dst_ok and not delivered:
@@ -151,7 +161,7 @@ def pump_spliced(src: int, dst: int, stream: int, sink, *, on_broken=None, chunk
                 if on_broken is not None:
                     on_broken(total + n - left)
         if left:
-            _drain(src, left)
+            drain(src, left)
         total += n
     sink.eof(stream)
     return total
@@ -166,7 +176,7 @@ def _forward_uncaptured(src: int, dst: int, chunk: int) -> tuple[int, bool]:
         except BlockingIOError:
             _wait_writable(dst)
         except OSError:
-            return _discard(src, chunk), False
+            return discard(src, chunk), False
 
 
 def _wait_writable(fd: int) -> None:
@@ -175,11 +185,11 @@ def _wait_writable(fd: int) -> None:
     p.poll()
 
 
-def _discard(src: int, chunk: int) -> int:
+def discard(src: int, chunk: int) -> int:
     return len(os.read(src, chunk))
 
 
-def _drain(src: int, n: int) -> None:
+def drain(src: int, n: int) -> None:
     """Consume `n` bytes already captured but not deliverable (the reader went away)."""
     while n > 0:
         got = len(os.read(src, min(n, CHUNK)))

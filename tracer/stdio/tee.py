@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 
 from tracer.capture import CaptureWriter
+from tracer.stdio import loop as relay_loop
 from tracer.stdio import splice as tee_splice
 from tracer.stdio.capture import STDERR, STDIN, STDOUT, CaptureSink
 from tracer.stdio.notes import Notes, write_all
@@ -160,14 +161,21 @@ class Tee:
         self.kill_after = kill_after
         self.zero_copy = zero_copy  # False: always read/write (tests compare both paths)
         self.exited = threading.Event()
+        self.stdout_done = threading.Event()  # the server's stdout reached EOF and was passed on
+        self.caught_up = threading.Event()  # no copy waits in the relay for the capture (relay_loop)
+        self.caught_up.set()
         self._threads: list[threading.Thread] = []
 
     def run(self) -> TeeResult:
         child, sink = self.child, self.sink
         sink.event("started", pid=child.pid)
         previous = self._install_signal_handlers()
-        self._thread(self._stdin_relay, "stdin")
-        out = self._thread(self._stdout_relay, "stdout")
+        pairs = [(self.in_fd, child.stdin.fileno()), (child.stdout.fileno(), self.out_fd)]
+        if self.zero_copy and relay_loop.applies(pairs):
+            self._thread(self._both_relay, "loop")  # the usual case: a host spawned us with pipes
+        else:
+            self._thread(self._stdin_relay, "stdin")
+            self._thread(self._stdout_relay, "stdout")
         err = self._thread(lambda: pump(child.stderr.fileno(), 2, STDERR, sink, relay=self.notes.relay,
                                         on_broken=lambda at: sink.event("host-stderr-closed", offset=at)),
                            "stderr")
@@ -177,9 +185,10 @@ class Tee:
             self.exited.set()
             self._restore_signal_handlers(previous)
         deadline = time.monotonic() + DRAIN_TIMEOUT
-        for t in (out, err):
-            t.join(max(0.0, deadline - time.monotonic()))
-        if out.is_alive() or err.is_alive():
+        self.stdout_done.wait(DRAIN_TIMEOUT)
+        self.caught_up.wait(max(0.0, deadline - time.monotonic()))  # copies the relay still holds
+        err.join(max(0.0, deadline - time.monotonic()))
+        if not self.stdout_done.is_set() or err.is_alive():
             sink.event("pipes-held-open", note="the server exited but a process it started still holds "
                        "its stdout/stderr; mcptrace stops relaying them")
         sig = signal_name(-returncode) if returncode < 0 else None
@@ -192,31 +201,53 @@ class Tee:
         self._threads.append(t)
         return t
 
+    def _both_relay(self) -> None:
+        child, sink = self.child, self.sink
+        relay_loop.relay_ways([
+            relay_loop.Way(self.in_fd, child.stdin.fileno(), STDIN, on_end=self._stdin_ended,
+                           on_broken=self._server_stdin_closed),
+            relay_loop.Way(child.stdout.fileno(), self.out_fd, STDOUT, on_end=self._stdout_ended,
+                           on_broken=lambda at: sink.event("host-stdout-closed", offset=at)),
+        ], sink, caught_up=self.caught_up)
+
     def _stdout_relay(self) -> None:
         sink = self.sink
         relay_stream(self.child.stdout.fileno(), self.out_fd, STDOUT, sink, zero_copy=self.zero_copy,
                      on_broken=lambda at: sink.event("host-stdout-closed", offset=at))
+        self._stdout_ended()
+
+    def _stdout_ended(self) -> None:
         # The server closed its stdout: the host sees EOF now, not when the capture is done.
         try:
             os.close(self.out_fd)
         except OSError:
             pass
+        self.stdout_done.set()
 
     def _stdin_relay(self) -> None:
-        child, sink = self.child, self.sink
-        fd = child.stdin.fileno()
-        relay_stream(self.in_fd, fd, STDIN, sink, zero_copy=self.zero_copy,
-                     on_broken=lambda at: sink.event("server-stdin-closed", offset=at,
-                                                     note="the server stopped reading; later bytes were not delivered"))
+        relay_stream(self.in_fd, self.child.stdin.fileno(), STDIN, self.sink, zero_copy=self.zero_copy,
+                     on_broken=self._server_stdin_closed)
+        self._stdin_ended(escalate_here=True)
+
+    def _server_stdin_closed(self, at: int) -> None:
+        self.sink.event("server-stdin-closed", offset=at,
+                        note="the server stopped reading; later bytes were not delivered")
+
+    def _stdin_ended(self, escalate_here: bool = False) -> None:
         # EOF from the host: record it first (so the capture keeps cause before effect: the server
-        # may exit the moment its stdin closes), pass it on, then give the server a grace period.
-        sink.event("stdin-eof")
+        # may exit the moment its stdin closes), pass it on, then give the server a grace period
+        # (in a thread of its own when called from the loop, which relays the other way meanwhile).
+        self.sink.event("stdin-eof")
         try:
-            child.stdin.close()
+            self.child.stdin.close()
         except OSError:
             pass
-        if not self.exited.is_set():
+        if self.exited.is_set():
+            return
+        if escalate_here:
             self._escalate()
+        else:
+            self._thread(self._escalate, "escalate")
 
     def _escalate(self) -> None:
         started = time.monotonic()
