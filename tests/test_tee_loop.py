@@ -167,3 +167,28 @@ def test_loop_goes_on_capturing_after_a_reader_goes_away_and_says_where(tmp_path
     assert len(pipes.broken_at) == 1 and 100_000 <= pipes.broken_at[0] <= len(up)
     assert bytes(pipes.got[STDIN]) == up[:len(pipes.got[STDIN])]  # what arrived is exact
     assert stream_of(records, Direction.C2S) == up  # the capture still holds all the host sent
+
+
+def test_spin_goes_on_after_small_chunks_and_pauses_while_the_cpu_is_contended(monkeypatch):
+    preempted = [0]
+    monkeypatch.setattr(relay_loop, "_preemptions", lambda: preempted[0])
+    spin = relay_loop.Spin(relay_loop.SPIN_NS)
+    spin.after(1_000, 200)
+    assert spin.until == 1_000 + relay_loop.SPIN_NS  # a message went by: keep polling a while
+    spin.until = 0
+    spin.after(2_000, relay_loop.SPIN_BELOW)
+    assert spin.until == 0  # a flood's chunk: leave the CPU to the peers
+    preempted[0] = 3  # another task took our CPU since the last look
+    now = 2_000 + relay_loop.CHECK_NS
+    spin.after(now, 200)
+    assert spin.until == 0  # the machine is busy: sleep in poll like any relay
+    spin.after(now + relay_loop.PAUSE_NS, 200)
+    assert spin.until == now + relay_loop.PAUSE_NS + relay_loop.SPIN_NS  # calm again: spin again
+
+
+def test_spin_is_off_on_a_single_cpu(monkeypatch):
+    monkeypatch.setattr(relay_loop.os, "sched_getaffinity", lambda pid: {0})
+    assert relay_loop.spin_default() == 0
+    spin = relay_loop.Spin(relay_loop.spin_default())
+    spin.after(1_000, 10)
+    assert spin.until == 0

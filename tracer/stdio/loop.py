@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import resource
 import select
 import stat
 import sys
@@ -42,6 +43,11 @@ SPIN_NS = 200_000  # covers a quick server's answer and a host's next request; s
 # Spin only after chunks this small: messages going back and forth. A bigger one means a flood
 # filled the pipe while we were away; then the CPU is better left to the peers producing it.
 SPIN_BELOW = 64 * 1024
+# Spinning pays only while a CPU is free for it. When the loop finds it was preempted (another task
+# wanted its CPU: the machine is busy, maybe with the server's own work) it stops spinning for a
+# while and sleeps in poll like any relay; then it tries again.
+CHECK_NS = 10_000_000
+PAUSE_NS = 250_000_000
 CHUNK = tee_splice.CHUNK
 _NB = tee_splice.SPLICE_F_NONBLOCK
 _POLLIN, _POLLOUT = select.POLLIN, select.POLLOUT
@@ -68,6 +74,42 @@ def spin_default() -> int:
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
     return SPIN_NS if cpus > 1 else 0
+
+
+def _preemptions() -> int:
+    """How often this thread lost its CPU to another task (involuntary context switches)."""
+    try:
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_nivcsw
+    except (AttributeError, OSError):
+        return 0
+
+
+class Spin:
+    """When the loop keeps polling rather than sleeping: for `window` ns after a small chunk, unless
+    it was preempted lately (see CHECK_NS / PAUSE_NS)."""
+
+    __slots__ = ("check_at", "paused_until", "seen", "until", "window")
+
+    def __init__(self, window: int):
+        self.window = window
+        self.until = 0
+        self.paused_until = 0
+        self.check_at = 0
+        self.seen = _preemptions() if window else 0
+
+    def after(self, now: int, chunk: int) -> None:
+        """Traffic just moved (`chunk` bytes last): spin on from `now` if it pays."""
+        if not self.window or chunk >= SPIN_BELOW:
+            return
+        if now >= self.check_at:
+            self.check_at = now + CHECK_NS
+            seen = _preemptions()
+            if seen != self.seen:
+                self.seen = seen
+                self.paused_until = now + PAUSE_NS
+                self.until = 0
+        if now >= self.paused_until:
+            self.until = now + self.window
 
 
 class Way:
@@ -119,11 +161,11 @@ def relay_ways(ways: list[Way], sink, *, caught_up: threading.Event | None = Non
     step = _Step(sink, chunk, caught_up if caught_up is not None else threading.Event())
     poll, clock = poller.poll, time.monotonic_ns
     live = len(ways)
-    spin_until = 0
+    spin = Spin(spin_ns)
     while live or step.spilled:
         events = poll(0)
         if not events:
-            if spin_ns and clock() < spin_until:
+            if spin.until and clock() < spin.until:
                 continue
             events = poll()
         for fd, revents in events:
@@ -155,8 +197,8 @@ def relay_ways(ways: list[Way], sink, *, caught_up: threading.Event | None = Non
                     step.eof_after_spill.add(w.stream)
                 if w.on_end is not None:
                     w.on_end()
-        if spin_ns and step.last < SPIN_BELOW:
-            spin_until = clock() + spin_ns
+        if spin_ns:
+            spin.after(clock(), step.last)
 
 
 def _restore(w: Way) -> None:
