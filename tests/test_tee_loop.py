@@ -5,6 +5,9 @@ is full, holds copies for a stalled capture within its budget, and survives a re
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -13,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_tee_relay import BOUND_S, read_records, split, stream_of
+from tests.test_tee_relay import BOUND_S, TEE, read_records, split, stream_of
 from tracer.capture import CaptureWriter, header_record
 from tracer.model import Direction, RecordType
 from tracer.stdio import loop as relay_loop
@@ -192,3 +195,25 @@ def test_spin_is_off_on_a_single_cpu(monkeypatch):
     spin = relay_loop.Spin(relay_loop.spin_default())
     spin.after(1_000, 10)
     assert spin.until == 0
+
+
+def test_tee_relays_both_ways_over_a_socket_pair_as_node_based_hosts_give_it(tmp_path):
+    # Not pipes: the loop does not apply and a thread per direction relays (same guarantees).
+    lines = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(3000)) + b"no newline"
+    host, ours = socket.socketpair()
+    cap = tmp_path / "cap.jsonl"
+    cat = [sys.executable, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"]
+    p = subprocess.Popen([*TEE, "-q", "-o", str(cap), "--", *cat], stdin=ours, stdout=ours)
+    ours.close()
+    sender = threading.Thread(target=lambda: (host.sendall(lines), host.shutdown(socket.SHUT_WR)))
+    sender.start()
+    got = bytearray()
+    host.settimeout(BOUND_S)
+    while b := host.recv(1 << 16):
+        got += b
+    sender.join(BOUND_S)
+    assert p.wait(BOUND_S) == 0
+    host.close()
+    records = read_records(cap)
+    assert bytes(got) == lines
+    assert stream_of(records, Direction.C2S) == lines and stream_of(records, Direction.S2C) == lines
