@@ -181,12 +181,21 @@ def test_spin_goes_on_after_small_chunks_and_pauses_while_the_cpu_is_contended(m
     spin.until = 0
     spin.after(2_000, relay_loop.SPIN_BELOW)
     assert spin.until == 0  # a flood's chunk: leave the CPU to the peers
-    preempted[0] = 3  # another task took our CPU since the last look
     now = 2_000 + relay_loop.CHECK_NS
+    preempted[0] = 1  # one preemption: normal, a peer woken onto our CPU
     spin.after(now, 200)
-    assert spin.until == 0  # the machine is busy: sleep in poll like any relay
-    spin.after(now + relay_loop.PAUSE_NS, 200)
-    assert spin.until == now + relay_loop.PAUSE_NS + relay_loop.SPIN_NS  # calm again: spin again
+    assert spin.until == now + relay_loop.SPIN_NS
+    pauses = []
+    for _ in range(3):  # another task keeps taking our CPU: pause, longer each time
+        now += relay_loop.CHECK_NS
+        preempted[0] += relay_loop.BUSY_PREEMPTIONS
+        spin.after(now, 200)
+        assert spin.until == 0  # sleep in poll like any relay
+        pauses.append(spin.paused_until - now)
+    assert pauses == [relay_loop.PAUSE_NS, 2 * relay_loop.PAUSE_NS, 4 * relay_loop.PAUSE_NS]
+    now = spin.paused_until
+    spin.after(now, 200)  # calm again: spin again, and the next pause starts short
+    assert spin.until == now + relay_loop.SPIN_NS and spin.pause == 0
 
 
 def test_spin_is_off_on_a_single_cpu(monkeypatch):

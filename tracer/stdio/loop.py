@@ -1,7 +1,13 @@
 """The stdio tee's relay of both directions in one thread, spinning briefly after each chunk (Linux).
 
-    host stdin  ──> [loop] ──> server stdin       each chunk: tee(2) a copy into the capture's pipe,
-    host stdout <── [loop] <── server stdout      note it, splice(2) it on (as tracer.stdio.splice)
+    host stdin  ──> [loop] ──> server stdin       each chunk: tee(2) it on to the destination, then
+    host stdout <── [loop] <── server stdout      splice(2) the same bytes into the capture's pipe
+                                                  and note it for the capture (tracer.stdio.process)
+
+Forward first: tee(2) gives the destination the chunk's pages without copying or consuming them,
+so the peer is woken before any capture bookkeeping, which then runs while the peer works. Then
+the bytes are moved out of the source into the capture pipe. One thread keeps the capture's order
+across directions: an answer is read only after its request's copy was handed over.
 
 Why spin: on a request/response exchange a relay's cost is mostly *waking it up* (a scheduler
 wake-up on another CPU: tens of microseconds in a VM), not moving the bytes (~2 us). After a chunk
@@ -9,18 +15,17 @@ moves, the loop keeps polling both sources without sleeping for `SPIN_NS` before
 answer to the request it just passed on, or the host's next request, usually arrives within that
 window and goes on at once, so the relay adds about the cost of its system calls, not two more
 wake-ups. It spins only on a machine with more than one CPU (on one it would take the time the
-server needs) and only right after traffic: an idle session costs nothing.
+server needs), only right after small chunks, and not while it finds itself preempted (`Spin`):
+an idle session, or a busy machine, costs nothing.
 
-Why one thread: two spinning threads would fight over the interpreter lock. So every destination
-is non-blocking, and a full one parks its own direction (the loop waits for POLLOUT on it) while
-the other keeps flowing: a server blocked writing its stdout while we wait to write its stdin must
-never deadlock.
+Why one thread: two spinning threads would fight over the interpreter lock. So nothing in the loop
+blocks: the forwarding tee(2) is non-blocking, and a full destination parks its own direction (the
+loop waits for POLLOUT on it) while the other keeps flowing; a server blocked writing its stdout
+while we wait to write its stdin must never deadlock.
 
-The capture side is the zero-copy relay's: the loop never reads the bytes into Python unless the
-capture pipe is full. Then it copies the chunk into memory, within the capture's budget
-(`--queue-mb`), and feeds the copies to the capture pipe itself as it gets room (POLLOUT on it):
-no other thread, so nothing contends with the loop for the interpreter lock. Only over that budget
-does a chunk go on without a copy, recorded as dropped.
+The capture never holds the relay up: when the capture pipe is full, the chunk is copied into
+memory within the capture's budget (`--queue-mb`) and the loop feeds the copies to the pipe as it
+gets room (POLLOUT on it), with no other thread; over the budget the copy is dropped, counted.
 """
 
 from __future__ import annotations
@@ -43,11 +48,15 @@ SPIN_NS = 200_000  # covers a quick server's answer and a host's next request; s
 # Spin only after chunks this small: messages going back and forth. A bigger one means a flood
 # filled the pipe while we were away; then the CPU is better left to the peers producing it.
 SPIN_BELOW = 64 * 1024
-# Spinning pays only while a CPU is free for it. When the loop finds it was preempted (another task
-# wanted its CPU: the machine is busy, maybe with the server's own work) it stops spinning for a
-# while and sleeps in poll like any relay; then it tries again.
-CHECK_NS = 10_000_000
-PAUSE_NS = 250_000_000
+# Spinning pays only while a CPU is free for it. When the loop finds it was preempted several times
+# within CHECK_NS (another task keeps wanting its CPU: the machine is busy, maybe with the server's
+# own work) it stops spinning and sleeps in poll like any relay, for PAUSE_NS at first and twice as
+# long each time the machine is still busy (up to MAX_PAUSE_NS); the first calm check resets it.
+# (A single preemption now and then is normal on a quiet machine: a peer woken onto our CPU.)
+CHECK_NS = 20_000_000
+BUSY_PREEMPTIONS = 3
+PAUSE_NS = 10_000_000
+MAX_PAUSE_NS = 1_000_000_000
 CHUNK = tee_splice.CHUNK
 _NB = tee_splice.SPLICE_F_NONBLOCK
 _POLLIN, _POLLOUT = select.POLLIN, select.POLLOUT
@@ -86,14 +95,15 @@ def _preemptions() -> int:
 
 class Spin:
     """When the loop keeps polling rather than sleeping: for `window` ns after a small chunk, unless
-    it was preempted lately (see CHECK_NS / PAUSE_NS)."""
+    it was preempted often lately (see CHECK_NS)."""
 
-    __slots__ = ("check_at", "paused_until", "seen", "until", "window")
+    __slots__ = ("check_at", "pause", "paused_until", "seen", "until", "window")
 
     def __init__(self, window: int):
         self.window = window
         self.until = 0
         self.paused_until = 0
+        self.pause = 0  # the current pause: 0 while calm
         self.check_at = 0
         self.seen = _preemptions() if window else 0
 
@@ -104,10 +114,13 @@ class Spin:
         if now >= self.check_at:
             self.check_at = now + CHECK_NS
             seen = _preemptions()
-            if seen != self.seen:
-                self.seen = seen
-                self.paused_until = now + PAUSE_NS
+            if seen - self.seen >= BUSY_PREEMPTIONS:
+                self.pause = min(2 * self.pause, MAX_PAUSE_NS) if self.pause else PAUSE_NS
+                self.paused_until = now + self.pause
                 self.until = 0
+            else:
+                self.pause = 0
+            self.seen = seen
         if now >= self.paused_until:
             self.until = now + self.window
 
@@ -116,16 +129,13 @@ class Way:
     """One direction: `src` pipe -> `dst` pipe, captured as `stream`. `on_broken(offset)` is told once
     when `dst` stops taking bytes (its reader went away); `on_end()` after EOF of `src`."""
 
-    __slots__ = ("cap", "dst", "dst_ok", "on_broken", "on_end", "pending", "spill", "src", "stream", "total",
-                 "was_blocking")
+    __slots__ = ("cap", "dst", "dst_ok", "on_broken", "on_end", "spill", "src", "stream", "total")
 
     def __init__(self, src: int, dst: int, stream: int, *, on_broken=None, on_end=None):
         self.src, self.dst, self.stream = src, dst, stream
         self.on_broken, self.on_end = on_broken, on_end
-        self.pending: int | bytes = 0  # teed bytes still in `src` (int) or copied ones (bytes) to deliver
         self.total = 0  # bytes taken from `src`
         self.dst_ok = True
-        self.was_blocking = True
         self.cap = -1  # the capture pipe of `stream`
         self.spill: deque[memoryview] = deque()  # copies waiting for room in `cap`, in stream order
 
@@ -133,11 +143,7 @@ class Way:
         if self.dst_ok:
             self.dst_ok = False
             if self.on_broken is not None:
-                self.on_broken(self.total - _size(self.pending))
-
-
-def _size(pending: int | bytes) -> int:
-    return pending if pending.__class__ is int else len(pending)
+                self.on_broken(self.total)
 
 
 _PARKED, _EOF, _SPILLED = "parked", "eof", "spilled"
@@ -154,8 +160,6 @@ def relay_ways(ways: list[Way], sink, *, caught_up: threading.Event | None = Non
     writers = {w.dst: w for w in ways}
     for w in ways:
         w.cap = sink.cap_fd(w.stream)
-        w.was_blocking = os.get_blocking(w.dst)
-        os.set_blocking(w.dst, False)  # a full destination must park its way, not the loop
         poller.register(w.src, _POLLIN)
     feeders = {w.cap: w for w in ways}
     step = _Step(sink, chunk, caught_up if caught_up is not None else threading.Event())
@@ -172,10 +176,9 @@ def relay_ways(ways: list[Way], sink, *, caught_up: threading.Event | None = Non
             w = readers.get(fd)
             if w is None:
                 w = writers.get(fd)
-                if w is not None:  # a parked destination has room again
-                    if step.deliver(w) is not _PARKED:
-                        poller.unregister(fd)
-                        poller.register(w.src, _POLLIN)
+                if w is not None:  # a parked destination has room again: read its source again
+                    poller.unregister(fd)
+                    poller.register(w.src, _POLLIN)
                 elif step.feed(feeders[fd]):  # the capture pipe took every copy waiting for it
                     poller.unregister(fd)
                 continue
@@ -183,14 +186,12 @@ def relay_ways(ways: list[Way], sink, *, caught_up: threading.Event | None = Non
             if state is _SPILLED:  # a copy waits for room in the capture pipe: watch it
                 if len(w.spill) == 1:
                     poller.register(w.cap, _POLLOUT)
-                state = step.deliver(w)
-            if state is _PARKED:
+            elif state is _PARKED:
                 poller.unregister(w.src)
                 poller.register(w.dst, _POLLOUT)
             elif state is _EOF:
                 poller.unregister(w.src)
                 live -= 1
-                _restore(w)
                 if not w.spill:
                     sink.eof(w.stream)
                 else:
@@ -201,81 +202,75 @@ def relay_ways(ways: list[Way], sink, *, caught_up: threading.Event | None = Non
             spin.after(clock(), step.last)
 
 
-def _restore(w: Way) -> None:
-    try:
-        os.set_blocking(w.dst, w.was_blocking)
-    except OSError:
-        pass
-
-
 class _Step:
-    """What the loop does with one ready way: take a chunk from its source, deliver what is
-    pending, feed the capture pipe the copies waiting for it."""
+    """What the loop does with one ready way: forward a chunk, then hand the capture its copy; and
+    feed the capture pipe the copies waiting for it."""
 
     def __init__(self, sink, chunk: int, caught_up: threading.Event):
         self.sink = sink
         self.chunk = chunk
+        self.budget = sink.budget
         self.caught_up = caught_up
         caught_up.set()
-        self.budget = sink.budget
         self.spilled = 0  # bytes copied into memory, not yet in their capture pipe
         self.eof_after_spill: set[int] = set()
         self.last = 0  # the size of the last chunk taken
 
     def take(self, w: Way, revents: int = 0):
-        """The source is readable: copy a chunk to the capture, then deliver it. Returns _EOF,
-        _PARKED (the destination is full: wait for POLLOUT on it), _SPILLED (a copy was made) or None."""
+        """The source is readable: forward a chunk, then capture it. Returns _EOF, _PARKED (the
+        destination is full: wait for POLLOUT on it), _SPILLED (the capture's copy waits in memory)
+        or None.
+
+        Forward first, by tee(2) into the destination (the kernel shares the pages, nothing is
+        copied), and only then move the same bytes out of the source into the capture pipe: the
+        peer is woken before the capture's bookkeeping, which then runs while it works. One thread
+        keeps the order: an answer is only read after its request's copy was handed over."""
+        t_ns = time.time_ns()
+        if w.dst_ok:
+            n = tee_splice.tee_once(w.src, w.dst, self.chunk)
+            if n == 0:
+                return _EOF  # the writer closed and the pipe is empty
+            if n < 0:
+                if n == -errno.EINTR:
+                    return None
+                if n == -errno.EAGAIN:
+                    if _readable(w.src):
+                        return _PARKED  # the destination is full
+                    return _EOF if revents & select.POLLHUP else None  # (a spurious wake-up)
+                w.broke()  # the reader went away (EPIPE): from now on, capture only
+        if not w.dst_ok:
+            n = min(_readable(w.src), self.chunk)
+            if not n:
+                return _EOF if revents & select.POLLHUP else None
+        self.last = n
+        w.total += n
+        return self._capture(w, n, t_ns)
+
+    def _capture(self, w: Way, n: int, t_ns: int):
+        """Take the `n` bytes just forwarded out of the source, into the capture: moved into its
+        pipe; copied into memory when the pipe is full (within the budget); else dropped, counted."""
         sink, stream = self.sink, w.stream
-        n = -1 if w.spill else tee_splice.tee_once(w.src, w.cap, self.chunk)  # (copies queue behind copies)
-        if n > 0:
-            sink.teed(stream, time.time_ns(), n)  # before forwarding: causal order across streams
-            self.last = n
-            w.pending = n
-            w.total += n
-            return self.deliver(w)
-        if n == 0:
-            return _EOF  # the writer closed and the pipe is empty
-        if n == -errno.EINTR:
-            return None
-        avail = self.last = _readable(w.src)  # the capture pipe is full (or gone)
-        if not avail:  # (copies waiting: the tee above was not tried) empty, and no writer left?
-            return _EOF if revents & select.POLLHUP else None
-        if self.spilled + avail <= self.budget:
-            data = os.read(w.src, min(avail, self.chunk))
-            sink.teed(stream, time.time_ns(), len(data))  # (its bytes follow in the capture pipe)
+        moved = 0
+        if not w.spill:  # (else copies wait for the pipe: these queue behind them)
+            try:
+                moved = os.splice(w.src, w.cap, n, flags=_NB)
+            except OSError:  # full (EAGAIN), or the capture is gone
+                moved = 0
+            if moved == n:
+                sink.teed(stream, t_ns, n)
+                return None
+        rest = n - moved
+        data = _read_exactly(w.src, rest)
+        if self.spilled + rest <= self.budget:
+            sink.teed(stream, t_ns, n)  # (the last `rest` bytes follow in the capture pipe)
             if not self.spilled:
                 self.caught_up.clear()
-            self.spilled += len(data)
+            self.spilled += rest
             w.spill.append(memoryview(data))
-            w.pending = data
-            w.total += len(data)
             return _SPILLED
-        return self._forward_uncaptured(w)  # over budget as well: the capture loses it, counted
-
-    def deliver(self, w: Way):
-        """Move what is pending to the destination; _PARKED if it is full before the end."""
-        p = w.pending
-        if not w.dst_ok:
-            if p.__class__ is int:
-                tee_splice.drain(w.src, p)
-            w.pending = 0
-            return None
-        try:
-            if p.__class__ is int:
-                while p:
-                    p -= os.splice(w.src, w.dst, p, flags=_NB)
-            else:
-                while p:
-                    p = p[os.write(w.dst, p):]
-        except BlockingIOError:
-            w.pending = p
-            return _PARKED
-        except OSError:  # the reader went away: keep taking (and capturing) what comes
-            w.pending = p
-            w.broke()
-            if p.__class__ is int:
-                tee_splice.drain(w.src, p)
-        w.pending = 0
+        if moved:
+            sink.teed(stream, t_ns, moved)
+        sink.gap(stream, rest, data.count(b"\n"))  # over budget: the capture loses these, counted
         return None
 
     def feed(self, w: Way) -> bool:
@@ -301,22 +296,13 @@ class _Step:
             self.sink.eof(w.stream)
         return True
 
-    def _forward_uncaptured(self, w: Way):
-        if not w.dst_ok:
-            n = tee_splice.discard(w.src, self.chunk)
-        else:
-            try:
-                n = os.splice(w.src, w.dst, self.chunk, flags=_NB)
-            except BlockingIOError:  # the destination is full: try again (with the capture) later
-                return _PARKED
-            except OSError:
-                w.broke()
-                n = tee_splice.discard(w.src, self.chunk)
-        if n == 0:
-            return _EOF
-        self.sink.teed_dropped(w.stream, time.time_ns(), n)
-        w.total += n
-        return None
+
+def _read_exactly(fd: int, n: int) -> bytes:
+    """`n` bytes known to be in the pipe `fd` already."""
+    data = os.read(fd, n)
+    while len(data) < n:
+        data += os.read(fd, n - len(data))
+    return data
 
 
 _AVAIL = bytearray(4)

@@ -128,6 +128,10 @@ class CaptureProcess(CaptureOutcome):
     def teed(self, stream: int, t_ns: int, n: int) -> None:
         self._send(_NOTE.pack(_TEED, stream, n, t_ns))
 
+    def gap(self, stream: int, n: int, newlines: int) -> None:
+        """`n` bytes of `stream` the capture will not get (`newlines` of them, or -1: not counted)."""
+        self._send(_NOTE.pack(_GAP, stream, n, newlines))
+
     def teed_dropped(self, stream: int, t_ns: int, n: int) -> None:
         self._send(_NOTE.pack(_GAP, stream, n, -1))
 
