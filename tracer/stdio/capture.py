@@ -33,6 +33,7 @@ _EVENT, _STOP = 3, 4
 DEFAULT_BUDGET = 64 * 1024 * 1024  # bytes of chunks that may wait for the writer
 MAX_STDERR_LINE = 1024 * 1024  # a stderr "line" longer than this is cut in the capture (not in the relay)
 CAP_PIPE_MAX = 1024 * 1024  # the zero-copy relay's capture pipe (capped by /proc/sys/fs/pipe-max-size)
+INLINE_MAX = 4096 - 24  # a small chunk's copy travels with its 24-byte note in one atomic pipe write
 MAX_BATCH = 1024  # queue items written per flush when the writer is behind
 # After waking up, the writer lingers this long so a burst costs one wake-up and one flush, not one
 # per chunk (a wake-up is a context switch taken from the relay on a small machine). tail -f still
@@ -109,6 +110,10 @@ class CaptureSink(CaptureOutcome):
         else:
             self._q.put((stream, t_ns, data, None))
         return True
+
+    def inline(self, stream: int, t_ns: int, data: bytes) -> bool:
+        """A small chunk's copy (tracer.stdio.loop): here the same as `offer`."""
+        return self.offer(stream, t_ns, data)
 
     def eof(self, stream: int, t_ns: int | None = None) -> None:
         """The stream ended: its unterminated tail (if any) becomes a record with eol false."""

@@ -43,6 +43,7 @@ import time
 from collections import deque
 
 from tracer.stdio import splice as tee_splice
+from tracer.stdio.capture import INLINE_MAX
 
 SPIN_NS = 200_000  # covers a quick server's answer and a host's next request; see the docstring
 # Spin only after chunks this small: messages going back and forth. A bigger one means a flood
@@ -247,9 +248,13 @@ class _Step:
         return self._capture(w, n, t_ns)
 
     def _capture(self, w: Way, n: int, t_ns: int):
-        """Take the `n` bytes just forwarded out of the source, into the capture: moved into its
-        pipe; copied into memory when the pipe is full (within the budget); else dropped, counted."""
+        """Take the `n` bytes just forwarded out of the source, into the capture: a small chunk is
+        read and sent with its note; a bigger one is moved into the capture pipe, or copied into
+        memory when the pipe is full (within the budget), or else dropped, counted."""
         sink, stream = self.sink, w.stream
+        if n <= INLINE_MAX:  # a message, not a flood: its copy goes with its note (CaptureProcess.inline)
+            sink.inline(stream, t_ns, _read_exactly(w.src, n))
+            return None
         moved = 0
         if not w.spill:  # (else copies wait for the pipe: these queue behind them)
             try:

@@ -33,12 +33,13 @@ from types import SimpleNamespace
 
 import orjson
 
-from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, CaptureOutcome, CaptureSink
+from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome, CaptureSink
 
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
-_TEED, _GAP, _EOF, _EVENT, _CONN = range(5)
+_TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE = range(6)
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 LINGER_S = 0.002
+UNPARK_NS = 1_000_000
 LINGER_BELOW = 64 * _NOTE.size
 # While the session runs, the capture process takes only CPU time nobody else wants (SCHED_IDLE,
 # and nice 19 where that is missing): framing a batch of records then never delays the relay, the
@@ -93,6 +94,7 @@ class CaptureProcess(CaptureOutcome):
         self._ctl = ctl_w
         self._lock = threading.Lock()
         self._parked: list[bytes] = []
+        self._unpark_at = 0
         self.budget = budget
         self._spilled = 0  # bytes copied into memory, not yet in their capture pipe
         self._spill_q: list[deque] = [deque(), deque(), deque()]  # per stream, in stream order
@@ -127,6 +129,16 @@ class CaptureProcess(CaptureOutcome):
 
     def teed(self, stream: int, t_ns: int, n: int) -> None:
         self._send(_NOTE.pack(_TEED, stream, n, t_ns))
+
+    def inline(self, stream: int, t_ns: int, data: bytes) -> bool:
+        """A small chunk's copy (up to INLINE_MAX bytes) sent with its note through the control
+        pipe: one write, and its bytes take no slot of the capture pipe (where every small chunk
+        would take a whole page). False when the capture is a budget behind: dropped, counted."""
+        if len(self._parked) * INLINE_MAX > self.budget:
+            self._send(_NOTE.pack(_GAP, stream, len(data), data.count(b"\n")))
+            return False
+        self._send(_NOTE.pack(_INLINE, stream, len(data), t_ns) + data)
+        return True
 
     def gap(self, stream: int, n: int, newlines: int) -> None:
         """`n` bytes of `stream` the capture will not get (`newlines` of them, or -1: not counted)."""
@@ -205,9 +217,14 @@ class CaptureProcess(CaptureOutcome):
         """One note, in order, without blocking (writes up to PIPE_BUF bytes are all or nothing)."""
         with self._lock:
             parked = self._parked
-            if parked and not self._unpark():
-                parked.append(note)
-                return
+            if parked:
+                # The capture is behind: try to hand the parked notes over at most once per
+                # UNPARK_NS, not on every chunk (each failed try is a system call and an exception).
+                now = time.monotonic_ns()
+                if now < self._unpark_at or not self._unpark():
+                    self._unpark_at = now + UNPARK_NS
+                    parked.append(note)
+                    return
             try:
                 os.write(self._ctl, note)
             except BlockingIOError:
@@ -387,12 +404,14 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink) -> None:
             elif kind == _EOF:
                 pos += size
                 sink.eof(stream, t)
-            else:  # an event or the connection id: a payload follows
+            else:  # an inline chunk, an event or the connection id: a payload follows
                 if end - pos < size + n:
                     break
                 payload = buf[pos + size:pos + size + n]
                 pos += size + n
-                if kind == _EVENT:
+                if kind == _INLINE:
+                    sink.offer(stream, t, payload)
+                elif kind == _EVENT:
                     sink.event_at(t, orjson.loads(payload))
                 else:
                     sink.conn = payload.decode()
