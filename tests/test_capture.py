@@ -14,6 +14,7 @@ from tracer.capture import (
     ReadProblem,
     header_record,
     read_capture,
+    record_from_dict,
     record_to_dict,
 )
 from tracer.model import Direction, Record, RecordType
@@ -115,3 +116,33 @@ def test_a_newer_format_version_is_read_with_a_notice():
     items = list(read_capture(io.BytesIO(data), "x"))
     assert any(isinstance(i, ReadProblem) and "newer" in i.message for i in items)
     assert any(isinstance(i, Record) and i.type is RecordType.MESSAGE for i in items)
+
+
+def test_a_plain_message_record_reads_exactly_as_the_general_reader_reads_it():
+    # Plain message records (seven members) take a fast path; an extra member the reader ignores
+    # sends the same record through the general path, which must agree, or refuse alike.
+    text = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    plain = {"type": "message", "seq": 3, "t_ns": 9, "dir": "c2s", "transport": "stdio", "conn": "c1", "text": text}
+    variants = [plain, {**plain, "dir": "s2c"}, {**plain, "conn": 7}, {**plain, "seq": 3.0}, {**plain, "seq": True},
+                {**plain, "t_ns": "9"}, {**plain, "dir": "up"}, {**plain, "dir": None}, {**plain, "text": None},
+                {**plain, "text": 5}, {**plain, "text": "x\ud800"}, {**plain, "type": "stderr"},
+                {**plain, "type": "nope"}, {**plain, "transport": None},
+                {k: v for k, v in plain.items() if k != "transport"} | {"offset": 0}]
+    for obj in variants:
+        results = []
+        for o in (obj, {**obj, "x-unknown-member": 1}):
+            try:
+                results.append(record_from_dict(o, line=4, source="s"))
+            except ValueError as exc:
+                results.append(str(exc))
+        assert results[0] == results[1], obj
+
+
+def test_a_record_whose_type_or_direction_is_a_list_is_a_broken_line_not_a_crash():
+    head = orjson.dumps(header_record("stdio"))
+    lines = [b'{"type":["message"],"seq":1,"t_ns":2,"dir":"c2s","conn":"a","text":"{}"}',
+             b'{"type":"message","seq":2,"t_ns":3,"dir":{"d":1},"conn":"a","text":"{}"}']
+    out = list(read_capture(io.BytesIO(b"\n".join([head, *lines]) + b"\n"), "cap"))
+    problems = [p for p in out if isinstance(p, ReadProblem)]
+    assert [p.line for p in problems] == [2, 3]
+    assert "unknown record type" in problems[0].message and "unknown direction" in problems[1].message

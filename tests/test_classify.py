@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracer.classify import REASONS, classify_raw
+from tracer.classify import REASONS, classify_common, classify_raw
 from tracer.model import Kind
 
 R, N, OK, ERR, BAD, BATCH = (Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR, Kind.INVALID,
@@ -193,3 +193,16 @@ def test_batch_members_keep_big_integer_ids_exact():
     c = classify_raw(b'[{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"},'
                      b'{"jsonrpc":"2.0","id":1.0,"method":"ping"}]')
     assert [m.idkey for m in c.members] == [("n", 18446744073709551617), ("n", 1)]
+
+
+@pytest.mark.parametrize("raw", [c[1] for c in CASES] + [
+    b'{"jsonrpc":"2.0","id":"7","method":"ping"}', b'{"jsonrpc":"2.0","id":true,"result":{}}',
+    b'{"jsonrpc":"2.0","id":2.5,"result":{}}', b'{"jsonrpc":"2.0","error":{"code":1,"message":"x"}}',
+    b'{"jsonrpc":"2.0","method":"x","id":null}', b'{"jsonrpc":"2.0","method":1}', b'{"jsonrpc":2.0,"id":1}',
+])
+def test_the_fast_path_for_common_messages_classifies_exactly_like_the_general_one(raw):
+    fast = classify_common(raw)
+    if fast is not None:  # (None: the general path decides alone)
+        c = classify_raw(raw)
+        assert fast == (c.kind, c.obj, c.method, c.id, c.idkey)
+        assert c.reason is None and c.problem is None and c.members is None

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from tests.cases import build_records, load_rule_cases
 from tracer.analyser import RuleSet, analyse_all
-from tracer.model import Kind
+from tracer.model import Direction, Kind
 from tracer.protocol import ALL, MODERN
 from tracer.rules.registry import all_rules
 
@@ -35,6 +35,26 @@ def test_every_rule_case_gives_the_same_findings_with_and_without_the_prefilters
     for case_rule, case in load_rule_cases():
         records = build_records(case["messages"], case.get("transport", "stdio"))
         assert _findings(records, RULES) == _findings(records, without), (case_rule, case["name"])
+
+
+def test_every_rule_case_gives_the_same_findings_with_and_without_the_plan_predicates_and_gates():
+    # `possible=` leaves a rule out of a plan, `gate=` skips a run of rules: both only save calls
+    plain = [replace(r, possible=None, gate=None) for r in RULES]
+    assert any(r.possible is not None for r in RULES) and any(r.gate is not None for r in RULES)
+    for case_rule, case in load_rule_cases():
+        records = build_records(case["messages"], case.get("transport", "stdio"))
+        assert _findings(records, RULES) == _findings(records, plain), (case_rule, case["name"])
+
+
+def test_a_plan_leaves_out_the_rules_that_cannot_fire_on_its_shape():
+    rs = RuleSet(RULES)
+    client = {r.id for r in rs.for_message(Kind.REQUEST, "tools/call", MODERN, Direction.C2S)}
+    server = {r.id for r in rs.for_message(Kind.REQUEST, "tools/call", MODERN, Direction.S2C)}
+    assert "MCP207" in server and "MCP207" not in client  # a modern server sending a request
+    assert "MCP310" in client and "MCP310" not in server  # a client request without _meta
+    assert "MCP106" not in client  # tools/call does not start with "rpc."
+    odd = {r.id for r in rs.for_message(Kind.REQUEST, "rpc.discover", MODERN, Direction.C2S)}
+    assert {"MCP106", "MCP209"} <= odd  # an unknown method keeps every rule that may fire on it
 
 
 def test_the_plan_keeps_every_rule_in_dispatch_order():

@@ -146,6 +146,14 @@ def test_2026_results_are_dispatched_by_result_type_first():
     assert c.error(-32099).definition == "JSONRPCErrorResponse"
 
 
+def test_each_unknown_result_type_is_named_as_sent_not_as_the_first_one_seen():
+    c = catalog("2026-07-28")
+    first = c.result("tools/call", {"resultType": "task"}, None)
+    second = c.result("tools/call", {"resultType": "deferred"}, None)
+    assert "'task'" in first.note and "'deferred'" in second.note
+    assert second.validator is first.validator  # (still one compiled validator for both)
+
+
 def test_problems_come_most_specific_first_with_readable_paths():
     c = catalog("2026-07-28")
     bad = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -8,87 +8,18 @@ kept, sessions are dropped when their connection closes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import replace
 
-from tracer.classify import Classified, classify_raw
+from tracer.classify import Classified, classify_common, classify_raw
+from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions, versions_of
 from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record, RecordType, Severity
 from tracer.pairing import PairStatus, match_response, note_cancel, register_request
-from tracer.rules.registry import OBSERVERS, Rule, all_rules
+from tracer.rules.registry import OBSERVER_FAMILIES, OBSERVERS, Rule
 from tracer.session import DiscoverState, InitState, Session
 from tracer.tracking import apply as apply_tracking
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
-
-
-class RuleSet:
-    """The selected rules, indexed by (kind, method, versions) so each message runs only its own."""
-
-    def __init__(self, rules: Iterable[Rule] | None = None):
-        rules = list(all_rules().values()) if rules is None else list(rules)
-        self.rules = rules
-        # stable sort: id order, except that late rules (the schema safety net) come last
-        self.message_rules = sorted((r for r in rules if r.phase == "message"), key=lambda r: r.order)
-        self.end_rules = [r for r in rules if r.phase == "end"]
-        # rules about HTTP facts (headers, status codes, SSE streams): they see every record that
-        # has them, messages included (tracer.rules.http)
-        self.http_rules = [r for r in rules if r.phase == "http"]
-        # message rules with an end-of-session check run it like an end rule, under their own id
-        self.end_rules += [replace(r, fn=r.end_fn, phase="end") for r in rules if r.end_fn is not None]
-        self._known_methods = frozenset().union(*(r.methods for r in self.message_rules if r.methods))
-        self._cache: dict[tuple, tuple[Rule, ...]] = {}
-        self._plans: dict[tuple, tuple[tuple[str | None, tuple[Rule, ...]], ...]] = {}
-
-    def for_message(self, kind: Kind, method: str | None, versions: frozenset[str]) -> tuple[Rule, ...]:
-        if method not in self._known_methods:
-            method = None
-        key = (kind, method, versions)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = tuple(
-                r
-                for r in self.message_rules
-                if kind in r.kinds
-                and (r.methods is None or (method is not None and method in r.methods))
-                and versions <= r.versions
-            )
-            self._cache[key] = hit
-        return hit
-
-    def plan(self, kind: Kind, method: str | None, versions: frozenset[str]):
-        """`for_message` cut into runs of consecutive rules sharing one prefilter (`Rule.needs`):
-        ((needs key or None, rules), ...). Rule order is kept, so findings come out in the same
-        order; a run is skipped as a whole when its key is absent (see `Analyser._run_rules`)."""
-        key = (kind, method, versions)
-        plan = self._plans.get(key)
-        if plan is None:
-            runs: list[tuple[str | None, list[Rule]]] = []
-            for r in self.for_message(kind, method, versions):
-                needs = r.needs if r.needs_methods is None or method in r.needs_methods else None
-                if runs and runs[-1][0] == needs:
-                    runs[-1][1].append(r)
-                else:
-                    runs.append((needs, [r]))
-            plan = self._plans[key] = tuple((needs, tuple(rs)) for needs, rs in runs)
-        return plan
-
-
-def _finding(rule: Rule, hit: Hit | str, m: Analysed) -> Finding:
-    rec = m.rec
-    if type(hit) is str:
-        return Finding(rule.id, rule.severity, hit, rec.seq, rec.line, rec.source, offset=rec.offset)
-    return Finding(
-        rule.id,
-        hit.severity or rule.severity,
-        hit.message,
-        rec.seq,
-        rec.line,
-        rec.source,
-        path=hit.path,
-        related_seq=hit.related_seq,
-        offset=hit.offset if hit.offset is not None else rec.offset,
-    )
 
 
 class Analyser:
@@ -101,7 +32,12 @@ class Analyser:
         self.last_t_ns = 0
         self._end_findings_pending: list[Finding] = []
         self.session_cells: dict[str, str] = {}  # conn -> compatibility cell, for closed sessions
-        self._observers = tuple(OBSERVERS)  # rule families' state hooks (tracer.rules.registry)
+        # rule families' state hooks (tracer.rules.registry), minus those no selected rule reads
+        families = {r.family for r in self.ruleset.rules}
+        self._observers = tuple((transports, fn) for transports, fn in OBSERVERS
+                                if fn not in OBSERVER_FAMILIES or OBSERVER_FAMILIES[fn] & families)
+        self._observers_of: dict[str, tuple] = {}  # transport -> its observers (see _message_observers)
+        self._runners = self.ruleset.runners  # the compiled rule runners by shape (tracer.dispatch)
 
     # -- public API --------------------------------------------------------------------------
 
@@ -168,13 +104,16 @@ class Analyser:
         s = self.sessions.get(rec.conn)
         if s is None:
             s = self.session(rec)
+        common = classify_common(rec.raw)
+        if common is not None:  # nearly every message: one well-formed object
+            return self._one(Analysed(rec, *common), s)
         c = classify_raw(rec.raw)
         if c.kind is Kind.BATCH:
             batch = self._analysed(rec, c)
             label_era(batch, s)
             if self._observers:
                 self._observe(rec, batch, s)
-            batch.members = [self._one(rec, mc, s, batch_seq=rec.seq) for mc in c.members or ()]
+            batch.members = [self._one(self._analysed(rec, mc), s, batch_seq=rec.seq) for mc in c.members or ()]
             if batch.members:
                 # the batch speaks what its best-labelled member speaks: the last one that knows its
                 # version (a batch [ping, initialize] is labelled by the initialize it carries)
@@ -185,16 +124,16 @@ class Analyser:
                 self._run_http_rules(rec, batch, s)
             s.last_t_ns = rec.t_ns
             return batch
-        return self._one(rec, c, s)
+        return self._one(self._analysed(rec, c), s)
 
     @staticmethod
     def _analysed(rec: Record, c: Classified) -> Analysed:
         return Analysed(rec, c.kind, c.obj, c.method, c.id, c.idkey, c.reason, c.problem)
 
-    def _one(self, rec: Record, c: Classified, s: Session, batch_seq: int | None = None) -> Analysed:
+    def _one(self, m: Analysed, s: Session, batch_seq: int | None = None) -> Analysed:
         # The hot path of everything: keep it flat (every call costs at 100,000 messages/s).
-        kind = c.kind
-        m = Analysed(rec, kind, c.obj, c.method, c.id, c.idkey, c.reason, c.problem)
+        rec = m.rec
+        kind = m.kind
         if batch_seq is not None:
             m.batch_seq = batch_seq
         if kind is Kind.RESULT or kind is Kind.ERROR:
@@ -202,9 +141,19 @@ class Analyser:
         label_era(m, s)
         if kind is Kind.REQUEST:
             register_request(m, s)
-        if self._observers and batch_seq is None:
-            self._observe(rec, m, s)
-        self._run_rules(m, s)
+        if batch_seq is None:
+            observers = self._observers_of.get(rec.transport)
+            if observers is None:
+                observers = self._message_observers(rec.transport)
+            for fn in observers:
+                fn(rec, m, s)
+        # the rules (_run_rules, inlined: this is the hottest path there is)
+        shape = (kind, m.method if m.method is not None else m.answers_method, m.era, m.version, rec.dir)
+        run = self._runners.get(shape, False)
+        if run is False:
+            run = self.ruleset.runner(*shape)
+        if run is not None:
+            run(m, s)
         if rec.http is not None and batch_seq is None and self.ruleset.http_rules:
             self._run_http_rules(rec, m, s)
         self._apply(m, s)
@@ -232,6 +181,13 @@ class Analyser:
                 else:
                     self._end_findings_pending.append(f)
 
+    def _message_observers(self, transport: str) -> tuple:
+        """The observers a message of this transport goes through, in registration order."""
+        fns = tuple(fn for transports, fn in self._observers if transports is None or transport in transports)
+        if len(self._observers_of) < 64:  # transports are a handful; odd values are not kept
+            self._observers_of[transport] = fns
+        return fns
+
     def _observe(self, rec: Record, m: Analysed | None, s: Session | None) -> None:
         transport = rec.transport
         for transports, fn in self._observers:
@@ -241,25 +197,10 @@ class Analyser:
                 fn(rec, m, s)
 
     def _run_rules(self, m: Analysed, s: Session) -> None:
-        kind = m.kind
-        method = m.method if m.method is not None else m.answers_method
-        params = m.params
-        result = m.result
-        for needs, rules in self.ruleset.plan(kind, method, possible_versions(m)):
-            # the prefilter (Rule.needs): a key the params or result of every message these rules
-            # can fire on has
-            if needs is not None and not ((params is not None and needs in params)
-                                          or (result is not None and needs in result)):
-                continue
-            for rule in rules:
-                out = rule.fn(m, s)
-                if out is None:
-                    continue
-                if type(out) is str or type(out) is Hit:
-                    m.findings.append(_finding(rule, out, m))
-                else:
-                    for hit in out:
-                        m.findings.append(_finding(rule, hit, m))
+        run = self.ruleset.runner(m.kind, m.method if m.method is not None else m.answers_method, m.era,
+                                  m.version, m.rec.dir)
+        if run is not None:
+            run(m, s)
 
     def _apply(self, m: Analysed, s: Session) -> None:
         """Update the session with what this message established (after the rules read it)."""

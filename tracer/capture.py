@@ -101,10 +101,51 @@ _DIRS = {d.value: d for d in Direction}
 _MESSAGE = RecordType.MESSAGE
 
 
+# The members the writer gives a plain stdio message record (record_to_dict): by far the most
+# common record, so `record_from_dict` builds it with no per-member `get` (see `_fast_record`).
+# (Seven members that all index without a KeyError are exactly these seven: cheaper to find out
+# than comparing key sets.)
+_PLAIN_MESSAGE_LEN = len(("type", "seq", "t_ns", "dir", "transport", "conn", "text"))
+
+
+def _fast_record(obj: dict[str, Any], line: int, source: str) -> Record | None:
+    """The fast path of `record_from_dict` for a record with exactly the plain message members,
+    each of the type the writer gives it; None for anything else: the general path then decides,
+    so the result is the same whichever path builds it."""
+    if len(obj) != _PLAIN_MESSAGE_LEN:
+        return None
+    try:
+        d = obj["dir"]
+        text = obj["text"]
+        seq = obj["seq"]
+        t_ns = obj["t_ns"]
+        conn = obj["conn"]
+        rtype = obj["type"]
+        transport = obj["transport"]
+    except KeyError:  # seven members, but not these seven
+        return None
+    if (rtype != "message" or type(d) is not str or type(text) is not str or type(seq) is not int
+            or type(t_ns) is not int or type(conn) is not str):
+        return None
+    direction = _DIRS.get(d)
+    if direction is None:
+        return None
+    try:
+        raw = text.encode()
+    except UnicodeEncodeError:  # lone surrogates: the general path keeps them
+        return None
+    return Record(_MESSAGE, seq, t_ns, direction, raw, transport, conn, None, True, False, None, None,
+                  None, line, source)
+
+
 def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") -> Record:
     """Build a record from its stored object; raises ValueError with a reason when malformed."""
+    rec = _fast_record(obj, line, source)
+    if rec is not None:
+        return rec
     get = obj.get
-    rtype = _RTYPES.get(get("type"))  # type: ignore[arg-type]
+    t = get("type")
+    rtype = _RTYPES.get(t) if type(t) is str else None  # (a list or an object is no type either)
     if rtype is None:
         raise ValueError(f"unknown record type {get('type')!r}")
     if rtype is RecordType.HEADER:
@@ -130,7 +171,7 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
             raise ValueError("message record without 'dir'")
         direction = None
     else:
-        direction = _DIRS.get(d)
+        direction = _DIRS.get(d) if type(d) is str else None
         if direction is None:
             raise ValueError(f"unknown direction {d!r}")
     seq = get("seq", 0)
@@ -276,6 +317,7 @@ def _line_problem(line: bytes, n: int, source: str) -> ReadProblem | None:
 def read_capture(fh: IO[bytes], source: str = "") -> Iterator[Record | ReadProblem]:
     """Stream the records of a capture file (binary mode); problems are yielded, never raised."""
     loads = orjson.loads
+    fast = _fast_record
     saw_header = False
     n = 0
     # The lint hot path: each line goes to orjson as read (its final newline is JSON whitespace),
@@ -286,7 +328,7 @@ def read_capture(fh: IO[bytes], source: str = "") -> Iterator[Record | ReadProbl
             obj = loads(line)
             if type(obj) is not dict:
                 raise ValueError("record is not a JSON object")
-            rec = record_from_dict(obj, line=n, source=source)
+            rec = fast(obj, n, source) or record_from_dict(obj, line=n, source=source)
         except (orjson.JSONDecodeError, ValueError):
             problem = _line_problem(line, n, source)
             if problem is not None:  # else a blank line

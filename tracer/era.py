@@ -62,20 +62,20 @@ def label_era(m: Analysed, s: Session) -> None:
         if pv is not None:
             m.era = Era.MODERN
             m.version = pv if type(pv) is str else None
-            m.era_reason = f"params._meta protocolVersion {pv!r}"
+            m.explain_era("params._meta protocolVersion {!r}", pv)
             return
     if method is not None:
         if method in MODERN_ONLY_METHODS:
             m.era = Era.MODERN
             m.version = "2026-07-28"
-            m.era_reason = f"{method} exists only in 2026-07-28"
+            m.explain_era("{} exists only in 2026-07-28", method)
             return
         if method == "initialize" and kind is Kind.REQUEST:
             params = m.params or {}
             requested = params.get("protocolVersion")
             m.era = Era.LEGACY
             m.version = requested if type(requested) is str else None
-            m.era_reason = f"initialize handshake (client requests {requested!r})"
+            m.explain_era("initialize handshake (client requests {!r})", requested)
             return
     req = m.request
     if req is not None:  # a response: it speaks the era of the request it answers
@@ -84,19 +84,22 @@ def label_era(m: Analysed, s: Session) -> None:
             negotiated = res.get("protocolVersion")
             m.era = Era.LEGACY
             m.version = negotiated if type(negotiated) is str else req.version
-            m.era_reason = f"answers initialize: negotiated {negotiated!r}"
+            m.explain_era("answers initialize: negotiated {!r}", negotiated)
             return
         if req.era is Era.MODERN:
             m.era = Era.MODERN
             m.version = req.version
-            m.era_reason = f"answers modern {req.method} (seq {req.seq})"
+            m.explain_era("answers modern {} (seq {})", req.method, req.seq)
             return
     init = s.init
     if init is not None:
         m.era = Era.LEGACY
         m.version = s.legacy_version
-        how = f"negotiated {init.negotiated_version}" if init.negotiated_version else "not yet negotiated"
-        m.era_reason = f"session opened by initialize at seq {init.request_seq} ({how})"
+        if init.negotiated_version:
+            m.explain_era("session opened by initialize at seq {} (negotiated {})", init.request_seq,
+                          init.negotiated_version)
+        else:
+            m.explain_era("session opened by initialize at seq {} (not yet negotiated)", init.request_seq)
         return
     header = _header(m, "mcp-protocol-version")
     if header == MODERN_VERSION and m.dir is Direction.C2S:
@@ -104,12 +107,12 @@ def label_era(m: Analysed, s: Session) -> None:
         # not send): the header the modern transport requires says which era it is
         m.era = Era.MODERN
         m.version = MODERN_VERSION
-        m.era_reason = f"MCP-Protocol-Version header {header!r} without _meta"
+        m.explain_era("MCP-Protocol-Version header {!r} without _meta", header)
         return
     if header is not None and m.dir is Direction.C2S:
         m.era = Era.LEGACY
         m.version = header
-        m.era_reason = f"MCP-Protocol-Version header {header!r} without _meta"
+        m.explain_era("MCP-Protocol-Version header {!r} without _meta", header)
         return
     if s.modern_requests and not s.legacy_messages:
         m.era = Era.MODERN
@@ -119,12 +122,12 @@ def label_era(m: Analysed, s: Session) -> None:
     if method is not None and method in LEGACY_ONLY_METHODS:
         m.era = Era.LEGACY
         m.version = None
-        m.era_reason = f"{method} exists only before 2026-07-28 (no initialize captured)"
+        m.explain_era("{} exists only before 2026-07-28 (no initialize captured)", method)
         return
     if req is not None and req.era is Era.LEGACY:
         m.era = Era.LEGACY
         m.version = req.version
-        m.era_reason = f"answers legacy {req.method} (seq {req.seq})"
+        m.explain_era("answers legacy {} (seq {})", req.method, req.seq)
         return
     if s.legacy_messages and not s.modern_requests:
         m.era = Era.LEGACY

@@ -139,7 +139,7 @@ class Analysed:
     reason: str | None = None  # why it is invalid
     problem: str | None = None  # machine code of the reason (tracer.classify.REASONS)
     era: Era = Era.UNKNOWN
-    era_reason: str = ""
+    # era_reason (a property below): why that era, in words
     version: str | None = None  # protocol version label (negotiated or _meta)
     # pairing
     partner_seq: int | None = None
@@ -157,6 +157,9 @@ class Analysed:
     meta: dict | None = field(init=False, default=None)  # params._meta
     result: dict | None = field(init=False, default=None)
     error: dict | None = field(init=False, default=None)
+    # era_reason, kept as (format, values) until someone reads it: most messages are never shown,
+    # and formatting it for each one costs more than labelling the era
+    _era_why: Any = field(init=False, default=("", ()), repr=False)
 
     def __post_init__(self) -> None:
         obj = self.obj
@@ -173,6 +176,24 @@ class Analysed:
             e = obj.get("error")
             if type(e) is dict:
                 self.error = e
+
+    @property
+    def era_reason(self) -> str:
+        """Why this message got its era label, in words (built when first read)."""
+        why = self._era_why
+        if type(why) is str:
+            return why
+        text = why[0].format(*why[1]) if why[1] else why[0]
+        self._era_why = text
+        return text
+
+    @era_reason.setter
+    def era_reason(self, value: str) -> None:
+        self._era_why = value
+
+    def explain_era(self, fmt: str, *args: Any) -> None:
+        """Set era_reason as `fmt.format(*args)`, formatted only if somebody reads it."""
+        self._era_why = (fmt, args)
 
     @property
     def seq(self) -> int:

@@ -8,9 +8,9 @@ status the correlation rules read (unknown id, duplicate, answered notification,
 from __future__ import annotations
 
 from tracer.classify import id_key
-from tracer.model import Analysed, Era, Kind
+from tracer.model import Analysed, Direction, Era, Kind
 from tracer.session import PendingRequest, Session, find_pending_any_type
-from tracer.tracking import is_input_required, link_retry
+from tracer.tracking import link_retry
 
 
 class PairStatus:
@@ -27,6 +27,9 @@ class PairStatus:
     NEW = "new"  # a request, waiting for its answer
 
 
+_OTHER = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}  # Direction.other, minus a call
+
+
 def _fmt_id(idkey: tuple) -> str:
     return repr(idkey[1]) if idkey[0] == "s" else str(idkey[1])
 
@@ -37,7 +40,7 @@ def match_response(m: Analysed, s: Session) -> None:
         m.pair_status = PairStatus.NO_ID
         return
     direction = m.rec.dir
-    requester = direction.other
+    requester = _OTHER[direction]
     key = (requester, m.idkey)
     req = s.pending.pop(key, None)
     if req is not None:
@@ -45,7 +48,9 @@ def match_response(m: Analysed, s: Session) -> None:
         m.answers_method = req.method
         m.partner_seq = req.seq
         m.latency_ns = m.rec.t_ns - req.t_ns
-        if req.op_seq is None and m.kind is Kind.RESULT and is_input_required(m.result):
+        result = m.result  # (is_input_required, inlined: this runs on every response)
+        if (req.op_seq is None and m.kind is Kind.RESULT and result is not None
+                and result.get("resultType") == "input_required"):
             # MRTR: the server asked for input, so this request opens a multi-round operation
             req.op_seq = req.seq
             if req.msg is not None:
@@ -116,20 +121,10 @@ def register_request(m: Analysed, s: Session) -> None:
         m.pair_reason = f"id {_fmt_id(m.idkey)} was already used at seq {m.request.seq} in this session"
     else:
         m.pair_status = PairStatus.NEW
-    req = PendingRequest(
-        seq=m.rec.seq,
-        line=m.rec.line,
-        source=m.rec.source,
-        t_ns=m.rec.t_ns,
-        dir=direction,
-        idkey=m.idkey,
-        id=m.id,
-        method=m.method or "",
-        era=m.era,
-        version=m.version,
-        params=m.params,
-        msg=m,
-    )
+    rec = m.rec
+    # (positional: a keyword call costs a third more, on every request)
+    req = PendingRequest(rec.seq, rec.line, rec.source, rec.t_ns, direction, m.idkey, m.id, m.method or "", m.era,
+                         m.version, m.params, m)
     s.pending[key] = req
     if m.era is not Era.MODERN:  # only legacy forbids reuse after the answer
         used = s.used_ids

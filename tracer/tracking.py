@@ -256,10 +256,12 @@ def apply(m: Analysed, s: Session) -> None:
 def _request(m: Analysed, s: Session, t: Tracking) -> None:
     params = m.params
     direction = m.rec.dir
-    flow = flow_of(m)
-    req = s.pending.get((direction, m.idkey)) if m.idkey is not None else None
-    if flow is not None and req is not None and direction is Direction.C2S:
-        t.flows.put(flow, req)
+    http = m.rec.http  # (flow_of, inlined: this runs on every request)
+    flow = http.get("flow") if http else None
+    if flow is not None and direction is Direction.C2S and m.idkey is not None:
+        req = s.pending.get((direction, m.idkey))
+        if req is not None:
+            t.flows.put(flow, req)
     if params is None:
         return
     meta = params.get("_meta")
@@ -331,7 +333,7 @@ def _response(m: Analysed, s: Session, t: Tracking, req: PendingRequest) -> None
         return
     if req.era is Era.MODERN and method != "server/discover":
         t.modern_results += 1
-    if is_input_required(result):
+    if result.get("resultType") == "input_required":  # (is_input_required, inlined: every result)
         _open_round(m, t, req, result)
         return
     if method == "server/discover":

@@ -1,6 +1,6 @@
 """Lint throughput and memory on a generated 1,000,000-message capture, beside a baseline.
 
-Run: python tests/bench/bench_lint.py [--messages N] [--select IDS] [--keep]
+Run: python tests/bench/bench_lint.py [--messages N] [--select IDS] [--issue2] [--keep]
 
 Prints, measured side by side in one run (these machines are noisy, so compare ratios):
   - mcptrace lint throughput (messages/s) on one core, with the selected rules (all by default;
@@ -8,6 +8,9 @@ Prints, measured side by side in one run (these machines are noisy, so compare r
   - the same with the official-schema rules (MCP150-MCP152) left out, and with only them: what the
     schema check costs per message, and what parse + classify + pair + era + schema alone reach;
   - peak RSS on a capture a quarter of the size (memory must stay flat as the capture grows);
+  - with `--issue2`, also the rule families issue #2 sets its target for (>= 100,000 messages/s on
+    one core): MCP1xx (the schema rules MCP150-MCP152 included), MCP2xx, MCP301-MCP315,
+    MCP320-MCP321, MCP350-MCP361 and MCP401-MCP410, with and without the schema rules;
   - a baseline: `json.loads` + the `jsonschema` package validating each message of a sample against
     the same official definition mcptrace picks for it (picked before the clock starts, validators
     compiled before it too, so the baseline only parses and validates).
@@ -181,11 +184,18 @@ def baseline(path: Path, sample: int) -> tuple[float, float, float]:
     return base, ours, check_us
 
 
+# Issue #2's families: MCP1xx, MCP2xx, MCP3xx sections 3a-3b and 3e, MCP401-MCP410.
+ISSUE2 = ["MCP1,MCP2,MCP30,MCP31,MCP320,MCP321,MCP35,MCP36,MCP40,MCP410"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=1_000_000)
     ap.add_argument("--select", action="append", help="rule ids/prefixes (default: all rules)")
     ap.add_argument("--baseline-sample", type=int, default=5_000)
+    ap.add_argument("--issue2", action="store_true",
+                    help="also measure issue #2's rule families (MCP1xx, MCP2xx, MCP301-315, MCP320-321, "
+                         "MCP350-361, MCP401-410), with and without the schema rules")
     ap.add_argument("--keep", action="store_true", help="keep the generated captures")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mcptrace-bench-"))
@@ -200,6 +210,9 @@ def main() -> None:
     n_off, dt_off, _, _ = run_lint(big, args.select, ignore=schema)
     n_only, dt_only, _, _ = run_lint(big, schema)
     n_small, _, rss_small, _ = run_lint(small, args.select)
+    if args.issue2:
+        n_i2, dt_i2, rss_i2, findings_i2 = run_lint(big, ISSUE2)
+        n_i2off, dt_i2off, _, _ = run_lint(big, ISSUE2, ignore=schema)
     base, ours, check_us = baseline(big, args.baseline_sample)
     rate, rate_off, rate_only = n_big / dt_big, n_off / dt_off, n_only / dt_only
     label = "all rules" if not args.select else ",".join(args.select)
@@ -208,6 +221,10 @@ def main() -> None:
     print(f"mcptrace lint ({label} but MCP150-MCP152): {rate_off:,.0f} messages/s; the schema check alone, "
           f"measured directly (dispatch + jsonschema-rs on the parsed message): {check_us:.1f} us/message")
     print(f"mcptrace lint (MCP150-MCP152 only: parse, classify, pair, era, schema): {rate_only:,.0f} messages/s")
+    if args.issue2:
+        print(f"mcptrace lint (issue #2 families, schema on): {n_i2 / dt_i2:,.0f} messages/s "
+              f"({n_i2:,} in {dt_i2:.1f}s), {findings_i2} findings, peak RSS {rss_i2:.0f} MB")
+        print(f"mcptrace lint (issue #2 families but MCP150-MCP152): {n_i2off / dt_i2off:,.0f} messages/s")
     print(f"peak RSS: {rss_big:.0f} MB at {n_big:,} messages, {rss_small:.0f} MB at {n_small:,} "
           f"(growth x{rss_big / rss_small:.2f} for x{n_big / max(n_small, 1):.0f} messages)")
     print(f"baseline json.loads + jsonschema, same definitions: {base:,.0f} messages/s "

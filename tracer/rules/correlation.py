@@ -14,11 +14,17 @@ from tracer.protocol import (
     MODERN,
     MODERN_EXTENSION_REQUESTS,
 )
-from tracer.rules.registry import RESPONSES, rule
+from tracer.rules.registry import RESPONSES, by_client, by_server, rule
 from tracer.tracking import token_key
 
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
 _UNMATCHED = frozenset({PairStatus.UNKNOWN_ID, PairStatus.WRONG_DIRECTION, PairStatus.TYPE_MISMATCH})
+_MISPAIRED = _UNMATCHED | {PairStatus.DUPLICATE, PairStatus.ANSWERS_NOTIFICATION}
+
+
+def _mispaired(m: Analysed, s) -> bool:
+    """The gate of MCP203-MCP205: a response that paired plainly (nearly all) concerns none of them."""
+    return m.pair_status in _MISPAIRED
 
 
 @rule("MCP201", "request-id-reused-in-session", Severity.ERROR, kinds=(Kind.REQUEST,), versions=LEG,
@@ -55,7 +61,7 @@ def request_id_reused_while_pending(m: Analysed, s):
                related_seq=m.request.seq if m.request else None)
 
 
-@rule("MCP203", "response-id-unknown", Severity.ERROR, kinds=RESPONSES, scope="pairing",
+@rule("MCP203", "response-id-unknown", Severity.ERROR, kinds=RESPONSES, scope="pairing", gate=_mispaired,
       spec="spec/2026-07-28/basic/index.mdx:L70, :L103; JSON-RPC §5")
 def response_id_unknown(m: Analysed, s):
     """A response's `id` matches no outstanding request sent in the opposite direction: an unknown
@@ -68,7 +74,7 @@ def response_id_unknown(m: Analysed, s):
     return Hit(m.pair_reason or "response id matches no request", path="$.id")
 
 
-@rule("MCP204", "duplicate-response", Severity.ERROR, kinds=RESPONSES, scope="pairing",
+@rule("MCP204", "duplicate-response", Severity.ERROR, kinds=RESPONSES, scope="pairing", gate=_mispaired,
       spec="JSON-RPC §5; spec/2026-07-28/basic/patterns/index.mdx:L17-18 (inferred)")
 def duplicate_response(m: Analysed, s):
     """A second response arrives for a request that already has one.
@@ -82,7 +88,7 @@ def duplicate_response(m: Analysed, s):
                related_seq=req.response_seq if req else None)
 
 
-@rule("MCP205", "notification-answered", Severity.ERROR, kinds=RESPONSES, scope="pairing",
+@rule("MCP205", "notification-answered", Severity.ERROR, kinds=RESPONSES, scope="pairing", gate=_mispaired,
       spec="spec/2026-07-28/basic/index.mdx:L160; spec/2025-11-25/basic/index.mdx:L96; JSON-RPC §4.1")
 def notification_answered(m: Analysed, s):
     """A receiver answers a notification: a response that correlates with no request, right after a
@@ -95,7 +101,7 @@ def notification_answered(m: Analysed, s):
     return Hit(m.pair_reason or "response to a notification", related_seq=m.partner_seq)
 
 
-@rule("MCP206", "modern-client-sends-response", Severity.ERROR, kinds=RESPONSES, versions=MODERN,
+@rule("MCP206", "modern-client-sends-response", Severity.ERROR, kinds=RESPONSES, versions=MODERN, possible=by_client,
       spec="spec/2026-07-28/basic/patterns/index.mdx:L20-21; spec/2026-07-28/basic/transports/stdio.mdx:L35-37")
 def modern_client_sends_response(m: Analysed, s):
     """The client sends a JSON-RPC response in modern (2026-07-28) traffic. Modern servers send no
@@ -110,7 +116,7 @@ def modern_client_sends_response(m: Analysed, s):
     return "a modern client sent a JSON-RPC response; 2026-07-28 servers send no requests"
 
 
-@rule("MCP207", "modern-server-sends-request", Severity.ERROR, kinds=(Kind.REQUEST,), versions=MODERN,
+@rule("MCP207", "modern-server-sends-request", Severity.ERROR, kinds=(Kind.REQUEST,), versions=MODERN, possible=by_server,
       spec="spec/2026-07-28/basic/patterns/index.mdx:L20; spec/2026-07-28/basic/patterns/mrtr.mdx:L10-13")
 def modern_server_sends_request(m: Analysed, s):
     """The server sends a JSON-RPC request in modern traffic. Input the server needs (sampling,
@@ -168,7 +174,15 @@ def allowed_methods(versions: frozenset[str], c2s: bool, request: bool) -> froze
     return a
 
 
-@rule("MCP208", "method-wrong-direction", Severity.ERROR, kinds=REQ_NOTE,
+def _wrong_direction_possible(kind, method, direction, versions) -> bool:
+    """MCP208 cannot fire on a method every version allows in that direction and kind."""
+    if direction is None or method is None:
+        return direction is not None
+    return method in known_methods(versions) and method not in allowed_methods(
+        versions, direction is Direction.C2S, kind is Kind.REQUEST)
+
+
+@rule("MCP208", "method-wrong-direction", Severity.ERROR, kinds=REQ_NOTE, possible=_wrong_direction_possible,
       spec="ClientRequest/ServerRequest/ClientNotification/ServerNotification unions, e.g. schema/2026-07-28/schema.ts:L3153-3185")
 def method_wrong_direction(m: Analysed, s):
     """A known MCP method travels in the wrong direction for the version (RULES.md Appendix A):
@@ -202,7 +216,11 @@ def method_wrong_direction(m: Analysed, s):
                f"in this protocol version", path="$.method")
 
 
-@rule("MCP209", "unknown-method", Severity.INFO, kinds=REQ_NOTE,
+def _unknown_method_possible(kind, method, direction, versions) -> bool:
+    return method is None or (method not in known_methods(versions) and not method.startswith("rpc."))
+
+
+@rule("MCP209", "unknown-method", Severity.INFO, kinds=REQ_NOTE, possible=_unknown_method_possible,
       spec="schema/2026-07-28/schema.ts:L345-357 (MethodNotFoundError); JSON-RPC §5.1")
 def unknown_method(m: Analysed, s):
     """The method is unknown to the version's schema: a custom or extension method, or a method of
@@ -227,6 +245,7 @@ _REMOVED_IN_MODERN = frozenset({
 
 
 @rule("MCP210", "removed-method-with-modern-meta", Severity.ERROR, kinds=REQ_NOTE, versions=MODERN,
+      possible=lambda kind, method, direction, versions: method is None or method in _REMOVED_IN_MODERN,
       spec="spec/2026-07-28/changelog.mdx:L14-L24, :L53-60; spec/2026-07-28/basic/versioning.mdx:L174-180")
 def removed_method_with_modern_meta(m: Analysed, s):
     """A message carrying modern `_meta` (protocolVersion 2026-07-28) uses a method the modern

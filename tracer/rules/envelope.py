@@ -5,7 +5,7 @@ from __future__ import annotations
 from tracer.classify import exact_json
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL_REQUEST_METHODS, L1, L2, MODERN_EXTENSION_REQUESTS, since
-from tracer.rules.registry import MESSAGE_KINDS, rule
+from tracer.rules.registry import MESSAGE_KINDS, method_starts, rule
 
 INVALID = (Kind.INVALID,)
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
@@ -74,7 +74,8 @@ def method_not_string(m: Analysed, s):
         yield Hit(f"method is {type(m.obj.get('method')).__name__}, not a string", path="$.method")
 
 
-@rule("MCP106", "reserved-rpc-method", Severity.ERROR, kinds=REQ_NOTE, spec="JSON-RPC §4")
+@rule("MCP106", "reserved-rpc-method", Severity.ERROR, kinds=REQ_NOTE, spec="JSON-RPC §4",
+      possible=method_starts("rpc."))
 def reserved_rpc_method(m: Analysed, s):
     """The method name begins with `rpc.`, which JSON-RPC reserves for rpc-internal methods.
 
@@ -177,6 +178,7 @@ def integral_id_written_as_float(m: Analysed, s):
 
 
 @rule("MCP111", "notification-with-id", Severity.ERROR, kinds=(Kind.REQUEST,),
+      possible=method_starts("notifications/"),
       spec="spec/2026-07-28/basic/index.mdx:L172; spec/2025-11-25/basic/index.mdx:L108")
 def notification_with_id(m: Analysed, s):
     """A notification method (`notifications/*`) is sent with an `id`. Notifications MUST NOT
@@ -227,6 +229,9 @@ def result_not_object(m: Analysed, s):
     if type(r) is dict:
         return None
     return Hit(f"result is {_json_type(r)}, not an object", path="$.result")
+
+
+_AN_OBJECT: dict = {}
 
 
 def _is_int(v) -> bool:
@@ -327,6 +332,12 @@ def meta_not_object(m: Analysed, s):
 
     Example: `{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": "x"}}`.
     """
+    # the common case in one test (every modern message has a _meta): m.meta is params._meta when
+    # that is an object
+    params, result = m.params, m.result
+    if ((params is None or m.meta is not None or "_meta" not in params)
+            and (result is None or type(result.get("_meta", _AN_OBJECT)) is dict)):
+        return None
     obj = m.obj
     out = None
     for key in ("params", "result"):

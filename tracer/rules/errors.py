@@ -16,7 +16,7 @@ from tracer.protocol import (
     since,
 )
 from tracer.rules.meta import legacy_server
-from tracer.rules.registry import RESPONSES, rule
+from tracer.rules.registry import RESPONSES, not_by_client, rule
 from tracer.session import Session
 
 ERROR = (Kind.ERROR,)
@@ -231,6 +231,7 @@ def _unsupported_version(asked, s: Session) -> str | None:
 
 
 @rule("MCP357", "unsupported-version-not-rejected", Severity.ERROR, versions=MODERN, kinds=RESPONSES,
+      possible=not_by_client,
       scope="pairing",
       spec="spec/2026-07-28/basic/versioning.mdx:L48-52; spec/2026-07-28/basic/transports/streamable-http.mdx:L263-267")
 def unsupported_version_not_rejected(m: Analysed, s: Session):

@@ -6,14 +6,14 @@ from __future__ import annotations
 from tracer.classify import id_key
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import LEG, LEGACY_VERSIONS
-from tracer.rules.registry import rule
+from tracer.rules.registry import by_client, rule
 from tracer.session import Session
 
 LIFECYCLE = "spec/2025-11-25/basic/lifecycle.mdx"
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
 
 
-@rule("MCP401", "first-message-not-initialize", Severity.ERROR, versions=LEG, kinds=REQ_NOTE,
+@rule("MCP401", "first-message-not-initialize", Severity.ERROR, versions=LEG, kinds=REQ_NOTE, possible=by_client,
       scope="lifecycle",
       spec=f"{LIFECYCLE}:L40, :L47; spec/2024-11-05/basic/lifecycle.mdx:L40, :L47; "
            "probe: spec/2026-07-28/basic/transports/stdio.mdx:L121-137")
@@ -189,7 +189,12 @@ def initialized_never_sent(s: Session, end_t_ns: int):
                       "but never sent notifications/initialized", related_seq=init.result_seq))]
 
 
+def _early_request_possible(kind, method, direction, versions) -> bool:
+    return direction is Direction.C2S and method not in ("ping", "initialize")
+
+
 @rule("MCP408", "request-before-initialize-result", Severity.WARNING, versions=LEG, kinds=(Kind.REQUEST,),
+      possible=_early_request_possible,
       scope="lifecycle", spec=f"{LIFECYCLE}:L157-159; spec/2024-11-05/basic/lifecycle.mdx:L113-115")
 def request_before_initialize_result(m: Analysed, s: Session):
     """The client sends a request other than `ping` while its `initialize` is still unanswered.
@@ -208,7 +213,12 @@ def request_before_initialize_result(m: Analysed, s: Session):
 _SERVER_ALLOWED_EARLY = frozenset({"ping", "notifications/message", "notifications/cancelled"})
 
 
+def _early_server_message_possible(kind, method, direction, versions) -> bool:
+    return direction is Direction.S2C and method not in _SERVER_ALLOWED_EARLY
+
+
 @rule("MCP409", "server-message-before-initialized", Severity.WARNING, versions=LEG, kinds=REQ_NOTE,
+      possible=_early_server_message_possible,
       scope="lifecycle", spec=f"{LIFECYCLE}:L160-163; spec/2024-11-05/basic/lifecycle.mdx:L116-118")
 def server_message_before_initialized(m: Analysed, s: Session):
     """The server sends a request other than `ping`, or a notification other than logging, before

@@ -23,6 +23,7 @@ from tracer.protocol import (
 from tracer.rules.metakeys import (
     NESTED,
     NO_META,
+    all_keys_fine,
     check_baggage,
     check_traceparent,
     check_tracestate,
@@ -31,7 +32,7 @@ from tracer.rules.metakeys import (
     meta_objects,
     top_meta,
 )
-from tracer.rules.registry import rule
+from tracer.rules.registry import not_by_client, not_by_server, rule
 from tracer.session import Session
 
 L3_PLUS = since("2025-06-18")
@@ -44,7 +45,13 @@ BASIC = "spec/2026-07-28/basic/index.mdx"
 # -- 3a. _meta key naming ------------------------------------------------------------------------
 
 
-@rule("MCP301", "meta-key-bad-prefix", Severity.ERROR, versions=L3_PLUS,
+def _has_key_problems(m: Analysed, s: Session) -> bool:
+    """The gate of MCP301-MCP304: each reports some of these keys, so with none all four are
+    skipped after one look (nearly every message: its keys are the spec's own)."""
+    return not all_keys_fine(m) and bool(key_problems(m))
+
+
+@rule("MCP301", "meta-key-bad-prefix", Severity.ERROR, versions=L3_PLUS, gate=_has_key_problems,
       spec="spec/2025-06-18/basic/index.mdx:L138-139; spec/2025-11-25/basic/index.mdx:L205-206; "
            f"{BASIC}:L334-335")
 def meta_key_bad_prefix(m: Analysed, s: Session):
@@ -64,7 +71,7 @@ def meta_key_bad_prefix(m: Analysed, s: Session):
             for path, key, v in probs if not v.prefix_ok]
 
 
-@rule("MCP302", "meta-key-bad-name", Severity.ERROR, versions=L3_PLUS,
+@rule("MCP302", "meta-key-bad-name", Severity.ERROR, versions=L3_PLUS, gate=_has_key_problems,
       spec="spec/2025-06-18/basic/index.mdx:L146-147; spec/2025-11-25/basic/index.mdx:L214-215; "
            f"{BASIC}:L343-344")
 def meta_key_bad_name(m: Analysed, s: Session):
@@ -82,7 +89,7 @@ def meta_key_bad_name(m: Analysed, s: Session):
             for path, key, v in probs if not v.name_ok]
 
 
-@rule("MCP303", "meta-key-reserved-prefix", Severity.WARNING, versions=L3_PLUS,
+@rule("MCP303", "meta-key-reserved-prefix", Severity.WARNING, versions=L3_PLUS, gate=_has_key_problems,
       spec="spec/2025-06-18/basic/index.mdx:L140-142; spec/2025-11-25/basic/index.mdx:L208-210; "
            f"{BASIC}:L337-358 (inferred)")
 def meta_key_reserved_prefix(m: Analysed, s: Session):
@@ -109,7 +116,7 @@ def meta_key_reserved_prefix(m: Analysed, s: Session):
     return out
 
 
-@rule("MCP304", "meta-prefix-not-reverse-dns", Severity.WARNING, versions=L4_PLUS,
+@rule("MCP304", "meta-prefix-not-reverse-dns", Severity.WARNING, versions=L4_PLUS, gate=_has_key_problems,
       spec=f"spec/2025-11-25/basic/index.mdx:L207; {BASIC}:L336 (inferred detection)")
 def meta_prefix_not_reverse_dns(m: Analysed, s: Session):
     """A `_meta` prefix looks like a domain written forwards instead of in reverse-DNS order
@@ -164,6 +171,7 @@ def _discover_result_caps(m: Analysed) -> dict | None:
 
 @rule("MCP306", "capability-extension-id-invalid", Severity.WARNING, versions=MODERN,
       kinds=(Kind.REQUEST, Kind.RESULT),
+      possible=lambda kind, method, direction, versions: kind is not Kind.RESULT or method == "server/discover",
       spec="spec/2026-07-28/basic/versioning.mdx:L85-87; schema/2026-07-28/schema.ts "
            "ClientCapabilities.extensions / ServerCapabilities.extensions")
 def capability_extension_id_invalid(m: Analysed, s: Session):
@@ -179,17 +187,19 @@ def capability_extension_id_invalid(m: Analysed, s: Session):
         caps = meta.get(META_CLIENT_CAPS) if meta is not None else None
         if type(caps) is not dict:
             return None
-        path = f"$.params._meta[{META_CLIENT_CAPS!r}].extensions"
     else:
         if m.answers_method != "server/discover":
             return None
         caps = _discover_result_caps(m)
         if caps is None:
             return None
-        path = "$.result.capabilities.extensions"
     ext = caps.get("extensions")
     if type(ext) is not dict or not ext:
         return None
+    if m.kind is Kind.REQUEST:
+        path = f"$.params._meta[{META_CLIENT_CAPS!r}].extensions"
+    else:
+        path = "$.result.capabilities.extensions"
     out = None
     for key in ext:
         why = extension_id_problem(key)
@@ -206,7 +216,7 @@ def _client_request(m: Analysed) -> bool:
     return m.rec.dir is not Direction.S2C
 
 
-@rule("MCP310", "modern-request-missing-meta", Severity.ERROR, versions=MODERN, kinds=REQUEST,
+@rule("MCP310", "modern-request-missing-meta", Severity.ERROR, versions=MODERN, kinds=REQUEST, possible=not_by_server,
       spec=f"{BASIC}:L365-382; schema/2026-07-28/schema.ts:L63-98 (RequestParams._meta required)")
 def modern_request_missing_meta(m: Analysed, s: Session):
     """A modern request lacks `params`, `params._meta`, or the required per-request fields
@@ -273,7 +283,7 @@ def missing_meta_not_rejected(m: Analysed, s: Session):
 
 
 @rule("MCP312", "modern-request-missing-client-info", Severity.WARNING, versions=MODERN,
-      kinds=REQUEST, spec=f"{BASIC}:L384-385; schema/2026-07-28/schema.ts:L77-90")
+      kinds=REQUEST, possible=not_by_server, spec=f"{BASIC}:L384-385; schema/2026-07-28/schema.ts:L77-90")
 def modern_request_missing_client_info(m: Analysed, s: Session):
     """A modern request's `_meta` lacks `io.modelcontextprotocol/clientInfo`. (A request with no
     `_meta` at all is MCP310.)
@@ -320,7 +330,10 @@ def modern_meta_field_wrong_type(m: Analysed, s: Session):
         meta = res.get("_meta") if res is not None else None
         if type(meta) is not dict or META_SERVER_INFO not in meta:
             return None
-        why = _implementation_problem(meta[META_SERVER_INFO])
+        info = meta[META_SERVER_INFO]
+        if type(info) is dict and type(info.get("name")) is str and type(info.get("version")) is str:
+            return None  # the common case (_implementation_problem, inlined)
+        why = _implementation_problem(info)
         if why is None:
             return None
         return [Hit(f"_meta {META_SERVER_INFO} {why} (an Implementation needs name and version)",
@@ -331,10 +344,11 @@ def modern_meta_field_wrong_type(m: Analysed, s: Session):
     base = "$.params._meta"
     pv = meta.get(META_PROTOCOL_VERSION)
     level = meta.get(META_LOG_LEVEL)
+    info = meta.get(META_CLIENT_INFO, _OK_INFO)
     if (type(pv) is str and type(meta.get(META_CLIENT_CAPS, _OK_CAPS)) is dict
             and (level is None or (type(level) is str and level in _LEVELS))
-            and _implementation_problem(meta.get(META_CLIENT_INFO, _OK_INFO)) is None):
-        return None  # the common case: every field present is well typed
+            and type(info) is dict and type(info.get("name")) is str and type(info.get("version")) is str):
+        return None  # the common case: every field present is well typed (_implementation_problem, inlined)
     out = []
     if pv is not None and type(pv) is not str:
         out.append(Hit(f"_meta {META_PROTOCOL_VERSION} is {type(pv).__name__}, not a string",
@@ -363,6 +377,7 @@ def legacy_server(s: Session) -> bool:
 
 
 @rule("MCP314", "modern-result-missing-server-info", Severity.WARNING, versions=MODERN, kinds=RESULT,
+      possible=not_by_client,
       spec=f"{BASIC}:L396-402; schema/2026-07-28/schema.ts:L143-157; "
            "spec/2026-07-28/server/discover.mdx:L98-99")
 def modern_result_missing_server_info(m: Analysed, s: Session):

@@ -157,27 +157,44 @@ NO_META = object()  # top_meta: the message has no _meta object
 NESTED = object()  # top_meta: it has _meta objects other than (or besides) the top-level one
 
 
+_last_top: list = [None, None]
+
+
 def top_meta(m: Analysed):
     """The common case without allocating anything: the message's only `_meta` object when it is
     the top-level one (`params._meta` / `result._meta`), else NO_META or NESTED (then use
-    `meta_objects`)."""
+    `meta_objects`). Remembered for the last message: several rules ask in a row."""
+    if _last_top[0] is m:
+        return _last_top[1]
+    _last_top[0] = m
     count = m.rec.raw.count(_META_BYTES)
-    if not count:
-        return NO_META
-    if count > 1 or m.batch_seq is not None:
-        return NESTED
     obj = m.obj
-    if type(obj) is not dict:
-        return NO_META
-    p = obj.get("result" if m.kind is Kind.RESULT else "params")
-    if type(p) is dict and "_meta" in p:
-        meta = p["_meta"]
-        return meta if type(meta) is dict else NO_META
-    return NESTED  # the one "_meta" is nested (or merely a string value somewhere)
+    if not count:
+        top = NO_META
+    elif count > 1 or m.batch_seq is not None:
+        top = NESTED
+    elif type(obj) is not dict:
+        top = NO_META
+    else:
+        p = obj.get("result" if m.kind is Kind.RESULT else "params")
+        if type(p) is dict and "_meta" in p:
+            meta = p["_meta"]
+            top = meta if type(meta) is dict else NO_META
+        else:
+            top = NESTED  # the one "_meta" is nested (or merely a string value somewhere)
+    _last_top[1] = top
+    return top
 
 
 _last_problems: list = [None, ()]
 _UNSEEN = object()
+
+
+def all_keys_fine(m: Analysed) -> bool:
+    """The common case of `key_problems`, answered without building anything: no `_meta` at all,
+    or only the top-level one with keys already judged fine."""
+    top = top_meta(m)
+    return top is NO_META or (top is not NESTED and _GOOD.issuperset(top))
 
 
 def key_problems(m: Analysed) -> list[tuple[str, str, KeyVerdict]] | tuple:

@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from tracer.model import Kind, Severity
+from tracer.model import Direction, Kind, Severity
 from tracer.protocol import ALL, describe_versions
 
 MESSAGE_KINDS = frozenset({Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR})
@@ -52,6 +52,17 @@ class Rule:
     # quotes, so even bytes.find crawls at ~0.4 ns/byte.)
     needs: str | None = None
     needs_methods: frozenset[str] | None = None
+    # A prefilter that is a function `gate(m, session) -> bool`: False promises the rule finds
+    # nothing on `m`. Consecutive rules in dispatch order sharing one gate are skipped together after a single
+    # call (the four `_meta` key naming rules share "the message has a badly named key").
+    gate: Callable | None = None
+    # Decided once per dispatch plan, not per message: `possible(kind, method, direction, versions)`
+    # -> False promises the rule finds nothing on ANY message of that shape, so the plan leaves it
+    # out. `method` is the message's method (a response: the method it answers) when it is one the
+    # protocol knows, else None (an unknown method, or a response whose request was not seen);
+    # `direction` is the record's Direction or None; `versions` what the message may speak. The
+    # rule must still check for itself: this only saves calls (tests/test_rule_prefilter.py).
+    possible: Callable | None = None
 
     @property
     def doc(self) -> str:
@@ -66,6 +77,38 @@ class Rule:
         return describe_versions(self.versions)
 
 
+# Common `possible=` predicates (see Rule.possible).
+
+
+def by_client(kind, method, direction, versions) -> bool:
+    """The rule only fires on what the client sends."""
+    return direction is Direction.C2S
+
+
+def by_server(kind, method, direction, versions) -> bool:
+    """The rule only fires on what the server sends."""
+    return direction is Direction.S2C
+
+
+def not_by_server(kind, method, direction, versions) -> bool:
+    """The rule never fires on what the server sends."""
+    return direction is not Direction.S2C
+
+
+def not_by_client(kind, method, direction, versions) -> bool:
+    """The rule never fires on what the client sends."""
+    return direction is not Direction.C2S
+
+
+def method_starts(prefix: str) -> Callable:
+    """The rule only fires on methods that begin with `prefix` (or a method dispatch does not know)."""
+
+    def possible(kind, method, direction, versions) -> bool:
+        return method is None or method.startswith(prefix)
+
+    return possible
+
+
 REGISTRY: dict[str, Rule] = {}
 
 # Observers: per-connection state a rule family needs that no single message carries (stdio
@@ -74,11 +117,19 @@ REGISTRY: dict[str, Rule] = {}
 # analysed message, or None for stderr and event records. Like pairing, an observer writes derived
 # facts (into `session.extra`); rules only read them.
 OBSERVERS: list[tuple[frozenset[str] | None, Callable]] = []
+# Observers whose facts only some rule families read (observer(families=...)): the analyser skips
+# them when none of those families' rules is selected (a lint with `--select MCP1,MCP2` does not
+# pay for stdio framing facts nobody reads). An observer that also changes shared session state
+# (pairing, tracking) must not declare families: it always runs.
+OBSERVER_FAMILIES: dict[Callable, frozenset[str]] = {}
 
 
-def observer(transports: Iterable[str] | None = None) -> Callable[[Callable], Callable]:
+def observer(transports: Iterable[str] | None = None,
+             families: Iterable[str] | None = None) -> Callable[[Callable], Callable]:
     def deco(fn: Callable) -> Callable:
         OBSERVERS.append((frozenset(transports) if transports is not None else None, fn))
+        if families is not None:
+            OBSERVER_FAMILIES[fn] = frozenset(families)
         return fn
 
     return deco
@@ -98,6 +149,8 @@ def rule(
     order: int = 0,
     needs: str | None = None,
     needs_methods: Iterable[str] | None = None,
+    gate: Callable | None = None,
+    possible: Callable | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register a rule function under an id from shared/spec/RULES.md. Ids are never reused."""
 
@@ -120,6 +173,8 @@ def rule(
             order=order,
             needs=needs,
             needs_methods=frozenset(needs_methods) if needs_methods is not None else None,
+            gate=gate,
+            possible=possible,
         )
         return fn
 

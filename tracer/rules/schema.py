@@ -81,16 +81,17 @@ def _request_key(m: Analysed) -> tuple:
 
 
 def _result_key(m: Analysed) -> tuple:
-    result = m.obj.get("result")
+    result = m.result  # obj["result"] when it is an object
     variant = None
-    if type(result) is dict:
+    if result is not None:
         rt = result.get("resultType")
         if type(rt) is str and rt != COMPLETE:
             variant = INPUT_REQUIRED if rt == INPUT_REQUIRED else "other"
     req = m.request
-    task = req is not None and type(req.params) is dict and "task" in req.params
+    params = req.params if req is not None else None  # the request's params object, or None
     method = m.answers_method
-    return ("result", method if method in ALL_REQUEST_METHODS else None, variant, task)
+    return ("result", method if method in ALL_REQUEST_METHODS else None, variant,
+            params is not None and "task" in params)
 
 
 def _error_key(m: Analysed) -> tuple:
@@ -120,6 +121,17 @@ def schema_target(m: Analysed) -> Target | None:
 def _check(m: Analysed, key: tuple, cede_id: bool = False) -> list[Hit] | None:
     obj = m.obj
     versions = candidate_versions(m)
+    if len(versions) == 1:  # the common case (the era says which version), without the loop
+        v = versions[0]
+        target = _TARGETS.get((v, key))
+        if target is None:
+            target = _TARGETS[(v, key)] = _make(catalog(v), key, m)
+        try:
+            if target.validator.is_valid(obj):
+                return None
+        except (ValueError, RecursionError, OverflowError):
+            return None  # a value jsonschema-rs cannot take in; the envelope rules judge such messages
+        return _report(m, target, versions, cede_id)
     shown: Target | None = None
     for v in versions:
         target = _TARGETS.get((v, key))
@@ -135,6 +147,34 @@ def _check(m: Analysed, key: tuple, cede_id: bool = False) -> list[Hit] | None:
     if shown is None:
         return None
     return _report(m, shown, versions, cede_id)
+
+
+# The common case, remembered by the message's shape: the definition of a request or notification
+# depends only on its kind and method, and that of a result on the method it answers (when its
+# `resultType` is absent or "complete" and its request has no `task`); the version only on the era
+# label (era, version). A shape checked against one version maps straight to that validator's
+# `is_valid`: one lookup, no key building. Bounded, so made-up methods cannot grow it.
+_FAST: dict[tuple, object] = {}
+_FAST_CAP = 1024
+
+
+def _fast_valid(shape: tuple, m: Analysed) -> bool:
+    """True when the message's shape is remembered and the message is valid (else do `_check`)."""
+    is_valid = _FAST.get(shape)
+    if is_valid is None:
+        return False
+    try:
+        return is_valid(m.obj)
+    except (ValueError, RecursionError, OverflowError):
+        return False  # _check decides (it says nothing about such values)
+
+
+def _remember(shape: tuple, m: Analysed, key: tuple) -> None:
+    versions = candidate_versions(m)
+    if len(versions) == 1 and len(_FAST) < _FAST_CAP:
+        target = _TARGETS.get((versions[0], key))
+        if target is not None:
+            _FAST[shape] = target.validator.is_valid
 
 
 def _report(m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool) -> list[Hit] | None:
@@ -179,7 +219,13 @@ def schema_invalid_request(m: Analysed, s: Session):
     Example (2025-11-25): `{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {}}`
     -> at `$.params.uri`: "`uri` is required but missing (schema 2025-11-25 ReadResourceRequest)".
     """
-    return _check(m, _request_key(m))
+    shape = (m.kind, m.method, m.era, m.version)
+    if _fast_valid(shape, m):
+        return None
+    key = _request_key(m)
+    out = _check(m, key)
+    _remember(shape, m, key)
+    return out
 
 
 @rule("MCP151", "schema-invalid-result", Severity.ERROR, kinds=(Kind.RESULT,), spec=_SOURCE, order=1)
@@ -193,7 +239,19 @@ def schema_invalid_result(m: Analysed, s: Session):
     Example (2024-11-05): a `tools/call` answered with `{"result": {"content": [{"type": "text"}]}}` ->
     at `$.result.content[0].text`: "`text` is required but missing (CallToolResult > TextContent)".
     """
-    return _check(m, _result_key(m))
+    result = m.result
+    rt = result.get("resultType") if result is not None else None
+    req = m.request
+    params = req.params if req is not None else None
+    if (type(rt) is str and rt != COMPLETE) or (params is not None and "task" in params):
+        return _check(m, _result_key(m))  # another definition than the method's: not remembered
+    shape = (Kind.RESULT, m.answers_method, m.era, m.version)
+    if _fast_valid(shape, m):
+        return None
+    key = _result_key(m)
+    out = _check(m, key)
+    _remember(shape, m, key)
+    return out
 
 
 @rule("MCP152", "schema-invalid-error", Severity.ERROR, kinds=(Kind.ERROR,), spec=_SOURCE, order=1)

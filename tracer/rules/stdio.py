@@ -20,7 +20,9 @@ from tracer.rules.registry import at_end, observer, rule
 from tracer.stdio.framing_state import KEY as STDIO_KEY
 from tracer.stdio.framing_state import observe, show_bytes, state_of, where
 
-observer(transports=("stdio",))(observe)
+# Its facts live in session.extra["stdio"] and only this family's rules (and the tee's live
+# diagnostics, which select them) read them.
+observer(transports=("stdio",), families=("stdio",))(observe)
 
 STDIO_PAGE = "spec/2026-07-28/basic/transports/stdio.mdx"
 EVERY_KIND = (Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR, Kind.INVALID, Kind.BATCH)
@@ -63,7 +65,14 @@ def _span(g) -> str:
     return f"{_lines(g.lines)} at bytes {g.offset}{end}"
 
 
-@rule("MCP801", "stdio-stray-line", Severity.ERROR, kinds=EVERY_KIND, scope="stdio",
+def _unusual_line(m: Analysed, s) -> bool:
+    """The gate of MCP801-MCP802 (which run on every stdio message): a whole line that parsed, ended
+    by "\n", with no multi-line message around it (nearly all) concerns neither."""
+    v = _verdict(m, s)
+    return v is not None and (v.abandoned is not None or bool(v.frame) or not m.rec.eol or v.crlf_first)
+
+
+@rule("MCP801", "stdio-stray-line", Severity.ERROR, kinds=EVERY_KIND, scope="stdio", gate=_unusual_line,
       spec=f"{STDIO_PAGE}:L18-21; spec/2025-11-25/basic/transports.mdx:L33-35; "
            "spec/2024-11-05/basic/transports.mdx:L27-29")
 def stdio_stray_line(m: Analysed, s):
@@ -133,7 +142,7 @@ def stdio_stray_line_at_end(s, end_t_ns: int):
                             offset=g.offset, related_seq=g.first_seq)
 
 
-@rule("MCP802", "stdio-message-not-one-line", Severity.ERROR, kinds=EVERY_KIND, scope="stdio",
+@rule("MCP802", "stdio-message-not-one-line", Severity.ERROR, kinds=EVERY_KIND, scope="stdio", gate=_unusual_line,
       spec=f"{STDIO_PAGE}:L13; spec/2025-11-25/basic/transports.mdx:L28; spec/2024-11-05/basic/transports.mdx:L24")
 def stdio_message_not_one_line(m: Analysed, s):
     """A message is not exactly one `\\n`-terminated line: it is spread over several lines

@@ -22,7 +22,7 @@ whole schema document, and kept for the life of the process.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -201,13 +201,15 @@ class Catalog:
         key = ("result", method, variant)
         t = self._targets.get(key)
         if t is not None:
+            if variant == "other":  # the note names this result's own value, not the cached one's
+                return replace(t, note=_unknown_result_type(result, self.version))
             return t
         if variant == INPUT_REQUIRED:
             name, note = "InputRequiredResult", None
         elif variant == "task":
             name, note = "CreateTaskResult", None
         elif variant == "other":
-            name, note = None, f"resultType {result.get('resultType')!r} is not defined by {self.version}"
+            name, note = None, _unknown_result_type(result, self.version)
         elif method is None:
             name, note = None, "the answered request is unknown: envelope only"
         else:
@@ -250,3 +252,7 @@ def catalog(version: str) -> Catalog:
 
 
 __all__ = ["CODES_WITH_DEFINITIONS", "RESULT_BY_METHOD", "Catalog", "Target", "catalog"]
+
+
+def _unknown_result_type(result: dict, version: str) -> str:
+    return f"resultType {result.get('resultType')!r} is not defined by {version}"
