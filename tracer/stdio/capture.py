@@ -24,6 +24,7 @@ import orjson
 from tracer.capture import CaptureWriter
 from tracer.framing import Frame, LineFramer
 from tracer.model import Direction, Finding, Record, RecordType
+from tracer.stdio.splice import read_exactly
 
 STDIN, STDOUT, STDERR = 0, 1, 2
 STREAMS = ("stdin", "stdout", "stderr")
@@ -246,14 +247,7 @@ class CaptureSink(CaptureOutcome):
 
     def _read_teed(self, stream: int, n: int) -> bytes:
         """The `n` bytes the relay tee'd for this item: they are in the pipe already."""
-        fd = self._caps[stream][0]
-        data = os.read(fd, n)
-        while len(data) < n:
-            more = os.read(fd, n - len(data))
-            if not more:
-                break
-            data += more
-        return data
+        return read_exactly(self._caps[stream][0], n)
 
     def _record(self, stream: int, fr: Frame, t_ns: int) -> Record:
         if stream == STDERR:

@@ -253,7 +253,7 @@ class _Step:
         memory when the pipe is full (within the budget), or else dropped, counted."""
         sink, stream = self.sink, w.stream
         if n <= INLINE_MAX:  # a message, not a flood: its copy goes with its note (CaptureProcess.inline)
-            sink.inline(stream, t_ns, _read_exactly(w.src, n))
+            sink.inline(stream, t_ns, tee_splice.read_exactly(w.src, n))
             return None
         moved = 0
         if not w.spill:  # (else copies wait for the pipe: these queue behind them)
@@ -265,7 +265,7 @@ class _Step:
                 sink.teed(stream, t_ns, n)
                 return None
         rest = n - moved
-        data = _read_exactly(w.src, rest)
+        data = tee_splice.read_exactly(w.src, rest)
         if self.spilled + rest <= self.budget:
             sink.teed(stream, t_ns, n)  # (the last `rest` bytes follow in the capture pipe)
             if not self.spilled:
@@ -300,14 +300,6 @@ class _Step:
             self.eof_after_spill.discard(w.stream)
             self.sink.eof(w.stream)
         return True
-
-
-def _read_exactly(fd: int, n: int) -> bytes:
-    """`n` bytes known to be in the pipe `fd` already."""
-    data = os.read(fd, n)
-    while len(data) < n:
-        data += os.read(fd, n - len(data))
-    return data
 
 
 _AVAIL = bytearray(4)

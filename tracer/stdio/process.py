@@ -34,6 +34,7 @@ from types import SimpleNamespace
 import orjson
 
 from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome, CaptureSink
+from tracer.stdio.splice import read_exactly
 
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
 _TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE = range(6)
@@ -397,7 +398,7 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink) -> None:
             kind, stream, n, t = unpack(buf, pos)
             if kind == _TEED:
                 pos += size
-                sink.offer(stream, t, _read_exactly(caps[stream], n))
+                sink.offer(stream, t, read_exactly(caps[stream], n))
             elif kind == _GAP:
                 pos += size
                 sink.gap(stream, n, t)
@@ -416,13 +417,3 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink) -> None:
                 else:
                     sink.conn = payload.decode()
         buf = buf[pos:]
-
-
-def _read_exactly(fd: int, n: int) -> bytes:
-    data = os.read(fd, n)
-    while len(data) < n:
-        more = os.read(fd, n - len(data))
-        if not more:
-            break
-        data += more
-    return data

@@ -185,6 +185,17 @@ def _wait_writable(fd: int) -> None:
     p.poll()
 
 
+def read_exactly(fd: int, n: int) -> bytes:
+    """`n` bytes from the pipe `fd`, where they already wait (fewer only if it ends first)."""
+    data = os.read(fd, n)
+    while len(data) < n:
+        more = os.read(fd, n - len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
 def discard(src: int, chunk: int) -> int:
     return len(os.read(src, chunk))
 

@@ -96,7 +96,7 @@ def relay_stream(src: int, dst: int, stream: int, sink: CaptureSink, *, on_broke
         try:
             return tee_splice.pump_spliced(src, dst, stream, sink, on_broken=on_broken)
         except tee_splice.SpliceFailed as failed:  # splice(2) refused dst: forward by hand from here
-            first = _read_exactly(src, failed.pending)  # (already tee'd to the capture)
+            first = tee_splice.read_exactly(src, failed.pending)  # (already tee'd to the capture)
             try:
                 write_all(dst, first)
             except OSError:
@@ -105,16 +105,6 @@ def relay_stream(src: int, dst: int, stream: int, sink: CaptureSink, *, on_broke
                 return len(first) + pump(src, -1, stream, sink, relay=lambda data: None)
             return len(first) + pump(src, dst, stream, sink, on_broken=on_broken, start=len(first))
     return pump(src, dst, stream, sink, on_broken=on_broken)
-
-
-def _read_exactly(fd: int, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        more = os.read(fd, n - len(data))
-        if not more:
-            break
-        data += more
-    return data
 
 
 def pump(src: int, dst: int, stream: int, sink: CaptureSink, *, relay=None, on_broken=None,
