@@ -1,15 +1,16 @@
 """The stdio tee: run an MCP server as a child, relay its pipes byte for byte, capture a copy.
 
-    host stdin  ──> [stdin relay]  ──> server stdin          every chunk: offered to the capture
-    host stdout <── [stdout relay] <── server stdout         (tracer.stdio.capture) *before* it is
-    host stderr <── [stderr relay] <── server stderr         forwarded, never decoded, never split
+    host stdin  ──> [relay] ──> server stdin          every chunk: handed to the capture
+    host stdout <── [relay] <── server stdout         (tracer.stdio.capture / .process) in order,
+    host stderr <── [relay] <── server stderr         never decoded, never split
 
-Three relay threads loop on raw file descriptors: no line splitting, no decoding, no buffering
-beyond one chunk, so the relay cannot alter or reorder a byte and adds one thread hop per
-direction. Where both ends allow it (Linux, pipes) a direction is relayed zero-copy by
-`tracer.stdio.splice` (tee(2) a copy for the capture, splice(2) the bytes on); otherwise by `pump`
-(`os.read` of up to 1 MiB, `os.write` of all of it). The capture never holds the relay up (see
-`CaptureSink.offer`).
+The relay works on raw file descriptors: no line splitting, no decoding, no buffering beyond one
+chunk, so it cannot alter or reorder a byte. When all four ends are pipes (Linux; what a host that
+spawns us gives) one thread relays both directions (`tracer.stdio.loop`: tee(2) forwards, the
+capture's copy is moved after, a short spin saves the wake-ups). Otherwise a thread per direction
+relays zero-copy where its two ends allow (`tracer.stdio.splice`) or by `pump` (`os.read` of up to
+1 MiB, `os.write` of all of it). The server's stderr always has its own thread. The capture never
+holds the relay up (see `CaptureSink.offer`, `tracer.stdio.process`).
 
 Life cycle: EOF on our stdin closes the server's stdin; if the server has not exited after a grace
 period it gets SIGTERM, then SIGKILL. SIGINT, SIGTERM and SIGHUP sent to us are forwarded to the
