@@ -154,6 +154,21 @@ def test_each_unknown_result_type_is_named_as_sent_not_as_the_first_one_seen():
     assert second.validator is first.validator  # (still one compiled validator for both)
 
 
+def test_a_schema_finding_names_each_message_s_own_unknown_result_type():
+    def call(i):
+        return {"c2s": {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                        "params": {"name": "t", "arguments": {}, "_meta": META}}}
+
+    def answer(i, result_type):  # `title` must be a string: only the schema says so
+        return {"s2c": {"jsonrpc": "2.0", "id": i, "result": {"resultType": result_type, "_meta": {
+            "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1", "title": 5}}}}}
+
+    found = [f.message for f in _findings([call(1), answer(1, "task"), call(2), answer(2, "deferred")])
+             if f.rule == "MCP151"]
+    assert len(found) == 2
+    assert "'task'" in found[0] and "'deferred'" in found[1] and "'task'" not in found[1]
+
+
 def test_problems_come_most_specific_first_with_readable_paths():
     c = catalog("2026-07-28")
     bad = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",

@@ -131,7 +131,7 @@ def _check(m: Analysed, key: tuple, cede_id: bool = False) -> list[Hit] | None:
                 return None
         except (ValueError, RecursionError, OverflowError):
             return None  # a value jsonschema-rs cannot take in; the envelope rules judge such messages
-        return _report(m, target, versions, cede_id)
+        return _report(m, _as_shown(target, key, m), versions, cede_id)
     shown: Target | None = None
     for v in versions:
         target = _TARGETS.get((v, key))
@@ -146,7 +146,15 @@ def _check(m: Analysed, key: tuple, cede_id: bool = False) -> list[Hit] | None:
             shown = target
     if shown is None:
         return None
-    return _report(m, shown, versions, cede_id)
+    return _report(m, _as_shown(shown, key, m), versions, cede_id)
+
+
+def _as_shown(target: Target, key: tuple, m: Analysed) -> Target:
+    """The target as this message's finding shows it: one cached target serves every unknown
+    `resultType`, but its note must name this message's own value (Catalog.result)."""
+    if key[0] == "result" and key[2] == "other":
+        return _make(catalog(target.version), key, m)
+    return target
 
 
 # The common case, remembered by the message's shape: the definition of a request or notification
