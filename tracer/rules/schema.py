@@ -111,32 +111,23 @@ def schema_target(m: Analysed) -> Target | None:
     versions = candidate_versions(m)
     if keyfn is None or not versions:
         return None
-    key = keyfn(m)
-    target = _TARGETS.get((versions[0], key))
+    return _target(versions[0], keyfn(m), m)
+
+
+def _target(version: str, key: tuple, m: Analysed) -> Target:
+    """The compiled target of `key` in `version`, made on first use."""
+    target = _TARGETS.get((version, key))
     if target is None:
-        target = _TARGETS[(versions[0], key)] = _make(catalog(versions[0]), key, m)
+        target = _TARGETS[(version, key)] = _make(catalog(version), key, m)
     return target
 
 
 def _check(m: Analysed, key: tuple, cede_id: bool = False) -> list[Hit] | None:
     obj = m.obj
     versions = candidate_versions(m)
-    if len(versions) == 1:  # the common case (the era says which version), without the loop
-        v = versions[0]
-        target = _TARGETS.get((v, key))
-        if target is None:
-            target = _TARGETS[(v, key)] = _make(catalog(v), key, m)
-        try:
-            if target.validator.is_valid(obj):
-                return None
-        except (ValueError, RecursionError, OverflowError):
-            return None  # a value jsonschema-rs cannot take in; the envelope rules judge such messages
-        return _report(m, _as_shown(target, key, m), versions, cede_id)
     shown: Target | None = None
     for v in versions:
-        target = _TARGETS.get((v, key))
-        if target is None:
-            target = _TARGETS[(v, key)] = _make(catalog(v), key, m)
+        target = _target(v, key, m)
         try:
             if target.validator.is_valid(obj):
                 return None
@@ -175,6 +166,16 @@ def _fast_valid(shape: tuple, m: Analysed) -> bool:
         return is_valid(m.obj)
     except (ValueError, RecursionError, OverflowError):
         return False  # _check decides (it says nothing about such values)
+
+
+def _check_by_shape(shape: tuple, m: Analysed, keyfn) -> list[Hit] | None:
+    """`_check` behind the shape's remembered validator (the common, valid case: one lookup)."""
+    if _fast_valid(shape, m):
+        return None
+    key = keyfn(m)
+    out = _check(m, key)
+    _remember(shape, m, key)
+    return out
 
 
 def _remember(shape: tuple, m: Analysed, key: tuple) -> None:
@@ -227,13 +228,7 @@ def schema_invalid_request(m: Analysed, s: Session):
     Example (2025-11-25): `{"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {}}`
     -> at `$.params.uri`: "`uri` is required but missing (schema 2025-11-25 ReadResourceRequest)".
     """
-    shape = (m.kind, m.method, m.era, m.version)
-    if _fast_valid(shape, m):
-        return None
-    key = _request_key(m)
-    out = _check(m, key)
-    _remember(shape, m, key)
-    return out
+    return _check_by_shape((m.kind, m.method, m.era, m.version), m, _request_key)
 
 
 @rule("MCP151", "schema-invalid-result", Severity.ERROR, kinds=(Kind.RESULT,), spec=_SOURCE, order=1)
@@ -253,13 +248,7 @@ def schema_invalid_result(m: Analysed, s: Session):
     params = req.params if req is not None else None
     if (type(rt) is str and rt != COMPLETE) or (params is not None and "task" in params):
         return _check(m, _result_key(m))  # another definition than the method's: not remembered
-    shape = (Kind.RESULT, m.answers_method, m.era, m.version)
-    if _fast_valid(shape, m):
-        return None
-    key = _result_key(m)
-    out = _check(m, key)
-    _remember(shape, m, key)
-    return out
+    return _check_by_shape((Kind.RESULT, m.answers_method, m.era, m.version), m, _result_key)
 
 
 @rule("MCP152", "schema-invalid-error", Severity.ERROR, kinds=(Kind.ERROR,), spec=_SOURCE, order=1)
