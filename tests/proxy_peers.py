@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import queue
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -16,14 +15,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
+from tests.everything_peer import everything_binary
 from tracer.analyser import analyse_all
 from tracer.capture import read_capture
 from tracer.model import Record, RecordType
 
 REPO = Path(__file__).resolve().parent.parent
-EVERYTHING = REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
 MITMDUMP = Path(sys.executable).with_name("mitmdump")
 BOUND_S = 60
 
@@ -119,15 +116,6 @@ def mitmdump(*args: str) -> Iterator[int]:
         rc = _stop(proc)
         assert rc == 0, f"mitmdump exit {rc}: {out.rest()}"
         proc.stdout.close()
-
-
-def everything_binary() -> Path:
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed: server-everything cannot run here")
-    if not EVERYTHING.exists():
-        pytest.fail(f"npm is present but {EVERYTHING} is missing; install it with: npm install --prefix "
-                    f".ci/node @modelcontextprotocol/server-everything (as .ci/run does)")
-    return EVERYTHING
 
 
 @contextmanager

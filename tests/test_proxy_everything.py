@@ -9,45 +9,18 @@ without the package they fail and say how to install it.
 
 from __future__ import annotations
 
-import anyio
 import pytest
-from mcp import Client
 from mcp.client.sse import sse_client
 
+from tests.everything_peer import scripted_session
 from tests.proxy_peers import capture_records, everything_http, lint_findings, mcptrace_proxy
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind, RecordType
 
-BOUND_S = 60
-
-
-def _clean(v):
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items() if k != "_meta"}
-    if isinstance(v, list):
-        return [_clean(x) for x in v]
-    return v
-
-
-def _dump(model):
-    return _clean(model.model_dump(mode="json", by_alias=True, exclude_none=True))
-
 
 async def session(url: str, mode: str, transport: str) -> list:
-    """One scripted session against server-everything; comparable across runs."""
-    out = []
-    target = sse_client(url) if transport == "sse" else url
-    with anyio.fail_after(BOUND_S):
-        async with Client(target, mode=mode, cache=None) as c:
-            out.append(c.protocol_version)
-            out.append(sorted(t.name for t in (await c.list_tools()).tools))
-            out.append(_dump(await c.call_tool("echo", {"message": "héllo through the proxy ✓"})))
-            out.append(_dump(await c.call_tool("get-sum", {"a": 2, "b": 40})))
-            resources = (await c.list_resources()).resources
-            out.append(_dump(await c.read_resource(resources[0].uri)))
-            out.append(sorted(p.name for p in (await c.list_prompts()).prompts))
-            out.append(_dump(await c.get_prompt("simple-prompt", {})))
-    return out
+    return await scripted_session(sse_client(url) if transport == "sse" else url, mode,
+                                  "héllo through the proxy ✓")
 
 
 def _check_capture(cap, transport: str):

@@ -7,19 +7,14 @@ The SDK's own server is covered by the recorded captures (tests/test_schema_rule
 
 from __future__ import annotations
 
-import shutil
 import sys
-from pathlib import Path
 
-import pytest
 from mcp import Client, StdioServerParameters, types
 
+from tests.everything_peer import REPO, everything_binary
 from tracer.analyser import analyse_all
 from tracer.capture import read_capture
 from tracer.rules.registry import select_rules
-
-REPO = Path(__file__).resolve().parent.parent
-EVERYTHING = REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
 
 CALLS = [
     ("echo", {"message": "hello"}),
@@ -34,17 +29,8 @@ CALLS = [
 ]
 
 
-def _everything() -> Path:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed: the TypeScript reference server cannot run here")
-    assert EVERYTHING.exists(), (
-        "npm is present but server-everything is not installed: "
-        "npm install --prefix .ci/node @modelcontextprotocol/server-everything")
-    return EVERYTHING
-
-
 async def test_server_everything_traffic_passes_the_schema_rules(tmp_path):
-    server = _everything()
+    server = everything_binary()
     cap = tmp_path / "everything.jsonl"
     target = StdioServerParameters(
         command=sys.executable, args=["-m", "tracer", "stdio", "-o", str(cap), "--", str(server), "stdio"],

@@ -7,60 +7,27 @@ where npm exists but the package is missing, it fails and says how to install it
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import StdioServerParameters
 
+from tests.everything_peer import everything_binary, scripted_session
 from tests.test_tee_relay import read_records
 from tracer.analyser import analyse_all
 from tracer.model import Kind, RecordType
 
-REPO = Path(__file__).resolve().parent.parent
-EVERYTHING = REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
 TEE = [sys.executable, "-m", "tracer", "stdio", "-q"]
-BOUND_S = 60
 
 
 def everything() -> list[str]:
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed: server-everything cannot run here")
-    if not EVERYTHING.exists():
-        pytest.fail(f"npm is present but {EVERYTHING} is missing; install it with: npm install --prefix "
-                    f".ci/node @modelcontextprotocol/server-everything (as .ci/run does)")
-    return [str(EVERYTHING), "stdio"]
-
-
-def _dump(model) -> object:
-    def clean(v):
-        if isinstance(v, dict):
-            return {k: clean(x) for k, x in v.items() if k != "_meta"}
-        if isinstance(v, list):
-            return [clean(x) for x in v]
-        return v
-
-    return clean(model.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return [str(everything_binary()), "stdio"]
 
 
 async def session(command: list[str], mode: str) -> list:
-    """One scripted session; the results of every call, comparable across runs."""
-    out = []
-    params = StdioServerParameters(command=command[0], args=command[1:])
-    with anyio.fail_after(BOUND_S):
-        async with Client(params, mode=mode, cache=None) as c:
-            out.append(c.protocol_version)
-            out.append(sorted(t.name for t in (await c.list_tools()).tools))
-            out.append(_dump(await c.call_tool("echo", {"message": "hello through the tee"})))
-            out.append(_dump(await c.call_tool("get-sum", {"a": 2, "b": 40})))
-            resources = (await c.list_resources()).resources
-            out.append(_dump(await c.read_resource(resources[0].uri)))
-            out.append(sorted(p.name for p in (await c.list_prompts()).prompts))
-            out.append(_dump(await c.get_prompt("simple-prompt", {})))
-    return out
+    return await scripted_session(StdioServerParameters(command=command[0], args=command[1:]), mode,
+                                  "hello through the tee")
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
