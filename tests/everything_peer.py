@@ -1,19 +1,18 @@
 """The official TypeScript reference server, @modelcontextprotocol/server-everything, as a test peer.
 
-CI installs it into .ci/node (`.ci/run`). Where Node is absent the tests that need it are skipped
-(they cannot run here); where Node exists but the package is missing they fail and say how to
-install it. One scripted SDK session drives it the same way through every door (direct, the tee,
+Where npm exists it is installed into .ci/node on first use (tests/node_peers.py); where Node is
+absent the tests that need it are skipped (they cannot run here). One scripted SDK session drives it the same way through every door (direct, the tee,
 the proxy), so results are comparable across runs.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp import Client
+
+from tests.node_peers import npm_binary
 
 REPO = Path(__file__).resolve().parent.parent
 EVERYTHING = REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-server-everything"
@@ -21,12 +20,7 @@ BOUND_S = 60
 
 
 def everything_binary() -> Path:
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed: server-everything cannot run here")
-    if not EVERYTHING.exists():
-        pytest.fail(f"npm is present but {EVERYTHING} is missing; install it with: npm install --prefix "
-                    f".ci/node @modelcontextprotocol/server-everything (as .ci/run does)")
-    return EVERYTHING
+    return npm_binary("@modelcontextprotocol/server-everything", EVERYTHING.name)
 
 
 def _without_meta(v):

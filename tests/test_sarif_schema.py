@@ -1,7 +1,8 @@
 """`mcptrace lint --format sarif` validates against the official SARIF 2.1.0 JSON schema.
 
-The schema comes from npm (`@microsoft/jest-sarif` ships it); `.ci/run` puts it in
-`.ci/node/sarif-2.1.0.json`. Without it this test fails and says how to get it.
+The schema comes from npm (`@microsoft/jest-sarif` ships it), fetched into `.ci/node/sarif-2.1.0.json`
+on first use (tests/node_peers.py); without npm there is no copy of the official schema to check
+against, and the test says so as its skip reason.
 """
 
 from __future__ import annotations
@@ -11,15 +12,10 @@ from pathlib import Path
 
 import jsonschema
 
-from tests.cases import ROOT
+from tests.node_peers import npm_file
 from tracer.capture import CaptureWriter, header_record
 from tracer.cli import main
 from tracer.model import Direction, Record, RecordType
-
-SCHEMA = ROOT / ".ci" / "node" / "sarif-2.1.0.json"
-HOW = ("the SARIF 2.1.0 schema is missing: run .ci/run, or: cd .ci/node && npm pack @microsoft/jest-sarif "
-       "&& tar -xzf microsoft-jest-sarif-*.tgz package/lib/schemas/sarif-2.1.0-rtm.5.json "
-       "&& mv package/lib/schemas/sarif-2.1.0-rtm.5.json sarif-2.1.0.json")
 
 
 def _capture(path: Path) -> str:
@@ -35,8 +31,8 @@ def _capture(path: Path) -> str:
 
 
 def test_sarif_report_validates_against_the_official_sarif_2_1_0_schema(tmp_path, capsys):
-    assert SCHEMA.exists(), HOW
-    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    path = npm_file("@microsoft/jest-sarif", "lib/schemas/sarif-2.1.0-rtm.5.json", "sarif-2.1.0.json")
+    schema = json.loads(path.read_text(encoding="utf-8"))
     assert main(["lint", "--format", "sarif", "--fail-on", "never", _capture(tmp_path / "c.jsonl")]) == 0
     doc = json.loads(capsys.readouterr().out)
     jsonschema.validators.validator_for(schema)(schema).validate(doc)
