@@ -11,14 +11,15 @@ from tracer import __version__
 from tracer.capture import ReadProblem
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding, Severity
+from tracer.rules.docs import SPEC_SITE, spec_links
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
-SPEC_BASE = "https://modelcontextprotocol.io/specification/"
 
 
 def rule_descriptor(r) -> dict:
-    return {
+    links = spec_links(r)
+    out = {
         "id": r.id,
         "name": r.name,
         "shortDescription": {"text": r.summary or r.name},
@@ -27,6 +28,9 @@ def rule_descriptor(r) -> dict:
         "defaultConfiguration": {"level": LEVELS[r.severity]},
         "properties": {"versions": r.versions_label, "scope": r.scope, "spec": r.spec},
     }
+    if links:
+        out["helpUri"] = links[0]
+    return out
 
 
 def _location(source: str, line: int) -> dict:
@@ -48,7 +52,7 @@ class SarifReporter(Reporter):
         driver = {
             "name": "mcptrace",
             "version": __version__,
-            "informationUri": "https://modelcontextprotocol.io/specification/",
+            "informationUri": SPEC_SITE,
             "rules": [rule_descriptor(r) for r in rules],
         }
         self.out.write('{"$schema": "%s", "version": "2.1.0", "runs": [{"tool": {"driver": ' % SARIF_SCHEMA)

@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from tracer.protocol import M as LATEST
 from tracer.rules.registry import Rule
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
@@ -85,12 +87,57 @@ def _entry_line(i: int, entry: dict, fires_at: set[int], width: int = 150) -> st
     return f"    {i:>2} {arrow} {text}{mark}"
 
 
+SPEC_SITE = "https://modelcontextprotocol.io/specification/"
+JSONRPC_SPEC = "https://www.jsonrpc.org/specification"
+# A rule's `spec=` names spec pages as `spec/<version>/<page>.mdx:L<lines>` and the schema as
+# `schema/<version>/schema.ts:L<lines>` (the spec repository's layout, which is not shipped).
+_SPEC_REF = re.compile(r"\b(spec|schema)/(\d{4}-\d{2}-\d{2})/([\w./-]+?)(?:\.mdx|\.ts)?(?=[:;,\s]|$)")
+
+
+def spec_links(r: Rule) -> list[str]:
+    """The modelcontextprotocol.io pages a rule's spec reference names, in order, without repeats."""
+    out: list[str] = []
+    for kind, version, page in _SPEC_REF.findall(r.spec):
+        if kind == "schema":
+            url = f"{SPEC_SITE}{version}/schema"
+        else:
+            page = page.removesuffix("/index").removesuffix("index")
+            url = f"{SPEC_SITE}{version}/{page}".rstrip("/")
+        if url not in out:
+            out.append(url)
+    if "JSON-RPC" in r.spec:
+        out.append(JSONRPC_SPEC)
+    if not out and r.spec.startswith("schema"):  # "schema: ..." with no version: every version's
+        out.append(f"{SPEC_SITE}{LATEST}/schema")
+    return out
+
+
+def definition_site(r: Rule) -> str:
+    """Where the rule's function is defined, as `path:line` relative to the source tree."""
+    fn = inspect.unwrap(r.fn)
+    try:
+        path = Path(inspect.getsourcefile(fn) or "")
+        line = inspect.getsourcelines(fn)[1]
+    except (OSError, TypeError):
+        return "(source not available)"
+    root = Path(__file__).resolve().parents[2]
+    try:
+        path = path.resolve().relative_to(root)
+    except ValueError:
+        pass
+    return f"{path}:{line}"
+
+
 def explain(r: Rule) -> str:
     body = "\n\n".join(p for p in r.doc.split("\n\n") if not p.lstrip().startswith("Example:"))
+    cases = CASES_DIR / f"{r.id}.yaml"
     out = [
         f"{r.id} {r.name}",
         f"  severity: {r.severity.label}    versions: {r.versions_label}    scope: {r.scope}",
         f"  source:   {r.spec}",
+        *(f"  spec:     {url}" for url in spec_links(r)),
+        f"  defined:  {definition_site(r)}",
+        f"  cases:    {'fixtures/rules/' + cases.name if cases.is_file() else '(none)'}",
         "",
         "\n".join("  " + line if line else "" for line in body.splitlines()),
     ]
