@@ -209,22 +209,27 @@ class Analyser:
         kind = m.kind
         s.messages += 1
         s.last_t_ns = rec.t_ns
+        method = m.method
         if m.era is Era.MODERN and kind is Kind.REQUEST:
             s.modern_requests += 1
-        elif m.era is Era.LEGACY:
+        elif m.era is Era.LEGACY and method != "initialize" and m.answers_method != "initialize":
+            # the handshake's own messages are not legacy traffic of their own: a rejected
+            # initialize must not make a session that goes on in the modern era legacy
             s.legacy_messages += 1
-        method = m.method
         if kind is Kind.REQUEST:
             if direction is Direction.C2S and s.first_c2s is None:
                 s.first_c2s = m
             if method == "initialize":
-                params = m.params or {}
-                s.inits += 1
-                if s.init is None or s.init.error_seq is not None:  # a retry after a failed one restarts
-                    pv = params.get("protocolVersion")
-                    caps = params.get("capabilities")
-                    s.init = InitState(rec.seq, m.id, pv if type(pv) is str else None,
-                                       caps if type(caps) is dict else None, params.get("clientInfo"))
+                # only a legacy initialize opens a handshake: one carrying modern _meta is a modern
+                # request for a removed method (MCP210), which a modern server rightly rejects
+                if m.era is not Era.MODERN:
+                    s.inits += 1
+                    if s.init is None or s.init.error_seq is not None:  # a retry after a failed one restarts
+                        params = m.params or {}
+                        pv = params.get("protocolVersion")
+                        caps = params.get("capabilities")
+                        s.init = InitState(rec.seq, m.id, pv if type(pv) is str else None,
+                                           caps if type(caps) is dict else None, params.get("clientInfo"))
             elif method == "server/discover" and s.discover is None:
                 s.discover = DiscoverState(rec.seq, before_initialize=s.init is None)
             elif (direction is Direction.C2S and method != "ping" and s.init is not None

@@ -15,6 +15,7 @@ from tracer.protocol import (
     LEGACY_ONLY_METHODS,
     LEGACY_VERSIONS,
     META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
     MODERN_ONLY_METHODS,
     MODERN_VERSION,
 )
@@ -53,6 +54,23 @@ def _header(m: Analysed, name: str) -> str | None:
     return None
 
 
+def _flow_era(m: Analysed, s: Session) -> tuple[str, int] | None:
+    """(method, seq) of the modern request whose HTTP response stream carries M, else None. The
+    HTTP observer (tracer.http.state) keeps each flow's request facts in `session.extra["http"]`;
+    they are read duck-typed here because the core's era labelling must not import the HTTP rules."""
+    st = s.extra.get("http")
+    fid = m.rec.http.get("flow")
+    if st is None or fid is None:
+        return None
+    try:
+        facts = st.flows.get(fid)
+    except TypeError:  # an unhashable flow id from a foreign file
+        return None
+    if facts is None or facts.era is not Era.MODERN or facts.body_kind is not Kind.REQUEST:
+        return None
+    return facts.rpc_method, facts.first_seq
+
+
 def label_era(m: Analysed, s: Session) -> None:
     kind = m.kind
     method = m.method
@@ -63,6 +81,12 @@ def label_era(m: Analysed, s: Session) -> None:
             m.era = Era.MODERN
             m.version = pv if type(pv) is str else None
             m.explain_era("params._meta protocolVersion {!r}", pv)
+            return
+        if kind is Kind.NOTIFICATION and META_SUBSCRIPTION_ID in meta:
+            # only a modern subscriptions/listen stream tags its notifications this way
+            m.era = Era.MODERN
+            m.version = MODERN_VERSION
+            m.explain_era("_meta {} (a modern subscription stream)", META_SUBSCRIPTION_ID)
             return
     if method is not None:
         if method in MODERN_ONLY_METHODS:
@@ -91,8 +115,15 @@ def label_era(m: Analysed, s: Session) -> None:
             m.version = req.version
             m.explain_era("answers modern {} (seq {})", req.method, req.seq)
             return
+    if m.rec.http is not None and m.dir is Direction.S2C and kind is not Kind.INVALID:
+        flow_era = _flow_era(m, s)
+        if flow_era is not None:
+            m.era = Era.MODERN
+            m.version = MODERN_VERSION
+            m.explain_era("travels on the stream of the modern {} request (seq {})", *flow_era)
+            return
     init = s.init
-    if init is not None:
+    if init is not None and init.error_seq is None:  # a rejected initialize opened no session
         m.era = Era.LEGACY
         m.version = s.legacy_version
         if init.negotiated_version:
@@ -143,7 +174,7 @@ def session_versions(s: Session, rec=None) -> frozenset[str]:
     """The versions a connection may be speaking, for a record that carries no message of its own
     (an HTTP exchange, an SSE stream event): the session's era, else the request's
     `MCP-Protocol-Version` header, else every version."""
-    if s.init is not None:
+    if s.init is not None and s.init.error_seq is None:
         return _LEGACY_SETS.get(s.legacy_version, LEG)
     if s.modern_requests and not s.legacy_messages:
         return _MODERN_SET

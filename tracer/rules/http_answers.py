@@ -8,7 +8,7 @@ HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the flow facts come
 from __future__ import annotations
 
 from tracer.http.state import current, req_header, state
-from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
+from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, MODERN
 from tracer.rules.registry import rule
 
@@ -179,6 +179,20 @@ def listen_answered_json(rec: Record, m: Analysed | None, s):
     return None
 
 
+def _modern_success_since(s, seq: int) -> bool:
+    """Whether a modern request was answered with a result after the message at SEQ (the answered
+    table is in answer order, so the walk stops at the first answer older than SEQ)."""
+    for req in reversed(s.answered.values()):
+        rseq = req.response_seq
+        if rseq is None:  # ended without an answer (a stream the client closed)
+            continue
+        if rseq < seq:
+            return False
+        if req.era is Era.MODERN and req.response_kind is Kind.RESULT:
+            return True
+    return False
+
+
 @rule("MCP754", "fallback-after-modern-error", Severity.WARNING, versions=ALL, phase="http", scope="http/pairing",
       spec=f"{SH_M}:L650-665, :L729-732; spec/2026-07-28/basic/versioning.mdx:L143-146")
 def fallback_after_modern_error(rec: Record, m: Analysed | None, s):
@@ -193,10 +207,14 @@ def fallback_after_modern_error(rec: Record, m: Analysed | None, s):
     """
     if m is None or m.kind is not Kind.REQUEST or m.method != "initialize" or rec.dir is not Direction.C2S:
         return None
+    if m.era is Era.MODERN:
+        return None  # an initialize with modern _meta is no fallback (MCP210 judges it)
     st = state(s)
     if st is None or st.modern_rejection is None:
         return None
     seq, status, code = st.modern_rejection
+    if _modern_success_since(s, seq):
+        return None  # the client retried rightly and the server answered; this initialize is not that fallback
     return Hit(f"the client fell back to initialize after a {status} with the modern error {code} (seq {seq}); "
                "that server speaks a modern version", related_seq=seq)
 

@@ -222,16 +222,16 @@ def _early_server_message_possible(kind, method, direction, versions) -> bool:
       scope="lifecycle", spec=f"{LIFECYCLE}:L160-163; spec/2024-11-05/basic/lifecycle.mdx:L116-118")
 def server_message_before_initialized(m: Analysed, s: Session):
     """The server sends a request other than `ping`, or a notification other than logging, before
-    it has received `notifications/initialized`. Only sessions whose `initialize` was captured are
-    judged.
+    it has received `notifications/initialized`. Only sessions whose `initialize` was captured (and
+    not rejected) are judged.
 
     "The server SHOULD NOT send requests other than pings and logging before receiving the
     initialized notification." Example: `sampling/createMessage` right after the InitializeResult,
     before the client's `notifications/initialized`.
     """
     init = s.init
-    if (init is None or init.initialized_seq is not None or m.rec.dir is not Direction.S2C
-            or m.method in _SERVER_ALLOWED_EARLY):
+    if (init is None or init.initialized_seq is not None or init.error_seq is not None
+            or m.rec.dir is not Direction.S2C or m.method in _SERVER_ALLOWED_EARLY):
         return None
     what = "request" if m.kind is Kind.REQUEST else "notification"
     return [Hit(f"the server sent the {m.method} {what} before receiving notifications/initialized",
