@@ -176,6 +176,14 @@ def sampling_malformed(m: Analysed, s):
 _PRIMITIVE = ("string", "number", "integer", "boolean")
 
 
+def _multi_select_items(items) -> bool:
+    """The `items` of a 2025-11-25 / 2026-07-28 multi-select enum: untitled (`{"type": "string",
+    "enum": [...]}`) or titled (`{"anyOf": [{"const": "a", "title": "A"}, ...]}`, no `type`)."""
+    if type(items) is not dict:
+        return False
+    return items.get("type") == "string" or type(items.get("anyOf")) is list
+
+
 def elicitation_problems(params: dict, path: str, version_l4: bool, modern: bool) -> list:
     mode = params.get("mode", "form")
     if mode == "url":
@@ -196,7 +204,7 @@ def elicitation_problems(params: dict, path: str, version_l4: bool, modern: bool
     for name, prop in props.items():
         t = prop.get("type") if type(prop) is dict else None
         items = prop.get("items") if type(prop) is dict else None
-        multi = t == "array" and type(items) is dict and items.get("type") == "string" and version_l4
+        multi = t == "array" and version_l4 and _multi_select_items(items)
         if t not in _PRIMITIVE and not multi:
             out.append(Hit(f"requestedSchema property {name!r} has type {t!r}; form fields are flat primitives "
                            f"(string, number, integer, boolean{', or an array of enum strings' if version_l4 else ''})",
