@@ -35,10 +35,13 @@ def state_home() -> Path:
 
 
 def captures_dir(create: bool = True) -> Path:
-    """The default capture directory; created (private to the user) when missing."""
-    d = state_home() / APP / "captures"
+    """The default capture directory (the project config's `capture-dir`, else the state
+    directory's); created (private to the user) when missing."""
+    from tracer.config import capture_dir_from_config
+
+    d = capture_dir_from_config() or state_home() / APP / "captures"
     if create:
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(d)
     return d
 
 
@@ -81,3 +84,22 @@ def recent_captures(limit: int = 50, directory: Path | None = None) -> list[Path
         return []
     files.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     return files[:limit]
+
+
+def make_private_dirs(d: Path) -> None:
+    """Create `d` and every missing folder above it as 0700 whatever the umask (Path.mkdir's
+    `parents` makes the upper ones 0777 under umask 000, and its mode= is itself masked).
+    Folders that already exist are left as they are: they are the user's."""
+    missing: list[Path] = []
+    p = Path(d)
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for p in reversed(missing):
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:  # made by another process a moment ago: theirs to set up
+            continue
+        os.chmod(p, 0o700)

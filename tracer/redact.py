@@ -23,9 +23,22 @@ SECRET_HEADERS = frozenset(
 REDACTED = "<redacted>"
 
 
+_extra: frozenset[str] | None = None  # the project config's `redact` list, read on first use
+
+
+def extra_secret_headers() -> frozenset[str]:
+    global _extra
+    if _extra is None:
+        from tracer.config import redact_from_config
+
+        _extra = redact_from_config()
+    return _extra
+
+
 def is_secret(name: str) -> bool:
     n = name.lower()
-    return n in SECRET_HEADERS or n.endswith("-api-key") or n.endswith("-token")
+    return (n in SECRET_HEADERS or n.endswith("-api-key") or n.endswith("-token")
+            or n in (_extra if _extra is not None else extra_secret_headers()))
 
 
 def redact_value(name: str, value: str) -> str:

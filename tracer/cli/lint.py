@@ -16,15 +16,19 @@ EXAMPLE = """  mcptrace lint capture.jsonl
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from tracer.report import EXTRA_FORMATS, FORMATS
 
-    p.add_argument("paths", nargs="+", metavar="PATH", help="inputs; the format is detected from content")
-    p.add_argument("--format", "-f", default="text", choices=list(FORMATS) + sorted(EXTRA_FORMATS),
-                   help="report format (default: text)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="inputs; the format is detected from content")
+    p.add_argument("--format", "-f", default=None, choices=list(FORMATS) + sorted(EXTRA_FORMATS),
+                   help="report format (default: text, or the project config's `format`)")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
     p.add_argument("--select", action="append", metavar="IDS",
                    help="only these rule ids or prefixes, comma-separated (MCP1,MCP310)")
     p.add_argument("--ignore", action="append", metavar="IDS", help="skip these rule ids or prefixes")
-    p.add_argument("--fail-on", default="error", choices=["info", "warning", "error", "never"],
+    p.add_argument("--fail-on", default=None, choices=["info", "warning", "error", "never"],
                    help="exit 1 when a finding is at or above this severity (default: error)")
+    p.add_argument("--show-config", action="store_true",
+                   help="print the effective settings (project config [tool.mcptrace] / mcptrace.toml, then "
+                        "these flags) and where each came from, then exit")
+    p.add_argument("--no-config", action="store_true", help="ignore the project config file")
     p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     p.add_argument("--baseline", metavar="FILE",
@@ -38,17 +42,26 @@ def run(args: argparse.Namespace) -> int:
     from tracer.analyser import RuleSet
     from tracer.cli import UsageError
     from tracer.cli.inputs import register_optional_inputs
+    from tracer.cli.lint_config import finding_filter, settings_for, show_config
     from tracer.lint import InputError, lint_paths
     from tracer.model import Severity
     from tracer.report import make_reporter
     from tracer.rules.registry import SelectionError, select_rules
 
+    settings = settings_for(args)  # the project config under the flags; args now hold the effective values
+    if args.show_config:
+        show_config(settings, sys.stdout)
+        return 0
+    if not args.paths:
+        raise UsageError("give at least one PATH to lint (see 'mcptrace lint --help')")
     register_optional_inputs()
     try:
         rules = select_rules(args.select, args.ignore)
     except SelectionError as exc:
-        raise UsageError(str(exc)) from None
+        from_file = [k for k in ("select", "ignore") if settings.sources[k] not in ("default", "command line")]
+        raise UsageError(f"{settings.where(from_file[0])}: {exc}" if from_file else str(exc)) from None
     baseline = _baseline(args)
+    keep = finding_filter(settings, baseline.keep if baseline else None)
     out = sys.stdout
     if args.output:
         try:
@@ -60,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             stats = lint_paths(args.paths, RuleSet(rules), reporter, fmt=args.input_format,
                                progress=False if args.no_progress else None,
-                               keep=baseline.keep if baseline else None,
+                               keep=keep,
                                on_message=baseline.on_message if baseline else None)
         except InputError as exc:
             sys.stderr.write(f"mcptrace: error: {exc}\n")
