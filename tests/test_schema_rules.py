@@ -18,7 +18,7 @@ from tracer.capture import read_capture
 from tracer.protocol import DIRECTIONS, VERSIONS
 from tracer.rules import schema as schema_rules
 from tracer.rules.registry import all_rules, select_rules
-from tracer.schemas import SchemaLoadError, _widen_json_value, license_text, load_schema, schema_bytes
+from tracer.schemas import SchemaLoadError, correct_artefacts, license_text, load_schema, schema_bytes
 from tracer.schemas.dispatch import CODES_WITH_DEFINITIONS, RESULT_BY_METHOD, catalog
 from tracer.schemas.errors import json_path, problems
 
@@ -80,7 +80,7 @@ def test_the_correction_refuses_a_json_value_of_another_shape():
     doc = copy.deepcopy(orjson.loads(schema_bytes("2026-07-28")))
     doc["$defs"]["JSONValue"]["anyOf"][2]["type"] = ["string", "number", "boolean", "null"]  # fixed upstream
     with pytest.raises(SchemaLoadError):
-        _widen_json_value(doc)
+        correct_artefacts(doc, "2026-07-28")
 
 
 # -- dispatch ---------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import orjson
 
 from tracer import __version__
 from tracer.model import Direction, Record, RecordType
+from tracer.recordmodel import check_envelope, check_int64
 from tracer.redact import redact_headers
 
 FORMAT_NAME = "mcptrace"
@@ -99,6 +100,7 @@ def record_to_dict(rec: Record, *, redact: bool = True) -> dict[str, Any]:
 _RTYPES = {t.value: t for t in RecordType}
 _DIRS = {d.value: d for d in Direction}
 _MESSAGE = RecordType.MESSAGE
+_I64_MAX = (1 << 63) - 1
 
 
 # The members the writer gives a plain stdio message record (record_to_dict): by far the most
@@ -125,7 +127,8 @@ def _fast_record(obj: dict[str, Any], line: int, source: str) -> Record | None:
     except KeyError:  # seven members, but not these seven
         return None
     if (rtype != "message" or type(d) is not str or type(text) is not str or type(seq) is not int
-            or type(t_ns) is not int or type(conn) is not str):
+            or type(t_ns) is not int or type(conn) is not str or type(transport) is not str
+            or seq > _I64_MAX or t_ns > _I64_MAX):  # (orjson reads up to 2**64-1; below -2**63 is a float)
         return None
     direction = _DIRS.get(d)
     if direction is None:
@@ -149,7 +152,9 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
     if rtype is None:
         raise ValueError(f"unknown record type {get('type')!r}")
     if rtype is RecordType.HEADER:
-        return Record(RecordType.HEADER, data=obj, line=line, source=source, t_ns=get("t_ns", 0))
+        t_ns = get("t_ns", 0)
+        check_int64("t_ns", t_ns)
+        return Record(RecordType.HEADER, data=obj, line=line, source=source, t_ns=t_ns)
     text = get("text")
     if text is not None:
         if type(text) is not str:
@@ -159,6 +164,8 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
         except UnicodeEncodeError:  # lone surrogates: keep them, the message is then invalid
             raw = text.encode("utf-8", "surrogatepass")
     elif "b64" in obj:
+        if type(obj["b64"]) is not str:
+            raise ValueError("'b64' is not a string")
         try:
             raw = base64.b64decode(obj["b64"], validate=True)
         except (ValueError, TypeError):
@@ -176,26 +183,11 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
             raise ValueError(f"unknown direction {d!r}")
     seq = get("seq", 0)
     t_ns = get("t_ns", 0)
-    if type(seq) is not int or type(t_ns) is not int:
-        raise ValueError("'seq' and 't_ns' must be integers")
-    conn = get("conn", "0")
-    return Record(
-        rtype,
-        seq,
-        t_ns,
-        direction,
-        raw,
-        get("transport", "stdio"),
-        conn if type(conn) is str else str(conn),
-        get("offset"),
-        get("eol", True),
-        get("dir_inferred", False),
-        get("http"),
-        get("sse"),
-        get("data"),
-        line,
-        source,
-    )
+    check_int64("seq", seq)
+    check_int64("t_ns", t_ns)
+    transport, conn, offset, eol, inferred, http, sse, data = check_envelope(obj)
+    return Record(rtype, seq, t_ns, direction, raw, transport, conn, offset, eol, inferred, http, sse, data,
+                  line, source)
 
 
 class CaptureWriter:
