@@ -6,13 +6,15 @@ never stop it). Readers register here; the CLI adds the ones that need mitmproxy
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO
 
 from tracer.capture import ReadProblem, read_capture
-from tracer.model import Record
+from tracer.model import Record, RecordType
 
 HEAD_BYTES = 64 * 1024
 
@@ -61,6 +63,7 @@ class OpenInput:
     format: InputFormat
     records: Iterator[Record | ReadProblem]
     fh: IO[bytes]
+    size: int | None = None  # bytes of a regular file (None: a pipe, a FIFO, standard input)
 
     def position(self) -> int:
         """Bytes read so far (for progress bars)."""
@@ -70,43 +73,151 @@ class OpenInput:
             return 0
 
 
-def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
-    """Open an input file: its format and a streaming iterator of its records."""
-    _ensure_builtin()
-    if os.path.isdir(path):
-        raise InputError(f"{path}: is a directory")
+STDIN = "-"
+
+
+class _HeadThenRest(io.RawIOBase):
+    """A stream that cannot seek back (a pipe, a FIFO, standard input), read again from its start:
+    first the head that was read for sniffing, then the rest of the stream as it comes. Wrapped in
+    a BufferedReader, readers iterate it line by line at the same speed as a file."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]):
+        self._head = memoryview(head)
+        self._rest = rest
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(buf), len(self._head))
+            buf[:n] = self._head[:n]
+            self._head = self._head[n:]
+        else:
+            n = self._rest.readinto(buf) or 0
+        self._pos += n
+        return n
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._rest.close()
+            finally:
+                super().close()
+
+
+def _open_stream(path: str) -> tuple[IO[bytes], int | None]:
+    """The binary stream of an input path ("-": standard input) and its size when it is a file."""
+    if path == STDIN:
+        # our own descriptor for fd 0, so closing the input leaves sys.stdin alone
+        try:
+            fh = os.fdopen(os.dup(0), "rb")
+        except OSError as exc:
+            raise InputError(f"standard input: {exc.strerror or exc}") from None
+    else:
+        if os.path.isdir(path):
+            raise InputError(f"{path}: is a directory")
+        try:
+            fh = open(path, "rb")  # noqa: SIM115 (closed by the generator)
+        except OSError as exc:
+            raise InputError(f"{path}: {exc.strerror or exc}") from None
     try:
-        fh = open(path, "rb")  # noqa: SIM115 (closed by the generator)
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
+        st = os.fstat(fh.fileno())
+    except OSError:
+        return fh, None
+    return fh, (st.st_size if stat.S_ISREG(st.st_mode) else None)
+
+
+def _display(path: str) -> str:
+    return "standard input" if path == STDIN else path
+
+
+def _no_message(path: str, forced: InputFormat, head: bytes) -> InputError:
+    looks = detect(head)
+    what = (f"it looks like {looks.description} (--input-format {looks.name}, or leave detection on)"
+            if looks is not None else "it is not a format mcptrace recognises")
+    return InputError(f"{_display(path)}: read as {forced.name}, it holds no message; {what}")
+
+
+# Records held back while a forced format proves it reads the input (bounded memory: past this
+# many records without a message, reading goes on as asked).
+PROOF_RECORDS = 4096
+
+
+def _proven(records: Iterator[Record | ReadProblem], path: str, forced: InputFormat, head: bytes
+            ) -> Iterator[Record | ReadProblem]:
+    """A forced --input-format that reads no message (and no capture header) from a non-empty
+    input is the wrong format, not a clean input: an InputError before anything is reported."""
+    held: list[Record | ReadProblem] = []
+    for item in records:
+        held.append(item)
+        if (not isinstance(item, ReadProblem) and item.type in (RecordType.MESSAGE, RecordType.HEADER)) \
+                or len(held) >= PROOF_RECORDS:
+            break
+    else:
+        if detect(head) is not forced:
+            raise _no_message(path, forced, head)
+
+    def chained() -> Iterator[Record | ReadProblem]:
+        yield from held
+        held.clear()
+        yield from records
+
+    return chained()
+
+
+def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
+    """Open an input ("-": standard input; pipes and FIFOs too): its format and a streaming
+    iterator of its records. The format is sniffed from the first HEAD_BYTES; a stream that cannot
+    seek is read on from there without being read twice."""
+    _ensure_builtin()
+    chosen = None
+    if fmt is not None:
+        chosen = next((f for f in FORMATS if f.name == fmt), None)
+        if chosen is None:
+            raise InputError(f"unknown input format {fmt!r} (known: {', '.join(f.name for f in FORMATS)})")
+    fh, size = _open_stream(path)
     try:
         head = fh.read(HEAD_BYTES)
     except OSError as exc:
         fh.close()
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
-    if fmt is not None:
-        chosen = next((f for f in FORMATS if f.name == fmt), None)
-        if chosen is None:
-            fh.close()
-            raise InputError(f"unknown input format {fmt!r} (known: {', '.join(f.name for f in FORMATS)})")
-    else:
-        if not head.strip():
-            fh.close()
-            raise InputError(f"{path}: empty file, nothing to read")
+        raise InputError(f"{_display(path)}: {exc.strerror or exc}") from None
+    if not head.strip():
+        fh.close()
+        raise InputError(f"{_display(path)}: empty {'input' if size is None else 'file'}, nothing to read")
+    if chosen is None:
         chosen = detect(head)
         if chosen is None:
             fh.close()
             raise InputError(
-                f"{path}: not a recognised MCP capture (expected mcptrace JSONL, NDJSON of JSON-RPC "
-                f"messages, an MCP host log, HAR, or a mitmproxy flow file)"
+                f"{_display(path)}: not a recognised MCP capture (expected mcptrace JSONL, NDJSON of "
+                f"JSON-RPC messages, an MCP host log, HAR, or a mitmproxy flow file)"
             )
-    fh.seek(0)
+    if size is not None:
+        fh.seek(0)
+    else:
+        fh = io.BufferedReader(_HeadThenRest(head, fh), buffer_size=HEAD_BYTES)
+    reader = chosen
 
     def records() -> Iterator[Record | ReadProblem]:
         with fh:
-            yield from chosen.read(fh, path)
+            try:
+                yield from reader.read(fh, path)
+            except OSError as exc:  # the disk or the pipe failed mid-read: what was read stands
+                raise InputError(f"{_display(path)}: {exc.strerror or exc}") from None
 
-    return OpenInput(path, chosen, records(), fh)
+    items: Iterator[Record | ReadProblem] = records()
+    if fmt is not None:
+        try:
+            items = _proven(items, path, chosen, head)
+        except BaseException:
+            fh.close()
+            raise
+    return OpenInput(path, chosen, items, fh, size)
 
 
 _BUILTIN_DONE = False
