@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tracer.model import Analysed, Finding
@@ -95,12 +96,17 @@ class Baseline:
 
     # -- after the run ----------------------------------------------------------------------------
 
-    def stale(self) -> list[Entry]:
-        """Baseline entries (or occurrences of them) that this run no longer produced."""
+    def stale(self, linted: Iterable[str] | None = None) -> list[Entry]:
+        """Baseline entries (or occurrences of them) that this run no longer produced. With `linted`
+        (the paths of this run), only entries of those files are judged: a baseline written for a
+        whole directory stays quiet about the files a run did not look at."""
+        files = None if linted is None else {display_path(p) for p in linted}
         out = []
         for fp, left in self.remaining.items():
             if left:
                 e = self.known[fp]
+                if files is not None and e.file and e.file not in files:  # ("": an old whole-capture entry)
+                    continue
                 out.append(Entry(fp, e.rule, e.file, e.message, left))
         return sorted(out, key=lambda e: (e.file, e.rule, e.fingerprint))
 

@@ -6,7 +6,6 @@ after their findings are reported, and sessions are dropped when their connectio
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import Counter
@@ -95,12 +94,15 @@ def lint_paths(
     opened = []
     for path in paths:  # open all first, so an unreadable input fails before any output
         opened.append(open_input(path, fmt=fmt))
-    total = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+    total = sum(inp.size or 0 for inp in opened)
     bar = Progress(total, progress)
     done_before = 0
     reporter.start(rules.rules)
+    current = ""  # the file being linted
 
     def emit(f: Finding) -> None:
+        if not f.source:  # about the capture as a whole (MCP809...): it still has a file
+            f.source = current
         if keep is not None and not keep(f):
             return
         stats.findings += 1
@@ -110,6 +112,7 @@ def lint_paths(
 
     for inp in opened:
         path, input_fmt, records = inp.path, inp.format, inp.records
+        current = path
         stats.files += 1
         stats.formats[path] = input_fmt.name
         reporter.file(path, input_fmt.name)
@@ -155,7 +158,7 @@ def lint_paths(
         for conn, cell in analyser.session_cells.items():
             stats.sessions[f"{path}#{conn}"] = cell
         stats.records += n
-        done_before += os.path.getsize(path) if os.path.isfile(path) else 0
+        done_before += inp.size or 0
     bar.done()
     stats.seconds = time.perf_counter() - started
     reporter.end(stats)

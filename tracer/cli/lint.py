@@ -117,7 +117,7 @@ def _finish_baseline(args: argparse.Namespace, baseline) -> bool:
     from tracer.cli import UsageError
 
     if args.baseline:
-        stale = baseline.stale()
+        stale = baseline.stale(args.paths)
         sys.stderr.write(f"mcptrace: baseline {args.baseline}: {baseline.suppressed} known finding(s) "
                          f"suppressed, {sum(e.count for e in stale)} stale\n")
         for e in stale:
