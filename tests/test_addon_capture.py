@@ -29,6 +29,7 @@ from tests.addon_helpers import (
 )
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind, RecordType
+from tracer.redact import PROCESS_HASHER
 
 REPO = Path(__file__).resolve().parent.parent
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -58,7 +59,7 @@ def test_a_json_answer_becomes_a_request_and_its_paired_response_with_http_metad
     assert req.raw == body(INIT) and resp.raw == body(INIT_RESULT)
     assert req.http["method"] == "POST" and req.http["url"] == "http://127.0.0.1:8765/mcp"
     assert ["accept", "application/json, text/event-stream"] in req.http["req_headers"]
-    assert resp.http["status"] == 200 and ["mcp-session-id", "s-1"] in resp.http["resp_headers"]
+    assert resp.http["status"] == 200 and ["mcp-session-id", PROCESS_HASHER("s-1")] in resp.http["resp_headers"]
     assert req.conn == resp.conn and req.http["flow"] == resp.http["flow"]
     msgs, _ = analyse_all(recs)
     assert msgs[1].partner_seq == msgs[0].seq and msgs[1].answers_method == "initialize"
@@ -113,7 +114,8 @@ def test_a_legacy_http_sse_session_is_followed_and_paired(capture):
     kinds = [(r.type.value, (r.data or {}).get("event") or (r.dir.value if r.dir else None)) for r in recs]
     assert kinds == [("event", "stream-open"), ("event", "endpoint"), ("message", "c2s"), ("http", None),
                      ("message", "s2c"), ("event", "stream-closed"), ("event", "closed")]
-    assert recs[1].data["url"] == "http://127.0.0.1:8765/message?sessionId=abc"
+    # stored with the session id hashed, as the POSTs' URLs are (MCP902 compares them)
+    assert recs[1].data["url"] == f"http://127.0.0.1:8765/message?sessionId={PROCESS_HASHER('abc')}"
     msgs, _ = analyse_all(recs)
     assert msgs[1].partner_seq == msgs[0].seq
     findings = [f.rule for m in msgs for f in m.findings]

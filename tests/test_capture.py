@@ -78,7 +78,7 @@ def test_credential_headers_are_redacted_by_default_and_kept_with_no_redact(tmp_
                ["Content-Type", "application/json"]]
     rec = _msg(b"{}", http={"method": "POST", "req_headers": headers})
     d = record_to_dict(rec)
-    assert d["http"]["req_headers"] == [["Authorization", "Bearer <redacted>"], ["Cookie", "<redacted>"],
+    assert d["http"]["req_headers"] == [["Authorization", "Bearer <redacted>"], ["Cookie", "sid=<redacted>"],
                                         ["X-Api-Key", "<redacted>"], ["Content-Type", "application/json"]]
     assert record_to_dict(rec, redact=False)["http"]["req_headers"] == headers
     assert rec.http["req_headers"] == headers, "redaction never changes the record in memory"

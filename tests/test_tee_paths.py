@@ -57,4 +57,4 @@ def test_credential_arguments_are_redacted_in_the_stored_command():
             "https://user:pw@example.com/mcp", "Authorization: Bearer abc", "--verbose"]
     assert redact_argv(argv) == ["npx", "-y", "srv", "--api-key", "<redacted>", "--token=<redacted>", "--author",
                                  "me", "GITHUB_TOKEN=<redacted>", "https://user:<redacted>@example.com/mcp",
-                                 "Authorization: <redacted>", "--verbose"]
+                                 "Authorization: Bearer <redacted>", "--verbose"]

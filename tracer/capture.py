@@ -20,8 +20,9 @@ import orjson
 
 from tracer import __version__
 from tracer.model import Direction, Record, RecordType
+from tracer.output import open_output
 from tracer.recordmodel import check_envelope, check_int64
-from tracer.redact import redact_headers
+from tracer.redact import redact_event_data, redact_header_record, redact_http
 
 FORMAT_NAME = "mcptrace"
 FORMAT_VERSION = 1
@@ -84,16 +85,12 @@ def record_to_dict(rec: Record, *, redact: bool = True) -> dict[str, Any]:
     if rec.dir_inferred:
         out["dir_inferred"] = True
     if rec.http is not None:
-        http = dict(rec.http)
-        if redact:
-            for key in ("req_headers", "resp_headers"):
-                if key in http and http[key] is not None:
-                    http[key] = redact_headers(http[key])
-        out["http"] = http
+        # headers and URL redacted, session ids hashed (the same id, the same stored value)
+        out["http"] = redact_http(rec.http) if redact else dict(rec.http)
     if rec.sse is not None:
         out["sse"] = rec.sse
     if rec.data is not None:
-        out["data"] = rec.data
+        out["data"] = redact_event_data(rec.data) if redact else rec.data
     return out
 
 
@@ -191,27 +188,44 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
 
 
 class CaptureWriter:
-    """Appends records to a capture file; every record is flushed as it is written.
+    """Appends records to a capture file; every record is on disk as soon as it is written.
 
     Thread-safe: the tee's writer thread and the proxy's event loop may share one writer. Sequence
-    numbers are assigned here, so they are monotonic in file order.
+    numbers are assigned here, so they are monotonic in file order (within one session: a capture
+    appended to starts a new session with its own header, see `tracer.output.open_output`). Each
+    record, or each batch of whole records, is a single write to the end of the file, so two
+    writers appending to one file at once never interleave inside a line.
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any], *, redact: bool = True):
+    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any], *, redact: bool = True,
+                 overwrite: bool = False):
         self.path = os.fspath(path)
         self.redact = redact
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        self._fh: IO[bytes] = os.fdopen(fd, "wb")
+        self._fd, self.created, torn_tail = open_output(self.path, overwrite=overwrite)
         self._lock = threading.Lock()
         self._seq = 0
         self.records_written = 0
-        header = dict(header)
+        header = redact_header_record(header) if redact else dict(header)
         header.setdefault("redacted", redact)
-        self._write_obj(header)
+        # a torn last line of an earlier writer is ended first, so the new header is a line of its own
+        self._write_bytes((b"\n" if torn_tail else b"") + orjson.dumps(header) + b"\n")
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def _write_bytes(self, data: bytes) -> None:
+        if self._fd < 0:
+            raise ValueError("write to a closed capture")
+        view = memoryview(data)
+        while view:  # (a regular file takes it all at once; a pipe or a full disk may not)
+            view = view[os.write(self._fd, view):]
 
     def _write_obj(self, obj: dict[str, Any]) -> None:
-        self._fh.write(orjson.dumps(obj) + b"\n")
-        self._fh.flush()
+        self._write_bytes(orjson.dumps(obj) + b"\n")
 
     def next_seq(self) -> int:
         with self._lock:
@@ -247,13 +261,13 @@ class CaptureWriter:
                 lines.append(line if line is not None else
                              dumps(record_to_dict(rec, redact=self.redact), option=newline))
                 self.records_written += 1
-            self._fh.write(b"".join(lines))
-            self._fh.flush()
+            self._write_bytes(b"".join(lines))
 
     def close(self) -> None:
         with self._lock:
-            if not self._fh.closed:
-                self._fh.close()
+            if self._fd >= 0:
+                fd, self._fd = self._fd, -1
+                os.close(fd)
 
     def __enter__(self) -> CaptureWriter:
         return self

@@ -1,101 +1,282 @@
-"""Credential redaction for HTTP headers stored in captures."""
+"""Credential redaction for what reaches a capture or a terminal: HTTP headers, URLs, command lines.
+
+One name pattern decides what is a credential: a header, URL query (or fragment) parameter or
+command-line flag whose name contains auth, secret, token, key, password, session, cookie,
+signature (and a few spellings of them). Values are replaced by `<redacted>`, except session ids
+(`Mcp-Session-Id`, `?sessionId=`), which become a keyed hash (`hmac:<16 hex>`): the same id gives
+the same stored value, so pairing and session rules still work on a redacted capture, and the key
+lives only in this process's memory, so the stored value cannot be turned back into the id.
+
+Every function here is idempotent (redacting a redacted value changes nothing) and total: any value
+a peer or a file sends (any type, any string) gives an answer, never an exception.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
+import secrets
 from typing import Any
+from urllib.parse import unquote
 
-# Header names whose values are credentials. Compared case-insensitively.
-SECRET_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-        "x-api-key",
-        "api-key",
-        "x-auth-token",
-        "x-access-token",
-        "openai-api-key",
-        "anthropic-api-key",
-    }
-)
 REDACTED = "<redacted>"
 
+# Words that make a name a credential carrier. "auth" but not "author(s|ed)" (`--author me`).
+_SECRET_WORDS = re.compile(
+    r"(?i)auth(?!or(?:s|ed)?(?![a-z]))|secret|token|key|passw|pwd|session|cookie|signature|credential|bearer")
+# Whole names the pattern misses (as query parameters or long flags).
+_SECRET_EXACT = frozenset({"sig", "pat", "pw", "pass", "code_verifier"})
+# Matches the pattern but is no credential: an auth *challenge*, which the auth rules read.
+_NOT_SECRET = frozenset({"www-authenticate", "proxy-authenticate"})
+# Single-letter flags that carry a credential in common tools (`mysql -p X`, `curl -k`-like `-k KEY`).
+_SECRET_SHORT_FLAGS = frozenset({"-p", "-k"})
+_HEADER_FLAGS = frozenset({"-H", "--header"})
 
-_extra: frozenset[str] | None = None  # the project config's `redact` list, read on first use
+# The keyed-hash form of a session id, so a second pass leaves it alone.
+_HASHED = re.compile(r"hmac:[0-9a-f]{16}(?: \(not visible ASCII\))?")
+
+# Header names from the project config (`redact = [...]`, tracer/config.py), loaded on first use.
+_extra: frozenset[str] | None = None
 
 
-def extra_secret_headers() -> frozenset[str]:
+def _extra_names() -> frozenset[str]:
     global _extra
     if _extra is None:
-        from tracer.config import redact_from_config
-
-        _extra = redact_from_config()
+        try:
+            from tracer.config import redact_from_config
+        except ImportError:
+            _extra = frozenset()
+        else:
+            _extra = redact_from_config()
     return _extra
 
 
-def is_secret(name: str) -> bool:
-    n = name.lower()
-    return (n in SECRET_HEADERS or n.endswith("-api-key") or n.endswith("-token")
-            or n in (_extra if _extra is not None else extra_secret_headers()))
+def is_secret(name: Any) -> bool:
+    """A header, query parameter or flag name that carries a credential (or a session id)."""
+    if type(name) is not str:
+        return False
+    low = name.lower()
+    if low in _NOT_SECRET:
+        return False
+    return bool(_SECRET_WORDS.search(low)) or low.strip("-") in _SECRET_EXACT or low in _extra_names()
 
 
-def redact_value(name: str, value: str) -> str:
-    # Keep the auth scheme ("Bearer") so a reader can still see which kind of credential was sent.
-    if name.lower() in ("authorization", "proxy-authorization") and " " in value:
-        return value.split(" ", 1)[0] + " " + REDACTED
+def is_session(name: Any) -> bool:
+    """A name that carries a session id: stored as a keyed hash rather than `<redacted>`."""
+    return type(name) is str and "session" in name.lower()
+
+
+class SessionHasher:
+    """Turns a session id into `hmac:<16 hex>` with a random key kept in memory only. An id with
+    characters outside visible ASCII keeps a marker saying so (MCP720 checks exactly that)."""
+
+    def __init__(self, key: bytes | None = None):
+        self._key = key if key is not None else secrets.token_bytes(32)
+
+    def __call__(self, value: Any) -> Any:
+        if type(value) is not str:
+            return REDACTED if value is not None else None
+        if value == "" or value == REDACTED or _HASHED.fullmatch(value):
+            return value
+        digest = hmac.new(self._key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
+        bad = any(not 0x21 <= ord(c) <= 0x7E for c in value)
+        return f"hmac:{digest}" + (" (not visible ASCII)" if bad else "")
+
+
+# One key per process: every capture this process writes hashes the same id the same way.
+PROCESS_HASHER = SessionHasher()
+
+
+def redact_value(name: str, value: Any, hasher: SessionHasher | None = None) -> Any:
+    """The stored form of a credential header's value. `hasher` None keeps session ids as they are
+    (in-memory analysis of an imported file needs them; the capture writer passes one)."""
+    if is_session(name):
+        return hasher(value) if hasher is not None else value
+    if type(value) is not str:
+        return REDACTED
+    low = name.lower()
+    if low in ("authorization", "proxy-authorization", "authentication", "x-auth"):
+        # Keep the auth scheme ("Bearer") so a reader can still see which kind of credential was sent.
+        scheme, sep, rest = value.strip().partition(" ")
+        if sep and rest and scheme.isalpha():
+            return f"{scheme} {REDACTED}"
+        return REDACTED
+    if low == "cookie":  # keep the cookie names: which cookies were sent is not the secret
+        return "; ".join(_cookie(part) for part in value.split(";"))
+    if low == "set-cookie":  # keep the attributes (Path, HttpOnly...): only the value is secret
+        first, sep, attrs = value.partition(";")
+        return _cookie(first) + (sep + attrs if sep else "")
     return REDACTED
 
 
-def redact_headers(headers: Any) -> Any:
-    """Headers are stored as a list of [name, value] pairs (order and repeats kept)."""
+def _cookie(pair: str) -> str:
+    name, eq, _ = pair.strip().partition("=")
+    return f"{name}={REDACTED}" if eq else REDACTED
+
+
+def redact_headers(headers: Any, hasher: SessionHasher | None = None) -> Any:
+    """Headers are stored as a list of [name, value] pairs (order and repeats kept); a dict works too.
+    Anything malformed passes unchanged (the capture reader reports it)."""
     if isinstance(headers, dict):
-        return {k: (redact_value(k, v) if is_secret(k) else v) for k, v in headers.items()}
+        return {k: (redact_value(k, v, hasher) if is_secret(k) else v) for k, v in headers.items()}
+    if not isinstance(headers, list | tuple):
+        return headers
     out = []
     for pair in headers:
-        name, value = pair[0], pair[1]
-        out.append([name, redact_value(name, value) if is_secret(name) and isinstance(value, str) else value])
+        if isinstance(pair, list | tuple) and len(pair) == 2 and is_secret(pair[0]):
+            out.append([pair[0], redact_value(pair[0], pair[1], hasher)])
+        else:
+            out.append(list(pair) if isinstance(pair, tuple) else pair)
     return out
 
 
-# Command-line arguments that carry credentials (host configs often pass API keys as arguments).
-_SECRET_NAME = re.compile(r"(?i)(token|secret|passw(or)?d|api[-_]?key|access[-_]?key|private[-_]?key|"
-                          r"credential|client[-_]?secret|bearer|cookie)")
+# -- URLs ---------------------------------------------------------------------------------------
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#@\s]*)@")
+
+
+def redact_url(url: Any, hasher: SessionHasher | None = None) -> Any:
+    """A URL with the credentials in its userinfo, query and fragment parameters redacted
+    (`https://u:<redacted>@h/mcp?api_key=<redacted>&q=1`). Not a URL parser: a string that is no
+    URL comes back unchanged."""
+    if type(url) is not str:
+        return url
+    m = _USERINFO.match(url)
+    if m is not None:
+        user, colon, _pw = m.group(2).partition(":")
+        # A userinfo without a password is most often a token (`https://ghp_x@github.com/...`).
+        info = f"{user}:{REDACTED}" if colon else REDACTED
+        url = m.group(1) + info + "@" + url[m.end():]
+    base, hash_mark, fragment = url.partition("#")
+    base, qmark, query = base.partition("?")
+    if qmark:
+        base += "?" + _redact_params(query, hasher)
+    if hash_mark:
+        base += "#" + _redact_params(fragment, hasher)
+    return base
+
+
+def _redact_params(text: str, hasher: SessionHasher | None) -> str:
+    parts = []
+    for part in text.split("&"):
+        name, eq, value = part.partition("=")
+        plain = unquote(name)
+        if eq and is_secret(plain):
+            if not is_session(plain):
+                value = REDACTED
+            elif hasher is not None:  # else a session id is kept as it is, for analysis
+                value = hasher(value)
+        parts.append(name + eq + value)
+    return "&".join(parts)
+
+
+def redact_http(http: Any, hasher: SessionHasher | None = PROCESS_HASHER) -> Any:
+    """A record's `http` member as it is stored: headers and URL redacted, session ids hashed."""
+    if not isinstance(http, dict):
+        return http
+    out = dict(http)
+    for key in ("req_headers", "resp_headers"):
+        if out.get(key) is not None:
+            out[key] = redact_headers(out[key], hasher)
+    if "url" in out:
+        out["url"] = redact_url(out["url"], hasher)
+    return out
+
+
+def redact_event_data(data: Any, hasher: SessionHasher | None = PROCESS_HASHER) -> Any:
+    """An event record's `data` as it is stored: the HTTP+SSE `endpoint` event's URLs are redacted
+    like the request URLs they are compared with (MCP902)."""
+    if not isinstance(data, dict) or data.get("event") != "endpoint":
+        return data
+    out = dict(data)
+    for key in ("uri", "url"):
+        if key in out:
+            out[key] = redact_url(out[key], hasher)
+    return out
+
+
+def redact_header_record(header: dict[str, Any]) -> dict[str, Any]:
+    """A capture's header record as it is stored: its `upstream` URL and `command` line redacted
+    (whichever door wrote it: proxy, tee, replay)."""
+    out = dict(header)
+    if "upstream" in out:
+        out["upstream"] = redact_url(out["upstream"], PROCESS_HASHER)
+    if isinstance(out.get("command"), list):
+        out["command"] = redact_argv(out["command"])
+    return out
+
+
+# -- command lines ------------------------------------------------------------------------------
+
 _ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
-_URL_USERINFO = re.compile(r"(://[^/:@\s]+):[^@/\s]+@")
-_AUTH_VALUE = re.compile(r"(?i)^((proxy-)?authorization\s*:\s*|bearer\s+)")
+_HEADER_LINE = re.compile(r"^\s*([A-Za-z0-9!#$%&'*+.^_`|~-]+)\s*:\s?(.*)$", re.S)
+_BEARER = re.compile(r"(?i)^bearer\s+\S")
+
+
+def redact_header_line(text: str) -> str:
+    """`Name: value` (a curl-style header argument) with the value redacted when Name is a credential."""
+    m = _HEADER_LINE.match(text)
+    if m is None or not is_secret(m.group(1)):
+        return text
+    name = m.group(1)
+    return f"{name}: {redact_value(name, m.group(2), PROCESS_HASHER)}"
+
+
+def _redact_word(arg: str) -> str:
+    """A command-line word that is not a flag: `NAME=value`, `Name: value`, `Bearer x`, a URL."""
+    env = _ENV_ASSIGNMENT.match(arg)
+    if env and is_secret(env.group(1)):
+        return f"{env.group(1)}={REDACTED}"
+    if "://" not in arg and _HEADER_LINE.match(arg):
+        return redact_header_line(arg)
+    if _BEARER.match(arg):
+        return arg.split(None, 1)[0] + " " + REDACTED
+    return redact_url(arg, PROCESS_HASHER) if "://" in arg else arg
+
+
+def _secret_flag(name: str) -> bool:
+    if name in _SECRET_SHORT_FLAGS:
+        return True
+    return len(name) > 2 and is_secret(name.lstrip("-"))
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """A command line fit for a capture header: values of options named like credentials
-    (`--api-key X`, `--token=X`), `NAME=value` assignments (`env API_KEY=... server`),
-    `Authorization:`/`Bearer` values and passwords in URLs are replaced by `<redacted>`."""
+    """A command line fit for a capture header: the value after (or `=`-joined to) a flag named like
+    a credential (`--api-key X`, `--token=X`, `-p X`, `--auth X`, `--pat X`), the credential headers
+    of `-H`/`--header` values, `NAME=value` assignments (`env API_KEY=... server`), `Bearer` values
+    and credentials in URLs (userinfo, `?api_key=`) are replaced by `<redacted>`."""
     out: list[str] = []
-    hide_next = False
+    pending: str | None = None  # "value": hide the next word; "header": redact it as a header
     for arg in argv:
-        if hide_next:
-            hide_next = False
-            if not arg.startswith("-"):
+        if type(arg) is not str:
+            out.append(arg)
+            continue
+        if pending is not None:
+            kind, pending = pending, None
+            if kind == "header":
+                out.append(redact_header_line(arg))
+                continue
+            if not arg.startswith("-") or arg == "-":
                 out.append(REDACTED)
                 continue
-        if arg.startswith("-"):
-            name, eq, _value = arg.partition("=")
-            if _SECRET_NAME.search(name):
+        if arg.startswith("-") and arg not in ("-", "--"):
+            name, eq, value = arg.partition("=")
+            if name in _HEADER_FLAGS:
+                if eq:
+                    out.append(f"{name}={redact_header_line(value)}")
+                else:
+                    out.append(arg)
+                    pending = "header"
+                continue
+            if _secret_flag(name):
                 if eq:
                     out.append(f"{name}={REDACTED}")
                 else:
                     out.append(arg)
-                    hide_next = True
+                    pending = "value"
                 continue
-        else:
-            env = _ENV_ASSIGNMENT.match(arg)
-            if env and _SECRET_NAME.search(env.group(1)):
-                out.append(f"{env.group(1)}={REDACTED}")
-                continue
-            auth = _AUTH_VALUE.match(arg)
-            if auth:
-                out.append(auth.group(0) + REDACTED)
-                continue
-        out.append(_URL_USERINFO.sub(r"\1:" + REDACTED + "@", arg))
+            out.append(f"{name}={_redact_word(value)}" if eq else arg)
+            continue
+        out.append(_redact_word(arg))
     return out
