@@ -53,7 +53,7 @@ from tracer.http.headers import (
 )
 from tracer.http.sse_tee import SseTee
 from tracer.model import Direction, Record, RecordType
-from tracer.redact import redact_headers
+from tracer.redact import redact_headers, redact_url
 
 MAX_HTTP_BODY = 64 * 1024  # bytes of a non-JSON-RPC body kept in an `http` record
 
@@ -295,9 +295,14 @@ class HttpRecorder:
         out = [[k, v] for k, v in (headers or [])]
         return redact_headers(out) if self.redact else out
 
+    def _url(self, url: str) -> str:
+        """A URL as records carry it: credentials in its query and userinfo redacted (session ids stay:
+        the capture writer hashes them, an importer's analysis needs them)."""
+        return redact_url(url) if self.redact else url
+
     def _req_http(self, f: _Flow, head: bool = True) -> dict:
         ex = f.ex
-        http = {"method": ex.method, "url": ex.url, "flow": ex.id}
+        http = {"method": ex.method, "url": self._url(ex.url), "flow": ex.id}
         if head:
             http["req_headers"] = self._headers(ex.req_headers)
             http["request_t_ns"] = _now(ex.t_ns)
@@ -311,7 +316,7 @@ class HttpRecorder:
         """A response-side record: the status always; response headers on the first record of the
         response (full); the request headers too when no record of this flow carried them yet."""
         ex = f.ex
-        http = {"method": ex.method, "url": ex.url, "status": ex.status, "flow": ex.id}
+        http = {"method": ex.method, "url": self._url(ex.url), "status": ex.status, "flow": ex.id}
         if not f.head_sent:
             http["req_headers"] = self._headers(ex.req_headers)
             http["request_t_ns"] = _now(ex.t_ns)  # a GET's first record comes with its answer

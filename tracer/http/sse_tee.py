@@ -126,7 +126,7 @@ class SseTee:
         if ev.event == "endpoint":
             post_url = self.rec._open_sse_session(f, ev.data)
             out.append(Record(RecordType.EVENT, t_ns=t, transport=f.transport, conn=f.conn, http=http, sse=sse,
-                              data={"event": "endpoint", "uri": ev.data, "url": post_url,
+                              data={"event": "endpoint", "uri": self.rec._url(ev.data), "url": self.rec._url(post_url),
                                     "stream": self.stream, "first": self.events == 1}))
             return
         if ev.has_data and ev.data != "":
