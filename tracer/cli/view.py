@@ -21,6 +21,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
 
 
+def _check_input(path: str, args: argparse.Namespace) -> None:
+    """The answer lint, replay and mock give for bad input (one line, exit 2), before any screen
+    opens: an empty file (unless followed: the recorder has not written yet), bytes that are no
+    input we know, a forced --input-format that reads nothing."""
+    import stat
+
+    from tracer.cli import UsageError
+    from tracer.inputs import InputError, open_input
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        # the viewer indexes its file and reads rows on demand: a stream has no rows to go back to
+        raise UsageError(f"{path}: not a regular file; the viewer needs one (save the stream to a file, "
+                         f"or check it with `mcptrace lint {path}`)")
+    if args.follow and st.st_size == 0:
+        return
+    try:
+        inp = open_input(path, fmt=args.input_format)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    inp.fh.close()
+
+
 def check_terminal() -> None:
     from tracer.cli import UsageError
 
@@ -32,6 +58,9 @@ def run(args: argparse.Namespace) -> int:
     from tracer.cli import UsageError
 
     path = args.file
+    if path == "-":
+        raise UsageError("the viewer reads a file, not standard input (its keyboard is the terminal); "
+                         "save the stream to a file, or check it with `mcptrace lint -`")
     if path is not None:
         if not os.path.exists(path) and not args.follow:
             raise UsageError(f"{path}: no such file")
@@ -39,10 +68,12 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{path}: is a directory")
         if args.follow and not os.path.exists(path):
             raise UsageError(f"{path}: no such file (start the recorder first, then follow its capture)")
-    check_terminal()
     from tracer.cli.inputs import register_optional_inputs
 
     register_optional_inputs()
+    if path is not None:
+        _check_input(path, args)
+    check_terminal()
     from tracer.paths import captures_dir, recent_captures
     from ui.app import McpTraceApp
 
