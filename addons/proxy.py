@@ -26,6 +26,7 @@ from mitmproxy.proxy import mode_specs
 
 from addons.mcp_capture import McpCapture
 from tracer.model import Record
+from tracer.redact import PROCESS_HASHER, redact_url
 
 DEFAULT_PORT = 8788
 CA_CERT = "~/.mitmproxy/mitmproxy-ca-cert.pem"
@@ -62,16 +63,28 @@ class ProxyInfo:
 
 def upstream_target(url: str) -> tuple[str, str]:
     """(mitmproxy reverse target `scheme://host:port`, the path and query to keep) of an upstream
-    URL; ProxyError when it is not an http(s) URL."""
+    URL; ProxyError when it is not an http(s) URL. Error lines show the URL with its credentials
+    redacted: they end up in terminals and CI logs."""
+    shown = shown_url(url)
     try:
         u = urlsplit(url)
         u.port  # noqa: B018  (raises ValueError for a bad port)
     except ValueError as exc:
-        raise ProxyError(f"--upstream {url!r}: {exc}") from None
+        raise ProxyError(f"--upstream {shown!r}: {redact_url(str(exc), PROCESS_HASHER)}") from None
     if u.scheme not in ("http", "https") or not u.hostname:
-        raise ProxyError(f"--upstream {url!r} is not an http:// or https:// URL")
+        raise ProxyError(f"--upstream {shown!r} is not an http:// or https:// URL")
+    if u.username is not None or u.password is not None:
+        # mitmproxy's reverse mode cannot send userinfo on; the host must send its credentials itself
+        raise ProxyError(f"--upstream {shown!r}: credentials in the URL (user:password@) are not passed on "
+                         "by the reverse proxy; give the URL without them and let the host authenticate "
+                         "(e.g. an Authorization header)")
     rest = (u.path or "/") + (f"?{u.query}" if u.query else "")
     return f"{u.scheme}://{u.netloc}", rest
+
+
+def shown_url(url: str) -> str:
+    """A URL as the proxy prints it: credentials (userinfo, `?api_key=`...) redacted."""
+    return redact_url(url, PROCESS_HASHER)
 
 
 def _url_host(host: str) -> str:
@@ -201,8 +214,10 @@ class ProxyRunner:
             mode = mode_specs.ProxyMode.parse(spec)
             if mode.type_name == "reverse" and self.cfg.upstream:
                 client_url = f"http://{_url_host(host)}:{port}{upstream_target(self.cfg.upstream)[1]}"
-                lines.append(f"proxying {self.cfg.upstream}")
-                lines.append(f"give the host this URL: {client_url}")
+                shown = shown_url(client_url) if self.cfg.redact else client_url
+                lines.append(f"proxying {shown_url(self.cfg.upstream) if self.cfg.redact else self.cfg.upstream}")
+                note = " (with the redacted values of --upstream's URL)" if shown != client_url else ""
+                lines.append(f"give the host this URL: {shown}{note}")
             elif mode.type_name in ("regular", "upstream"):
                 lines.append(f"HTTP(S) proxy listening on http://{_url_host(host)}:{port} ({mode.description})")
                 lines.append(f"point the host at it (HTTPS_PROXY=http://{_url_host(host)}:{port}) and trust "
