@@ -1,0 +1,50 @@
+"""Export: recorded or live MCP traffic as OpenTelemetry spans (OTLP/HTTP or OTLP/JSON) and as HAR.
+
+    mapping.py    the one table of names (semantic conventions for MCP, and mcptrace's own)
+    spans.py      analysed messages -> Span objects (pure: no OpenTelemetry import)
+    otlp_json.py  spans -> the OTLP/JSON file encoding (what a collector's file receiver reads)
+    otel.py       spans -> the official SDK's BatchSpanProcessor and OTLP/HTTP exporter
+    live.py       the live exporter of `mcptrace stdio/proxy --otlp`: off the relay's path, bounded
+    har.py        HTTP capture records -> HAR 1.2
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tracer.analyser import Analyser
+from tracer.capture import ReadProblem
+from tracer.export.spans import Span, SpanBuilder
+from tracer.model import Record, RecordType
+
+
+def identity_of(header: dict | None, fallback: str) -> str:
+    """What makes a capture's span ids its own: its header's start time and label (stable across
+    copies and renames of the file), else the fallback (the file's name)."""
+    if isinstance(header, dict) and isinstance(header.get("t_ns"), int):
+        label = header.get("label") if isinstance(header.get("label"), str) else ""
+        return f"{header['t_ns']}:{label}"
+    return fallback
+
+
+def build_spans(records: Iterable[Record | ReadProblem], emit: Callable[[Span], None], *, source: str,
+                identity: str, analyser: Analyser, include_bodies: bool = False) -> SpanBuilder:
+    """Analyse a stream of records and hand every finished span to `emit`, in the order spans end."""
+    builder = SpanBuilder(emit, identity=identity, source=source, include_bodies=include_bodies)
+    feed = analyser.feed
+    for item in records:
+        if isinstance(item, ReadProblem):
+            continue
+        a = feed(item)
+        if a is not None:
+            builder.message(a)
+            continue
+        if item.type is RecordType.HEADER:
+            builder.identity = identity_of(item.data, identity)
+            continue
+        found = analyser.take_end_findings()
+        if found:
+            builder.findings(found, item.t_ns, item.conn)
+        builder.record(item)
+    builder.finish(analyser.finish(), analyser.last_t_ns)
+    return builder

@@ -1,0 +1,96 @@
+"""Spans as the OTLP/JSON file encoding: one `ExportTraceServiceRequest` per line.
+
+This is what an OpenTelemetry Collector's `otlpjsonfile` receiver reads. Proto3 JSON mapping with
+OTLP's exceptions: trace and span ids are lowercase hex (not base64), enums are integers, and
+64-bit integers (timestamps, int attributes) are strings. Spans are written in batches as they end,
+so memory stays bounded on any capture; the output depends only on the input (no clock, no random
+id), so exporting the same capture twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO, Any
+
+import orjson
+
+from tracer import __version__
+from tracer.export import mapping as M
+from tracer.export.spans import Span
+
+BATCH = 512  # spans per line
+_KIND = {"internal": 1, "server": 2, "client": 3}
+_STATUS_ERROR = 2
+# SpanFlags: bit 8 says whether the parent is remote is known, bit 9 that it is
+_HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200
+
+
+def service_name() -> str:
+    return os.environ.get("OTEL_SERVICE_NAME") or M.DEFAULT_SERVICE
+
+
+def any_value(value: Any) -> dict[str, Any]:
+    t = type(value)
+    if t is bool:
+        return {"boolValue": value}
+    if t is int:
+        return {"intValue": str(value)}
+    if t is float:
+        return {"doubleValue": value}
+    return {"stringValue": str(value)}
+
+
+def attributes(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": any_value(v)} for k, v in attrs.items()]
+
+
+def span_json(span: Span) -> dict[str, Any]:
+    out: dict[str, Any] = {"traceId": span.trace_id.hex(), "spanId": span.span_id.hex()}
+    if span.trace_state:
+        out["traceState"] = span.trace_state
+    if span.parent_id is not None:
+        out["parentSpanId"] = span.parent_id.hex()
+    out["flags"] = _HAS_IS_REMOTE | (_IS_REMOTE if span.remote_parent else 0)
+    out["name"] = span.name
+    out["kind"] = _KIND[span.kind]
+    out["startTimeUnixNano"] = str(span.start_ns)
+    out["endTimeUnixNano"] = str(span.end_ns)
+    out["attributes"] = attributes(span.attrs)
+    if span.events:
+        out["events"] = [{"timeUnixNano": str(e.t_ns), "name": e.name, "attributes": attributes(e.attrs)}
+                         for e in span.events]
+    if span.is_error:
+        out["status"] = {"code": _STATUS_ERROR, **({"message": span.error} if span.error else {})}
+    else:
+        out["status"] = {}
+    return out
+
+
+class OtlpJsonWriter:
+    """Collects spans and writes a line per BATCH of them (and the rest at `close`)."""
+
+    def __init__(self, out: IO[bytes]):
+        self.out = out
+        self.pending: list[dict[str, Any]] = []
+        self.spans = 0
+        self.lines = 0
+        self._resource = {"attributes": attributes({M.SERVICE_NAME: service_name()})}
+        self._scope = {"name": M.SCOPE_NAME, "version": __version__}
+
+    def __call__(self, span: Span) -> None:
+        self.pending.append(span_json(span))
+        self.spans += 1
+        if len(self.pending) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        doc = {"resourceSpans": [{"resource": self._resource,
+                                  "scopeSpans": [{"scope": self._scope, "spans": self.pending}]}]}
+        self.out.write(orjson.dumps(doc) + b"\n")
+        self.pending = []
+        self.lines += 1
+
+    def close(self) -> None:
+        self.flush()

@@ -1,0 +1,495 @@
+"""Spans from analysed messages: one per request/response pair, with mcptrace's facts attached.
+
+`SpanBuilder` reads what the analyser hands out, in order (messages, the findings of records that
+are not messages, the records themselves for connection and SSE stream events) and emits finished
+`Span`s. It keeps only what is still open: requests awaiting their answer (as the analyser's pending
+table does), MRTR operations still asking for input, one root span per open connection. Nothing
+here knows OpenTelemetry's SDK: the otlp-json writer and the live exporter both render these spans.
+
+Ids are derived from the capture (a hash of its identity, the connection and the record's seq), so a
+re-export of the same capture gives the same trace and span ids. A request whose
+`params._meta.traceparent` is valid joins the host's trace as a child of that span; others are
+children of their connection's root span, one trace per connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from tracer.classify import id_key
+from tracer.export import mapping as M
+from tracer.model import Analysed, Finding, Kind, Record, RecordType
+
+_PAIRED = ("paired", "after-cancel")
+_CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
+_TRACEPARENT = re.compile(r"\A([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?\Z")
+_TS_KEY = re.compile(r"\A(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})\Z")
+_TS_VALUE = re.compile(r"\A[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]\Z")
+_ZERO_TRACE = b"\0" * 16
+_ZERO_SPAN = b"\0" * 8
+
+
+@dataclass(slots=True)
+class SpanEvent:
+    name: str
+    t_ns: int
+    attrs: dict[str, Any]
+
+
+@dataclass(slots=True, eq=False)
+class Span:
+    trace_id: bytes  # 16 bytes
+    span_id: bytes  # 8 bytes
+    parent_id: bytes | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attrs: dict[str, Any]
+    events: list[SpanEvent] = field(default_factory=list)
+    error: str | None = None  # the status description when the status is ERROR
+    is_error: bool = False
+    trace_state: str = ""
+    remote_parent: bool = False  # the parent came from the host's traceparent
+    kind: str = "client"  # client (a request or notification, from its sender's side), internal
+    # builder bookkeeping (not exported)
+    _keys: tuple = ()
+    _cancel_t: int | None = None
+
+
+def traceparent(value: Any) -> tuple[bytes, bytes, bool] | None:
+    """(trace id, parent span id, sampled) of a valid W3C traceparent, else None."""
+    if type(value) is not str:
+        return None
+    m = _TRACEPARENT.match(value)
+    if m is None:
+        return None
+    version, trace, parent, flags, rest = m.groups()
+    if version == "ff" or (version == "00" and rest):
+        return None
+    tid, pid = bytes.fromhex(trace), bytes.fromhex(parent)
+    if tid == _ZERO_TRACE or pid == _ZERO_SPAN:
+        return None
+    return tid, pid, bool(int(flags, 16) & 1)
+
+
+def valid_tracestate(value: Any) -> bool:
+    """A W3C tracestate: at most 32 list members `key=value`, keys unique."""
+    if type(value) is not str or len(value) > 512:
+        return False
+    keys = set()
+    members = [p.strip(" \t") for p in value.split(",")]
+    members = [p for p in members if p]
+    if not members or len(members) > 32:
+        return False
+    for member in members:
+        key, sep, val = member.partition("=")
+        if not sep or not _TS_KEY.match(key) or not _TS_VALUE.match(val) or key in keys:
+            return False
+        keys.add(key)
+    return True
+
+
+def _digest(size: int, *parts: str) -> bytes:
+    out = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=size).digest()
+    return out if any(out) else out[:-1] + b"\1"  # an all-zero id is invalid
+
+
+def _id_text(value: Any) -> str | None:
+    t = type(value)
+    if t is str:
+        return value
+    if t is int or t is float:
+        return orjson.dumps(value).decode()
+    return None
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if type(headers) is not list:
+        return None
+    for h in headers:
+        if type(h) is list and len(h) == 2 and type(h[0]) is str and h[0].lower() == name:
+            return h[1] if type(h[1]) is str else None
+    return None
+
+
+class SpanBuilder:
+    def __init__(self, emit: Callable[[Span], None], *, identity: str = "", source: str = "",
+                 include_bodies: bool = False):
+        self.emit = emit
+        self.identity = identity  # what makes this capture's ids its own (see tracer.export.identity_of)
+        self.source = source
+        self.include_bodies = include_bodies
+        self.open: dict[int, Span] = {}  # request seq -> its span, until answered
+        self._by_id: dict[tuple, int] = {}  # (conn, sender dir, idkey) -> seq: what a cancel names
+        self._by_token: dict[tuple, int] = {}  # (conn, progress token key) -> seq
+        self._by_flow: dict[tuple, int] = {}  # (conn, HTTP flow) -> seq: the POST a stream answers
+        self._ops: dict[tuple, Span] = {}  # (conn, op seq) -> MRTR operation span
+        self._roots: dict[str, Span] = {}  # conn -> its root span
+        self._streams: dict[str, int] = {}  # SSE stream -> when its response head arrived
+        self._servers: dict[str, tuple[str | None, int | None]] = {}
+        self.spans = 0
+
+    # -- input -------------------------------------------------------------------------------------
+
+    def message(self, m: Analysed) -> None:
+        if m.kind is Kind.BATCH:
+            for member in m.members or ():
+                self._one(member)
+            if m.findings:
+                self._short(m, "batch", m.findings)
+            return
+        self._one(m)
+
+    def findings(self, found: list[Finding], t_ns: int, conn: str | None = None) -> None:
+        """Findings that came with no message (end of session, an HTTP exchange): on the span of
+        the request they name while it is open, else on a short span of their own."""
+        loose = []
+        for f in found:
+            span = self.open.get(f.seq) if f.seq else None
+            if span is not None:
+                span.events.append(self._finding_event(f, t_ns))
+            else:
+                loose.append(f)
+        if loose:
+            root = self._root(conn, t_ns) if conn is not None else None
+            trace = root.trace_id if root is not None else _digest(16, self.identity, "capture")
+            span = Span(trace, _digest(8, self.identity, "findings", str(t_ns), str(self.spans)),
+                        root.span_id if root is not None else None, "mcptrace.findings", t_ns, t_ns,
+                        {M.KIND: "findings", M.CAPTURE_FILE: self.source}, kind="internal")
+            span.events = [self._finding_event(f, t_ns) for f in loose]
+            self._emit(span)
+
+    def record(self, rec: Record) -> None:
+        """A record that is not a message: connection and SSE stream events."""
+        if rec.type is not RecordType.EVENT or type(rec.data) is not dict:
+            return
+        event = rec.data.get("event")
+        stream = rec.data.get("stream")
+        if event == "stream-open" and type(stream) is str:
+            if len(self._streams) < 10_000:
+                self._streams[stream] = rec.t_ns
+        elif event == "stream-closed" and type(stream) is str:
+            self._streams.pop(stream, None)
+        elif event in _CLOSE_EVENTS:
+            self.close(rec.conn, rec.t_ns, M.END_REASON_CLOSED)
+
+    def close(self, conn: str, t_ns: int, reason: str) -> None:
+        """A connection ended: its unanswered requests end here (or at their cancel), then its root."""
+        for seq in [s for s, span in self.open.items() if span.attrs.get(M.CONNECTION) == conn]:
+            self._end_unanswered(self.open.pop(seq), t_ns, reason)
+        for key in [k for k in self._ops if k[0] == conn]:
+            op = self._ops.pop(key)
+            op.attrs[M.END_REASON] = reason
+            self._emit(op)
+        root = self._roots.pop(conn, None)
+        if root is not None:
+            root.end_ns = max(root.end_ns, t_ns)
+            root.attrs[M.END_REASON] = reason
+            self._emit(root)
+
+    def finish(self, found: list[Finding], t_ns: int) -> None:
+        """End of input: end findings go on their spans, then everything still open ends."""
+        self.findings(found, t_ns)
+        conns = dict.fromkeys([span.attrs.get(M.CONNECTION) for span in self.open.values()]
+                              + [k[0] for k in self._ops] + list(self._roots))  # (ordered: output is stable)
+        for conn in conns:
+            self.close(conn, t_ns, M.END_REASON_END)
+
+    # -- one message -------------------------------------------------------------------------------
+
+    def _one(self, m: Analysed) -> None:
+        kind = m.kind
+        if kind is Kind.REQUEST:
+            self._request(m)
+        elif kind is Kind.RESULT or kind is Kind.ERROR:
+            req = m.request
+            span = self.open.pop(req.seq, None) if req is not None and m.pair_status in _PAIRED else None
+            if span is not None:
+                self._response(span, m)
+            else:
+                self._short(m, "response", m.findings)
+        elif kind is Kind.NOTIFICATION:
+            self._notification(m)
+        else:
+            self._short(m, "invalid", m.findings)
+
+    def _base_attrs(self, m: Analysed, method: str) -> dict[str, Any]:
+        rec = m.rec
+        attrs: dict[str, Any] = {M.METHOD: method}
+        if m.version is not None:
+            attrs[M.PROTOCOL_VERSION] = m.version
+        obj = m.obj
+        if type(obj) is dict and type(obj.get("jsonrpc")) is str and obj["jsonrpc"] != "2.0":
+            attrs[M.JSONRPC_VERSION] = obj["jsonrpc"]
+        params = m.params or {}
+        target = M.TARGETS.get(method)
+        if target is not None and type(params.get(target[0])) is str:
+            attrs[target[1]] = params[target[0]]
+        if method in M.OPERATIONS:
+            attrs[M.OPERATION] = M.OPERATIONS[method]
+        if method in M.RESOURCE_METHODS and type(params.get("uri")) is str:
+            attrs[M.RESOURCE_URI] = params["uri"]
+        transport = M.NETWORK_TRANSPORT.get(rec.transport)
+        if transport is not None:
+            attrs[M.NET_TRANSPORT] = transport
+        protocol = M.NETWORK_PROTOCOL.get(rec.transport)
+        if protocol is not None:
+            attrs[M.NET_PROTOCOL] = protocol
+        http = rec.http
+        if type(http) is dict:
+            host, port = self._server(http.get("url"))
+            if host:
+                attrs[M.SERVER_ADDRESS] = host
+                if port is not None:
+                    attrs[M.SERVER_PORT] = port
+            sid = _header(http.get("req_headers"), "mcp-session-id")
+            if sid is not None and m.era.value == "legacy":
+                attrs[M.SESSION_ID] = sid
+        attrs[M.ERA] = m.era.value
+        attrs[M.ERA_REASON] = m.era_reason
+        if self.source:
+            attrs[M.CAPTURE_FILE] = self.source
+        attrs[M.CAPTURE_SEQ] = rec.seq
+        attrs[M.CONNECTION] = rec.conn
+        return attrs
+
+    def _request(self, m: Analysed) -> None:
+        rec = m.rec
+        method = m.method or ""
+        attrs = self._base_attrs(m, method)
+        rid = _id_text(m.id)
+        if rid is not None:
+            attrs[M.REQUEST_ID] = rid
+        if self.include_bodies and method == "tools/call" and m.params is not None and "arguments" in m.params:
+            attrs[M.TOOL_ARGUMENTS] = orjson.dumps(m.params["arguments"]).decode()
+        span = self._new_span(m, attrs)
+        span.events.extend(self._finding_event(f, rec.t_ns) for f in m.findings)
+        if m.op_seq is not None and m.op_seq != rec.seq:  # a later round of an MRTR operation
+            op = self._ops.get((rec.conn, m.op_seq))
+            if op is not None:
+                span.trace_id, span.parent_id, span.remote_parent = op.trace_id, op.span_id, False
+        keys: list[tuple] = []
+        if m.idkey is not None and rec.dir is not None:
+            keys.append(("id", (rec.conn, rec.dir, m.idkey)))
+        meta = m.meta or {}
+        token = id_key(meta.get("progressToken"))
+        if token is not None:
+            keys.append(("token", (rec.conn, token)))
+        flow = rec.http.get("flow") if type(rec.http) is dict else None
+        if type(flow) is str:
+            keys.append(("flow", (rec.conn, flow)))
+        for what, key in keys:
+            self._index(what)[key] = rec.seq
+        span._keys = tuple(keys)
+        self.open[rec.seq] = span
+
+    def _response(self, span: Span, m: Analysed) -> None:
+        rec = m.rec
+        self._forget(span)
+        span.end_ns = max(span.start_ns, rec.t_ns)
+        span.attrs[M.RESPONSE_SEQ] = rec.seq
+        span.attrs[M.END_REASON] = M.END_REASON_RESPONSE
+        err = m.error
+        if err is not None:
+            code = err.get("code")
+            if type(code) is int:
+                span.attrs[M.ERROR_TYPE] = span.attrs[M.STATUS_CODE] = str(code)
+            else:
+                span.attrs[M.ERROR_TYPE] = "_OTHER"
+            span.is_error = True
+            msg = err.get("message")
+            span.error = msg if type(msg) is str else None
+        elif m.kind is Kind.ERROR:
+            span.attrs[M.ERROR_TYPE] = "_OTHER"
+            span.is_error = True
+        result = m.result
+        method = span.attrs.get(M.METHOD)
+        if result is not None and method == "tools/call":
+            if result.get("isError") is True:
+                span.attrs[M.ERROR_TYPE] = M.TOOL_ERROR
+                span.is_error = True
+                span.error = "the tool's result has isError: true"
+            if self.include_bodies:
+                span.attrs[M.TOOL_RESULT] = orjson.dumps(result).decode()
+        self._sse_event(span, m)
+        span.events.extend(self._finding_event(f, rec.t_ns) for f in m.findings)
+        if m.op_seq is not None:
+            self._round(span, m, input_required=result is not None and result.get("resultType") == "input_required")
+        self._emit(span)
+
+    def _round(self, span: Span, m: Analysed, *, input_required: bool) -> None:
+        """An MRTR round ended: it becomes a child of its operation's span, which ends with the round
+        that does not ask for more input."""
+        conn = m.rec.conn
+        key = (conn, m.op_seq)
+        op = self._ops.get(key)
+        if op is None:
+            if len(self._ops) >= 10_000:
+                return
+            op = self._ops[key] = Span(span.trace_id, _digest(8, self.identity, conn, "op", str(m.op_seq)),
+                                       span.parent_id, f"{M.OP_SPAN_NAME} {span.name}", span.start_ns,
+                                       span.end_ns, {k: v for k, v in span.attrs.items()
+                                                     if k not in (M.RESPONSE_SEQ, M.END_REASON)},
+                                       trace_state=span.trace_state, remote_parent=span.remote_parent,
+                                       kind="internal")
+            op.attrs[M.OP_ROUNDS] = 0
+        span.trace_id, span.parent_id, span.remote_parent = op.trace_id, op.span_id, False
+        op.attrs[M.OP_ROUNDS] += 1
+        op.end_ns = max(op.end_ns, span.end_ns)
+        if not input_required:
+            del self._ops[key]
+            op.attrs[M.END_REASON] = span.attrs.get(M.END_REASON)
+            for k in (M.ERROR_TYPE, M.STATUS_CODE):
+                if k in span.attrs:
+                    op.attrs[k] = span.attrs[k]
+            op.is_error, op.error = span.is_error, span.error
+            self._emit(op)
+
+    def _notification(self, m: Analysed) -> None:
+        rec = m.rec
+        method = m.method or ""
+        params = m.params or {}
+        seq = None
+        if method == "notifications/progress":
+            token = id_key(params.get("progressToken"))
+            seq = self._by_token.get((rec.conn, token)) if token is not None else None
+        elif method == "notifications/cancelled":
+            rid = id_key(params.get("requestId"))
+            seq = self._by_id.get((rec.conn, rec.dir, rid)) if rid is not None else None
+        if seq is None and type(rec.http) is dict and type(rec.http.get("flow")) is str:
+            seq = self._by_flow.get((rec.conn, rec.http["flow"]))  # sent on the request's own stream
+        span = self.open.get(seq) if seq is not None else None
+        if span is None:
+            self._short(m, "notification", m.findings)
+            return
+        attrs: dict[str, Any] = {M.NOTIFICATION_METHOD: method, M.NOTIFICATION_SEQ: rec.seq}
+        for name in ("progress", "total"):
+            value = params.get(name)
+            if type(value) in (int, float):
+                attrs[f"mcptrace.{name}"] = value
+        span.events.append(SpanEvent(M.NOTIFICATION_EVENT, rec.t_ns, attrs))
+        if method == "notifications/cancelled" and span._cancel_t is None:
+            span._cancel_t = rec.t_ns
+        self._sse_event(span, m)
+        span.events.extend(self._finding_event(f, rec.t_ns) for f in m.findings)
+
+    def _short(self, m: Analysed, what: str, found: list[Finding]) -> None:
+        """A message that belongs to no request span: a zero-length span of its own."""
+        rec = m.rec
+        method = m.label
+        attrs = self._base_attrs(m, method) if method else {M.ERA: m.era.value, M.CAPTURE_SEQ: rec.seq,
+                                                            M.CONNECTION: rec.conn}
+        if not method and self.source:
+            attrs[M.CAPTURE_FILE] = self.source
+        attrs[M.KIND] = what
+        rid = _id_text(m.id)
+        if rid is not None and what != "notification":
+            attrs[M.REQUEST_ID] = rid
+        span = self._new_span(m, attrs, name=method or f"mcptrace.{what}")
+        self._sse_event(span, m)
+        span.events.extend(self._finding_event(f, rec.t_ns) for f in found)
+        self._emit(span)
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _new_span(self, m: Analysed, attrs: dict[str, Any], name: str | None = None) -> Span:
+        rec = m.rec
+        method = attrs.get(M.METHOD, "")
+        if name is None:
+            target = M.TARGETS.get(method)
+            name = f"{method} {attrs[target[1]]}" if target is not None and target[1] in attrs else method
+        span_id = _digest(8, self.identity, rec.conn, str(rec.seq))
+        root = self._root(rec.conn, rec.t_ns)
+        if m.era.value != "unknown":
+            root.attrs[M.ERA] = m.era.value
+        meta = m.meta or {}
+        parent = traceparent(meta.get(M.TRACEPARENT))
+        if parent is not None:
+            state = meta.get(M.TRACESTATE)
+            return Span(parent[0], span_id, parent[1], name, rec.t_ns, rec.t_ns, attrs,
+                        trace_state=state if valid_tracestate(state) else "", remote_parent=True)
+        return Span(root.trace_id, span_id, root.span_id, name, rec.t_ns, rec.t_ns, attrs)
+
+    def _root(self, conn: str, t_ns: int) -> Span:
+        root = self._roots.get(conn)
+        if root is None:
+            root = self._roots[conn] = Span(_digest(16, self.identity, conn), _digest(8, self.identity, conn, "root"),
+                                            None, M.ROOT_SPAN_NAME, t_ns, t_ns,
+                                            {M.CONNECTION: conn, M.CAPTURE_FILE: self.source} if self.source
+                                            else {M.CONNECTION: conn}, kind="internal")
+        root.end_ns = max(root.end_ns, t_ns)
+        return root
+
+    def _end_unanswered(self, span: Span, t_ns: int, reason: str) -> None:
+        self._forget(span)
+        if span._cancel_t is not None:
+            span.end_ns = max(span.start_ns, span._cancel_t)
+            span.attrs[M.END_REASON] = M.END_REASON_CANCELLED
+            span.attrs[M.ERROR_TYPE] = M.CANCELLED
+            span.error = "cancelled by the requester; no response"
+        else:
+            span.end_ns = max(span.start_ns, t_ns)
+            span.attrs[M.END_REASON] = reason
+            span.attrs[M.ERROR_TYPE] = M.NO_RESPONSE
+            span.error = ("no response before the connection closed" if reason == M.END_REASON_CLOSED
+                          else "no response before the capture ended")
+        span.is_error = True
+        self._emit(span)
+
+    def _index(self, what: str) -> dict:
+        return self._by_id if what == "id" else self._by_token if what == "token" else self._by_flow
+
+    def _forget(self, span: Span) -> None:
+        for what, key in span._keys:
+            index = self._index(what)
+            if index.get(key) == span.attrs.get(M.CAPTURE_SEQ):
+                del index[key]
+        span._keys = ()
+
+    def _finding_event(self, f: Finding, t_ns: int) -> SpanEvent:
+        attrs: dict[str, Any] = {M.FINDING_RULE: f.rule, M.FINDING_SEVERITY: f.severity.label,
+                                 M.FINDING_MESSAGE: f.message, M.FINDING_SEQ: f.seq}
+        if f.path:
+            attrs[M.FINDING_PATH] = f.path
+        return SpanEvent(M.FINDING_EVENT, t_ns, attrs)
+
+    def _sse_event(self, span: Span, m: Analysed) -> None:
+        sse = m.rec.sse
+        if type(sse) is not dict:
+            return
+        attrs: dict[str, Any] = {M.CAPTURE_SEQ: m.rec.seq}
+        if type(sse.get("id")) is str:
+            attrs[M.SSE_ID] = sse["id"]
+        if type(sse.get("event")) is str:
+            attrs[M.SSE_NAME] = sse["event"]
+        opened = self._streams.get(sse.get("stream")) if type(sse.get("stream")) is str else None
+        if opened is not None:
+            attrs[M.SSE_OFFSET_MS] = round((m.rec.t_ns - opened) / 1e6, 3)
+        span.events.append(SpanEvent(M.SSE_EVENT, m.rec.t_ns, attrs))
+
+    def _server(self, url: Any) -> tuple[str | None, int | None]:
+        if type(url) is not str:
+            return None, None
+        hit = self._servers.get(url)
+        if hit is None:
+            try:
+                u = urlsplit(url)
+                port = u.port or {"http": 80, "https": 443}.get(u.scheme)
+                hit = (u.hostname, port)
+            except ValueError:
+                hit = (None, None)
+            if len(self._servers) < 1024:
+                self._servers[url] = hit
+        return hit
+
+    def _emit(self, span: Span) -> None:
+        span.events.sort(key=lambda e: e.t_ns)  # (stable: same-time events keep their order)
+        self.spans += 1
+        self.emit(span)
