@@ -69,11 +69,42 @@ def signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+_PR_SET_PDEATHSIG = 1
+DEATH_SIGNAL = signal.SIGTERM  # what the server gets when the tee dies (SIGTERM: a wrapper like npx passes it on)
+
+
+def _death_signal_setter():
+    """A preexec function that ties the server's life to the tee's (Linux `PR_SET_PDEATHSIG`), or None.
+
+    The server runs in its own process group, so nothing else ends it when the tee is SIGKILLed: a
+    server that neither reads stdin nor writes stdout would never notice and run forever. The kernel
+    sends the signal when the *thread* that forked the child ends: `spawn` runs on the main thread,
+    which lives as long as the tee."""
+    if not hasattr(os, "sched_getaffinity"):  # not Linux: no prctl
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(DEATH_SIGNAL), 0, 0, 0)
+        if os.getppid() != parent:  # the tee died before prctl took effect: the signal never comes
+            os.kill(os.getpid(), DEATH_SIGNAL)
+
+    return preexec
+
+
 def spawn(command: list[str]) -> subprocess.Popen:
-    """Start the server with three pipes, in its own process group. Raises SpawnError."""
+    """Start the server with three pipes, in its own process group, dying with the tee (Linux).
+    Raises SpawnError."""
     try:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, bufsize=0, process_group=0)
+                                 stderr=subprocess.PIPE, bufsize=0, process_group=0,
+                                 preexec_fn=_death_signal_setter())
     except FileNotFoundError:
         raise SpawnError(f"cannot start {command[0]!r}: command not found", 127) from None
     except PermissionError:
