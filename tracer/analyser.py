@@ -13,7 +13,7 @@ from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions, versions_of
 from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record, RecordType, Severity
-from tracer.pairing import PairStatus, match_response, note_cancel, register_request
+from tracer.pairing import PairStatus, answered_at_http_level, match_response, note_cancel, register_request
 from tracer.rules.registry import OBSERVER_FAMILIES, OBSERVERS, Rule
 from tracer.session import DiscoverState, InitState, Session
 from tracer.tracking import apply as apply_tracking
@@ -32,6 +32,8 @@ class Analyser:
         self.last_t_ns = 0
         self._end_findings_pending: list[Finding] = []
         self.session_cells: dict[str, str] = {}  # conn -> compatibility cell, for closed sessions
+        # what the sessions of one analysis share, e.g. a stateless HTTP endpoint's tools (tracer.http.state)
+        self.shared: dict = {}
         # rule families' state hooks (tracer.rules.registry), minus those no selected rule reads
         families = {r.family for r in self.ruleset.rules}
         self._observers = tuple((transports, fn) for transports, fn in OBSERVERS
@@ -50,8 +52,15 @@ class Analyser:
         if rtype is RecordType.MESSAGE:
             return self._message(rec)
         if rtype is RecordType.HEADER:
+            if self.header is not None:
+                # another recording appended to the file (a host restarted its server): the sessions
+                # of the earlier one are over, even where a connection name comes back (the proxy's
+                # client→upstream names do)
+                self._end_findings_pending.extend(self.finish())
             self.header = rec.data
             return None
+        if rtype is RecordType.HTTP and rec.http is not None:
+            self._http_answer(rec)
         if self._observers:
             self._observe(rec, None, None)
         if rec.http is not None and self.ruleset.http_rules:
@@ -97,6 +106,7 @@ class Analyser:
         s = self.sessions.get(rec.conn)
         if s is None:
             s = self.sessions[rec.conn] = Session(rec.conn, transport=rec.transport, first_seq=rec.seq)
+            s.extra["shared"] = self.shared
         return s
 
     def _message(self, rec: Record) -> Analysed:
@@ -158,6 +168,21 @@ class Analyser:
             self._run_http_rules(rec, m, s)
         self._apply(m, s)
         return m
+
+    def _http_answer(self, rec: Record) -> None:
+        """An HTTP exchange without a JSON-RPC body that answers a request (a 403 page, a 500): the
+        request is answered with an error, and a handshake or probe it carried has failed."""
+        s = self.sessions.get(rec.conn)
+        req = answered_at_http_level(rec, s) if s is not None else None
+        if req is None:
+            return
+        init = s.init
+        if req.method == "initialize" and init is not None and init.request_seq == req.seq:
+            init.error_seq = rec.seq
+        disc = s.discover
+        if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
+            disc.outcome = "error"
+            disc.error_code = None
 
     def _run_http_rules(self, rec: Record, m: Analysed | None, s: Session) -> None:
         """Rules about a record's HTTP facts: `fn(rec, m, session)`, `m` the analysed message or None
@@ -273,7 +298,11 @@ class Analyser:
     def _end(self, s: Session, t_ns: int | None) -> list[Finding]:
         s.closed = True
         if s.messages:
-            self.session_cells[s.conn] = s.compatibility
+            key, n = s.conn, 1
+            while key in self.session_cells:  # the name came back in a later recording of the file
+                n += 1
+                key = f"{s.conn}#{n}"
+            self.session_cells[key] = s.compatibility
         out: list[Finding] = []
         end_t = t_ns or s.last_t_ns
         for rule in self.ruleset.end_rules:

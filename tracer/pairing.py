@@ -37,7 +37,17 @@ def _fmt_id(idkey: tuple) -> str:
 def match_response(m: Analysed, s: Session) -> None:
     """Pair a result/error with the request it answers (before era labelling)."""
     if m.idkey is None:
-        m.pair_status = PairStatus.NO_ID
+        req = answered_at_http_level(m.rec, s) if m.rec.http is not None and m.kind is Kind.ERROR else None
+        if req is None:
+            m.pair_status = PairStatus.NO_ID
+            return
+        m.request = req
+        m.answers_method = req.method
+        m.partner_seq = req.seq
+        m.latency_ns = m.rec.t_ns - req.t_ns
+        m.pair_status = PairStatus.AFTER_CANCEL if req.cancelled_seq is not None else PairStatus.PAIRED
+        m.pair_reason = (f"an error without id on the HTTP exchange of the {req.method} request (seq {req.seq}), "
+                         f"status {m.rec.http.get('status')}: answered at the HTTP level")
         return
     direction = m.rec.dir
     requester = _OTHER[direction]
@@ -47,7 +57,8 @@ def match_response(m: Analysed, s: Session) -> None:
         m.request = req
         m.answers_method = req.method
         m.partner_seq = req.seq
-        m.latency_ns = m.rec.t_ns - req.t_ns
+        # no latency where the input has no times (bare NDJSON: t_ns 0), rather than a made-up 0
+        m.latency_ns = m.rec.t_ns - req.t_ns if m.rec.t_ns and req.t_ns else None
         result = m.result  # (is_input_required, inlined: this runs on every response)
         if (req.op_seq is None and m.kind is Kind.RESULT and result is not None
                 and result.get("resultType") == "input_required"):
@@ -105,6 +116,39 @@ def match_response(m: Analysed, s: Session) -> None:
     m.pair_reason = f"id {_fmt_id(m.idkey)} matches no request {requester.value} sent on connection {s.conn}"
 
 
+def answered_at_http_level(rec, s: Session) -> PendingRequest | None:
+    """A POST answered with an HTTP error status (4xx/5xx) and no JSON-RPC response of its own (a
+    non-JSON body, or an error without id) is answered by that exchange: the request leaves the
+    pending table as answered with an error, and learns why. Returns it, or None when REC is no
+    such answer."""
+    http = rec.http
+    status = http.get("status")
+    if type(status) is not int or status < 400 or rec.dir is Direction.C2S:
+        return None
+    fid = http.get("flow")
+    if type(fid) is not str and type(fid) is not int:
+        return None
+    known = s.flow_requests.get(fid)
+    if known is None:
+        return None
+    key, seq = known
+    req = s.pending.get(key)
+    if req is None or req.seq != seq:
+        return None
+    del s.pending[key]
+    del s.flow_requests[fid]
+    req.response_seq = rec.seq
+    req.response_t_ns = rec.t_ns
+    req.response_kind = Kind.ERROR
+    if req.msg is not None:
+        req.msg.partner_seq = rec.seq
+        req.msg.latency_ns = rec.t_ns - req.t_ns
+        req.msg.pair_reason = f"answered at the HTTP level, status {status} (seq {rec.seq})"
+        req.msg = None
+    s.answered.put(key, req)
+    return req
+
+
 def register_request(m: Analysed, s: Session) -> None:
     """Record a request as pending (after era labelling, so the pending entry knows its era)."""
     direction = m.rec.dir
@@ -126,6 +170,11 @@ def register_request(m: Analysed, s: Session) -> None:
     req = PendingRequest(rec.seq, rec.line, rec.source, rec.t_ns, direction, m.idkey, m.id, m.method or "", m.era,
                          m.version, m.params, m)
     s.pending[key] = req
+    http = rec.http
+    if http is not None and direction is Direction.C2S:
+        fid = http.get("flow")
+        if type(fid) is str or type(fid) is int:
+            s.flow_requests.put(fid, (key, rec.seq))
     if m.era is not Era.MODERN:  # only legacy forbids reuse after the answer
         used = s.used_ids
         used[key] = req
@@ -172,7 +221,7 @@ def operation_latency_ns(m: Analysed) -> int | None:
         return None
     rnd = req.retry_of
     start = rnd.op_t_ns if rnd is not None else req.t_ns
-    return m.rec.t_ns - start
+    return m.rec.t_ns - start if m.rec.t_ns and start else None
 
 
 def operation_rounds(m: Analysed) -> int:

@@ -15,6 +15,7 @@ from tracer.model import Analysed, Direction, Era, Kind
 
 # How many answered requests / used ids a session remembers for duplicate and reuse checks.
 MEMORY_CAP = 50_000
+FLOW_REQUESTS_CAP = 10_000  # HTTP exchanges whose request a session remembers (as tracer.http.state)
 
 
 class BoundedMap(OrderedDict):
@@ -107,6 +108,9 @@ class Session:
     discover: DiscoverState | None = None
     modern_requests: int = 0
     legacy_messages: int = 0
+    # HTTP: flow id -> (pending key, seq) of the request its POST carried, so an answer given only at
+    # the HTTP level (a 4xx/5xx page, an error without id) can be paired with it (tracer.pairing)
+    flow_requests: BoundedMap = field(default_factory=lambda: BoundedMap(FLOW_REQUESTS_CAP))
     first_c2s: Analysed | None = None
     last_kind: dict[Direction, Kind] = field(default_factory=dict)
     last_seq: dict[Direction, int] = field(default_factory=dict)
