@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tracer.classify import exact_json
+from tracer.http.state import current
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL_REQUEST_METHODS, L1, L2, MODERN_EXTENSION_REQUESTS, since
 from tracer.rules.registry import MESSAGE_KINDS, method_starts, rule
@@ -285,6 +286,27 @@ def long_error_message(m: Analysed, s):
 
 
 _UNREADABLE_ID_CODES = (-32700, -32600)
+_TRANSPORT_REJECTED_BODIES = (Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR)
+
+
+def _no_id_by_transport(m: Analysed, s) -> bool:
+    """Streamable HTTP lets an error without id answer an HTTP-level rejection: a foreign `Origin`
+    ("MUST respond with HTTP 403 Forbidden. The HTTP response body MAY comprise a JSON-RPC error
+    response that has no id") and a notification or response the server cannot accept (an HTTP error
+    status whose body "MAY comprise a JSON-RPC error response that has no id")."""
+    http = m.rec.http
+    if http is None or m.rec.sse is not None:
+        return False
+    status = http.get("status")
+    if type(status) is not int or status < 400:
+        return False
+    cur = current(m.rec, s)
+    flow = cur.flow if cur is not None else None
+    if flow is None:
+        return False
+    if status == 403 and "origin" in flow.req_map:
+        return True
+    return flow.body_kind in _TRANSPORT_REJECTED_BODIES
 
 
 @rule("MCP117", "error-without-id", Severity.ERROR, kinds=(Kind.ERROR,),
@@ -293,13 +315,16 @@ def error_without_id(m: Analysed, s):
     """An error response has no `id` (or `"id": null`) although its code says the request's id was
     readable: only -32700 (Parse error) and -32600 (Invalid Request) may go without one.
 
+    Over Streamable HTTP, the error answering a 403 to a foreign `Origin`, or an HTTP error status
+    rejecting a notification or response, may go without an id (the transport says so).
+
     Example: `{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}}`.
     """
     if m.id is not None:
         return None
     err = m.error
     code = err.get("code") if err else None
-    if code in _UNREADABLE_ID_CODES:
+    if code in _UNREADABLE_ID_CODES or _no_id_by_transport(m, s):
         return None
     return Hit(f"error {code!r} has no id, but only -32700/-32600 errors may omit it", path="$")
 
@@ -310,15 +335,16 @@ def error_id_null(m: Analysed, s):
     """An error response carries `"id": null`. JSON-RPC wants null when the id could not be read,
     but MCP's RequestId is a string or an integer: from 2025-11-25 omit `id` instead.
 
-    Only the errors that may lack a readable id (-32700, -32600) are judged here: a null id on any
-    other error is MCP117's error, not reported twice.
+    Only the errors that may lack an id are judged here (-32700, -32600, and over Streamable HTTP
+    the answer to a 403 Origin rejection or to a rejected notification or response): a null id on
+    any other error is MCP117's error, not reported twice.
 
     Example: `{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}`.
     """
     if m.id is not None or "id" not in m.obj:
         return None
     err = m.error
-    if (err.get("code") if err else None) not in _UNREADABLE_ID_CODES:
+    if (err.get("code") if err else None) not in _UNREADABLE_ID_CODES and not _no_id_by_transport(m, s):
         return None  # MCP117 reports it
     return Hit("error response has \"id\": null; MCP ids are strings or integers (omit id instead)",
                path="$.id")
