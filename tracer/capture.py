@@ -20,6 +20,7 @@ import orjson
 
 from tracer import __version__
 from tracer.model import Direction, Record, RecordType
+from tracer.recordmodel import check_envelope, check_int64
 from tracer.output import open_output
 from tracer.recordmodel import check_envelope, check_int64
 from tracer.redact import redact_event_data, redact_header_record, redact_http

@@ -1,0 +1,98 @@
+"""Capture records with members of the wrong type (issue 12, family 1): each is a broken capture
+record with its line number, the rest of the file is read and analysed, and nothing crashes."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tracer.analyser import Analyser
+from tracer.capture import ReadProblem, read_capture
+
+HEAD = {"type": "header", "format": "mcptrace", "version": 1, "tool": "t", "t_ns": 1, "transport": "http"}
+GOOD = {"type": "message", "seq": 1, "t_ns": 5, "dir": "c2s", "transport": "http", "conn": "c1",
+        "text": '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+        "http": {"method": "POST", "url": "http://h/mcp", "flow": "f1",
+                 "req_headers": [["mcp-protocol-version", "2025-11-25"]]}}
+EVENT = {"type": "event", "seq": 2, "t_ns": 6, "transport": "stdio", "conn": "c1", "data": {"event": "exit"}}
+
+# (record to start from, member path, hostile value): the examples of the issue and their kin
+BAD_FIELDS = [
+    (GOOD, ("transport",), {"a": 1}),
+    (GOOD, ("conn",), [1]),
+    (GOOD, ("offset",), "x"),
+    (GOOD, ("offset",), -1),
+    (GOOD, ("eol",), "no"),
+    (GOOD, ("dir_inferred",), [True]),
+    (GOOD, ("seq",), 2**63),
+    (GOOD, ("t_ns",), "now"),
+    (GOOD, ("http",), "POST"),
+    (GOOD, ("http", "method"), ["POST"]),
+    (GOOD, ("http", "url"), {"u": 1}),
+    (GOOD, ("http", "status"), "200"),
+    (GOOD, ("http", "flow"), ["f"]),
+    (GOOD, ("http", "content_type"), 1),
+    (GOOD, ("http", "request_t_ns"), 1.5),
+    (GOOD, ("http", "req_headers"), [["mcp-protocol-version"]]),
+    (GOOD, ("http", "req_headers"), [["mcp-protocol-version", ["2025-11-25"]]]),
+    (GOOD, ("http", "resp_headers"), "content-type: x"),
+    (GOOD, ("sse",), [1]),
+    (GOOD, ("sse", "stream"), {"s": 1}),
+    (GOOD, ("sse", "id"), 7),
+    (GOOD, ("sse", "retry"), "1000"),
+    (EVENT, ("data",), "exit"),
+    (EVENT, ("data", "event"), ["exit"]),
+    (EVENT, ("data", "code"), "0"),
+    (EVENT, ("data", "stream"), [1]),
+]
+
+
+def _with(base: dict, path: tuple, value) -> dict:
+    rec = json.loads(json.dumps(base))
+    target = rec
+    for p in path[:-1]:
+        target = target.setdefault(p, {})
+    target[path[-1]] = value
+    return rec
+
+
+def _capture(*recs: dict) -> bytes:
+    return ("\n".join(json.dumps(r) for r in (HEAD, *recs)) + "\n").encode()
+
+
+@pytest.mark.parametrize(("base", "path", "value"), BAD_FIELDS, ids=lambda x: repr(x)[:40])
+def test_a_record_member_of_the_wrong_type_is_a_broken_line_and_reading_goes_on(base, path, value):
+    data = _capture(_with(base, path, value), {**GOOD, "seq": 3})
+    items = list(read_capture(io.BytesIO(data), "cap.jsonl"))
+    problems = [x for x in items if isinstance(x, ReadProblem)]
+    assert len(problems) == 1, items
+    assert problems[0].line == 2 and problems[0].message.startswith("broken capture record: ")
+    assert repr(path[-1]).strip("'") in problems[0].message  # it names the member
+    records = [x for x in items if not isinstance(x, ReadProblem)]
+    assert [r.seq for r in records if r.type.value == "message"] == [3]
+    a = Analyser()
+    for r in records:
+        a.feed(r)
+    a.finish()
+
+
+def test_lint_reports_every_bad_member_by_line_without_an_internal_error(tmp_path):
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(_capture(*(_with(b, p, v) for b, p, v in BAD_FIELDS), {**GOOD, "seq": 99}))
+    proc = subprocess.run([sys.executable, "-m", "tracer", "lint", "--format", "json", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    report = json.loads(proc.stdout)
+    assert [p["line"] for p in report["problems"]] == list(range(2, 2 + len(BAD_FIELDS)))
+    assert report["summary"]["messages"] == 1
+
+
+def test_integer_connection_ids_and_null_members_stay_readable():
+    rec = {**GOOD, "conn": 7, "offset": None, "sse": None, "http": {**GOOD["http"], "status": None}}
+    (item,) = [x for x in read_capture(io.BytesIO(_capture(rec)), "c") if x.type.value == "message"]
+    assert item.conn == "7" and item.http["method"] == "POST"
