@@ -64,13 +64,25 @@ def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
     return None
 
 
+def _cancelled(f, s) -> bool:
+    """Whether the client cancelled the request of flow F (`notifications/cancelled`): then the
+    server SHOULD NOT (2026-07-28: MUST NOT) answer it, so a stream ending without its response is
+    what the spec asks for."""
+    key = (Direction.C2S, f.idkey)
+    req = s.pending.get(key)
+    if req is None or req.seq != f.first_seq:
+        req = s.answered.get(key)
+    return req is not None and req.seq == f.first_seq and req.cancelled_seq is not None
+
+
 @rule("MCP708", "stream-ended-without-response", Severity.WARNING, versions=L2_UP, phase="http",
       scope="http/pairing", spec=f"{ST}:L117-118; spec/2025-03-26/basic/transports.mdx:L115-117; "
                                  f"{SH_M}:L33-36; spec/2026-07-28/changelog.mdx:L28")
 def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     """A request's SSE response stream ends (the server finished or dropped it) without that
-    request's JSON-RPC response. Streams the client closed, and streams where the server announced
-    `retry` (it may close the connection and let the client resume), are not judged.
+    request's JSON-RPC response. Streams the client closed, streams of a request the client
+    cancelled (`notifications/cancelled`), and streams where the server announced `retry` (it may
+    close the connection and let the client resume), are not judged.
 
     "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request sent in
     the POST body." In 2026-07-28 the request is lost and must be re-issued. Example: a
@@ -85,7 +97,7 @@ def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     reason = rec.data.get("reason")
     if f.body_kind is not Kind.REQUEST or f.answered_seq is not None or f.retry_seen:
         return None
-    if reason not in ("end", "server-closed"):
+    if reason not in ("end", "server-closed") or _cancelled(f, s):
         return None
     how = "the server ended it" if reason == "end" else "the server dropped the connection"
     return Hit(f"the SSE stream of {f.rpc_method} (seq {f.first_seq}) closed without its response ({how})",
