@@ -37,11 +37,19 @@ def sniff(head: bytes) -> bool:
 
 
 def _ts_ns(ts: bytes) -> int:
+    """Nanoseconds since the epoch, exact to the log's own digits: the fraction is added as an
+    integer (a float of the whole time loses the last millisecond digit to rounding)."""
     text = ts.decode("ascii").replace(" ", "T")
     if text.endswith("Z"):
         text = text[:-1] + "+00:00"
+    frac_ns = 0
+    if len(text) > 19 and text[19] == ".":
+        digits = text[20:]
+        n = len(digits) - len(digits.lstrip("0123456789"))
+        frac_ns = int((digits[:n] + "000000000")[:9])
+        text = text[:19] + digits[n:]
     try:
-        return int(datetime.fromisoformat(text).timestamp() * 1e9)
+        return int(datetime.fromisoformat(text).timestamp()) * 1_000_000_000 + frac_ns
     except ValueError:
         return 0
 

@@ -282,9 +282,10 @@ def request_never_answered(s, end_t_ns: int):
         if (req.idkey is None or req.cancelled_seq is not None or req.method == "subscriptions/listen"
                 or req.method.startswith("notifications/")):
             continue
-        age_ms = max(0, end_t_ns - req.t_ns) / 1e6 if req.t_ns else 0
+        # an input without times (bare NDJSON) gets no made-up age
+        age = f" {max(0, end_t_ns - req.t_ns) / 1e6:.0f} ms" if req.t_ns and end_t_ns else ""
         yield req, Hit(f"{req.method} id {req.id!r} was never answered; "
-                       f"pending {age_ms:.0f} ms when the capture ended")
+                       f"pending{age} when the capture ended")
 
 
 RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire

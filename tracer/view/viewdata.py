@@ -28,6 +28,7 @@ from tracer.classify import classify_raw
 from tracer.filter import id_text
 from tracer.index import LineIndex
 from tracer.model import Record, RecordType
+from tracer.safejson import dumps_text, safe_text
 from tracer.view.annotations import Annotations, RowSummary
 
 LRU_ROWS = 4096
@@ -124,6 +125,7 @@ class RowDetail:
     analysis: dict[str, Any] | None = None  # tracer.view.annotate details
     summary: RowSummary | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    where: str = ""  # where the row is in what the user opened: "capture line 12", "line 3 of x.ndjson"
 
 
 def basics_from_line(row: int, line: bytes) -> RowBasics:
@@ -204,7 +206,7 @@ def basics_from_prefix(row: int, head: bytes, size: int) -> RowBasics:
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    text = safe_text(value) if isinstance(value, str) else dumps_text(value)
     text = text.replace("\n", " ").replace("\r", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -345,12 +347,31 @@ class CaptureView:
                 obj = orjson.loads(line)
                 if type(obj) is not dict:
                     raise ValueError("the line is not a JSON object")
-                rec = record_from_dict(obj, line=row + 1, source=self.source)
+                rec = record_from_dict(obj, line=self._line_of(row, obj), source=self.source)
             except (orjson.JSONDecodeError, ValueError) as exc:
                 problem = f"not a capture record: {exc}" if line.strip() else "blank line"
         summary = self.ann.row(row) if self.ann is not None else None
         analysis = self.ann.details(summary) if self.ann is not None else None
-        return RowDetail(row, line, size, rec, problem, analysis, summary)
+        return RowDetail(row, line, size, rec, problem, analysis, summary, where=self._where(row, rec))
+
+    @property
+    def converted(self) -> bool:
+        """The rows come from another format (NDJSON, host log...) written as a temporary capture."""
+        return self.source != self.path
+
+    def _line_of(self, row: int, obj: dict[str, Any]) -> int:
+        if self.converted:
+            n = obj.get("line")
+            return n if type(n) is int and n > 0 else 0
+        return row + 1
+
+    def _where(self, row: int, rec: Record | None) -> str:
+        """The line lint names for this row: the capture's own line, or the original file's."""
+        if not self.converted:
+            return f"capture line {row + 1:,}"
+        if rec is not None and rec.line:
+            return f"line {rec.line:,} of {os.path.basename(self.source)}"
+        return f"read from {os.path.basename(self.source)}"
 
     def grow(self) -> int:
         """Index what was appended to the file (follow mode). Returns the new row count."""
@@ -370,19 +391,32 @@ class CaptureView:
 
 
 def converted_capture(path: str, fmt_name: str, records) -> tuple[str, Callable[[], None]]:
-    """Write another input format's records as a temporary capture; returns (path, cleanup)."""
+    """Write another input format's records as a temporary capture; returns (path, cleanup).
+
+    Written as the input says, not as a recorder would: no time where the input has none (bare
+    NDJSON), the reader's own seq numbers (those lint reports), and each record's line in the
+    original file (`line`, which only the viewer reads) so the viewer points where lint points."""
     import tempfile
 
-    from tracer.capture import CaptureWriter, ReadProblem, header_record
+    from tracer.capture import ReadProblem, header_record, record_to_dict
 
-    fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")
-    os.close(fd)
+    fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")  # (mode 0600)
     head = header_record("file", label=f"{fmt_name}: {os.path.basename(path)}")
-    with CaptureWriter(tmp, head, redact=False) as w:
+    head["t_ns"] = 0  # the conversion's clock is no time of the input's
+    head.pop("started", None)
+    head["redacted"] = False
+    dumps = orjson.dumps
+    last_seq = 0
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(dumps(head) + b"\n")
         for item in records:
             if isinstance(item, ReadProblem) or item.type is RecordType.HEADER:
                 continue
-            w.write(item)
+            item.seq = last_seq = item.seq if item.seq > last_seq else last_seq + 1
+            obj = record_to_dict(item, redact=False)
+            if item.line:
+                obj["line"] = item.line
+            fh.write(dumps(obj) + b"\n")
 
     def cleanup() -> None:
         try:

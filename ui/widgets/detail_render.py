@@ -134,7 +134,7 @@ def _title(d: RowDetail) -> Text:
     a = d.analysis or {}
     if rec.type.value == "header":
         t.append("capture header", style="bold")
-        t.append(f"  ·  capture line {d.row + 1:,}: a new capture starts here", style="dim")
+        t.append(f"  ·  {d.where or f'capture line {d.row + 1:,}'}: a new capture starts here", style="dim")
         return t
     t.append(f"#{rec.seq}" if rec.seq else f"row {d.row:,}", style="bold")
     t.append("  ")
@@ -149,7 +149,7 @@ def _title(d: RowDetail) -> Text:
     if "id" in a:
         t.append(f"  id {orjson.dumps(a['id']).decode()}")
     t.append(f"\n{when(rec.t_ns)}  ·  {rec.transport} connection {rec.conn}  ·  {len(rec.raw):,} bytes"
-             f"  ·  capture line {d.row + 1:,}", style="dim")
+             f"  ·  {d.where or f'capture line {d.row + 1:,}'}", style="dim")
     return t
 
 
