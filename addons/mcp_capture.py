@@ -19,7 +19,6 @@ and HAR importers); for the annotations, the records are analysed by the same an
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +30,7 @@ from tracer.capture import CaptureWriter, header_record
 from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.http.sse_tee import SseTee
 from tracer.model import Record
+from tracer.output import check_output
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,8 @@ class McpCapture:
         self._exchanges: dict[str, Exchange] = {}
         self._tees: dict[str, SseTee] = {}
         self._listener_failed = False
+        self.managed = False  # the runner opens the capture once the proxy listens (never before)
+        self.stopped = False  # done(): the capture is closed; anything mitmproxy reports later is past its end
 
     # -- options ---------------------------------------------------------------------------------
 
@@ -58,6 +60,9 @@ class McpCapture:
                           "$XDG_STATE_HOME/mcptrace/captures/)")
         loader.add_option("mcptrace_redact", bool, True,
                           "mcptrace: redact credentials (Authorization, Cookie, API keys) in the capture")
+        loader.add_option("mcptrace_overwrite", bool, False,
+                          "mcptrace: replace an existing mcptrace_output file (default: append a new "
+                          "session to a capture; a file that is not a capture is refused)")
         loader.add_option("mcptrace_filter", str, "",
                           "mcptrace: only look at flows matching this mitmproxy filter expression "
                           "(default: every flow; MCP is recognised by content)")
@@ -77,9 +82,10 @@ class McpCapture:
         if "mcptrace_output" in updated or "mcptrace_redact" in updated:
             path = ctx.options.mcptrace_output
             if path:
-                parent = os.path.dirname(os.path.abspath(path))
-                if not os.path.isdir(parent):
-                    raise exceptions.OptionsError(f"mcptrace_output: no such directory: {parent}")
+                try:  # every problem with the path now, before any traffic (one line from mitmproxy)
+                    check_output(path, overwrite=ctx.options.mcptrace_overwrite)
+                except OSError as exc:
+                    raise exceptions.OptionsError(f"mcptrace_output: {path}: {exc.strerror or exc}") from None
             if self.writer is not None and (path or None) != self.path:
                 self.writer.close()
                 self.writer = None
@@ -96,10 +102,13 @@ class McpCapture:
             head = header_record("http", upstream=self.header_extra.get("upstream"),
                                  label=self.header_extra.get("label"),
                                  extra={k: v for k, v in self.header_extra.items() if k not in ("upstream", "label")})
-            self.writer = CaptureWriter(self.path, head, redact=ctx.options.mcptrace_redact)
+            self.writer = CaptureWriter(self.path, head, redact=ctx.options.mcptrace_redact,
+                                        overwrite=ctx.options.mcptrace_overwrite)
         return self.path
 
     def running(self) -> None:
+        if self.managed:  # (mitmproxy calls this even when a listener failed: no capture then)
+            return
         path = self.open()
         log.info("mcptrace: capturing MCP traffic to %s", path)
 
@@ -148,10 +157,20 @@ class McpCapture:
         self.annotator.finish(flow)
 
     def done(self) -> None:
-        """mitmproxy shuts down: streams still open end here, then the capture is closed."""
-        for fid, tee in list(self._tees.items()):
+        """mitmproxy shuts down (Ctrl-C, q in the viewer, SIGTERM): every exchange still open is
+        closed into the capture first (a stream's `stream-closed` event, a request still waiting
+        for its answer an `http` record, both with reason `capture-stopped`), then the file is
+        closed. mitmproxy may still report those flows' errors afterwards: they are past the end."""
+        for fid, ex in list(self._exchanges.items()):
+            tee = self._tees.pop(fid, None)
+            if tee is not None:
+                tee.end("capture-stopped")
+            self.recorder.failed(ex, "capture-stopped")
+        self._exchanges.clear()
+        for tee in self._tees.values():
             tee.end("capture-stopped")
-            self._tees.pop(fid, None)
+        self._tees.clear()
+        self.stopped = True
         if self.writer is not None:
             self.writer.close()
 
@@ -181,6 +200,8 @@ class McpCapture:
     # -- records out -----------------------------------------------------------------------------
 
     def _emit(self, records: list[Record]) -> None:
+        if self.stopped:
+            return
         if self.writer is None:
             self.open()
         self.writer.write_many(records)

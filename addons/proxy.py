@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,7 @@ class ProxyConfig:
     listen_host: str = "127.0.0.1"
     listen_port: int = DEFAULT_PORT
     output: str | None = None  # capture file (default: the captures directory)
+    overwrite: bool = False  # replace an existing output file instead of appending a session to it
     redact: bool = True
     flow_filter: str = ""
     label: str | None = None
@@ -93,6 +95,41 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+class _UpstreamFailures:
+    """One line on stderr (through the runner's `notice`) per failed connection to a server, at
+    most one every EVERY_S, with the count of those not shown; the host gets mitmproxy's 502 and
+    the capture the request with its error (lazy connections: see ProxyRunner._build)."""
+
+    EVERY_S = 5.0
+
+    def __init__(self, runner: ProxyRunner):
+        self.runner = runner
+        self.failures = 0
+        self._unsaid = 0
+        self._said_at: float | None = None
+
+    def server_connect_error(self, data) -> None:
+        self.failures += 1
+        now = time.monotonic()
+        if self._said_at is not None and now - self._said_at < self.EVERY_S:
+            self._unsaid += 1
+            return
+        self._said_at = now
+        server = data.server
+        host, port = server.address if server.address else ("?", 0)
+        where = self.runner.cfg.upstream if self.runner.cfg.upstream and not self.runner.cfg.modes \
+            else f"{_url_host(host)}:{port}"
+        more = f" ({self._unsaid} more failed connections not shown)" if self._unsaid else ""
+        self._unsaid = 0
+        self.runner.notice(f"cannot connect to the upstream {where}: {server.error or 'failed'}; the host got "
+                           f"a 502{more}")
+
+    def done(self) -> None:
+        if self._unsaid:
+            self.runner.notice(f"{self._unsaid} more failed upstream connections ({self.failures} in all)")
+            self._unsaid = 0
+
+
 class _StartupCheck:
     """Reports the listen addresses once mitmproxy runs, or why it could not listen."""
 
@@ -107,6 +144,7 @@ class ProxyRunner:
     def __init__(self, cfg: ProxyConfig, listeners: list[Callable[[Record], Any]] | None = None):
         self.cfg = cfg
         self.addon = McpCapture()
+        self.addon.managed = True  # the capture is opened once the proxy listens (`_describe`)
         self.listeners = self.addon.listeners
         self.listeners.extend(listeners or [])
         self.master: master.Master | None = None
@@ -114,6 +152,15 @@ class ProxyRunner:
         self.error: str | None = None
         self._ready: Callable[[ProxyInfo], Any] | None = None
         self._errors: list[str] = []
+        self.notices: list[str] = []  # what the proxy had to say while running (failed upstreams...)
+        self.on_notice: Callable[[str], Any] | None = None  # headless: print each one as it comes
+        self.upstream_failures = _UpstreamFailures(self)
+
+    def notice(self, line: str) -> None:
+        if len(self.notices) < 100:  # (bounded: the viewer prints them when it closes)
+            self.notices.append(line)
+        if self.on_notice is not None:
+            self.on_notice(line)
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -145,9 +192,14 @@ class ProxyRunner:
         opts = options.Options(mode=modes, listen_host=cfg.listen_host, listen_port=cfg.listen_port)
         m = master.Master(opts, with_termlog=False)
         m.addons.add(*default_addons())
-        m.addons.add(self.addon, _StartupCheck(self))
+        m.addons.add(self.addon, _StartupCheck(self), self.upstream_failures)
+        if cfg.upstream and not cfg.modes:
+            # A reverse proxy connects to the upstream when a request comes, not when the host
+            # connects ("eager"): an upstream that is down then costs the host a 502 and the capture
+            # a request with its error, where eager mitmproxy just drops the host's connection.
+            opts.update(connection_strategy="lazy")
         settings = {"mcptrace_redact": cfg.redact, "mcptrace_filter": cfg.flow_filter,
-                    "mcptrace_annotate": cfg.annotate}
+                    "mcptrace_annotate": cfg.annotate, "mcptrace_overwrite": cfg.overwrite}
         if cfg.output:
             settings["mcptrace_output"] = cfg.output
         try:
@@ -200,7 +252,12 @@ class ProxyRunner:
             self.master.shutdown()
             return
         listen = [(a[0], a[1]) for a in ps.listen_addrs()]
-        self.info = self._describe(listen)
+        try:
+            self.info = self._describe(listen)
+        except OSError as exc:  # the output was checked up front; this is what changed since
+            self.error = f"cannot write the capture {self.addon.path}: {exc.strerror or exc}"
+            self.master.shutdown()
+            return
         if self._ready is not None:
             self._ready(self.info)
 

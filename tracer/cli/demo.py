@@ -16,6 +16,8 @@ EXAMPLE = """  mcptrace demo                  # record, then explore: n = next f
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="where to write the capture (default: a new file in the captures directory)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing -o file (default: the demo's sessions are appended to a capture)")
     p.add_argument("--no-ui", action="store_true", help="print the lint report instead of opening the viewer")
 
 
@@ -28,17 +30,23 @@ def run(args: argparse.Namespace) -> int:
         from tracer.cli.view import check_terminal
 
         check_terminal()
+    from tracer.output import check_output
+
     try:
         path = args.output or str(default_capture_path("demo"))
     except OSError as exc:
         raise UsageError(f"cannot create the captures directory: {exc.strerror or exc}") from None
+    try:  # up front: a bad -o must not cost the user the whole recording first
+        check_output(path, overwrite=args.overwrite)
+    except OSError as exc:
+        raise UsageError(f"cannot write the capture {path}: {exc.strerror or exc}") from None
 
     def step(text: str) -> None:
         sys.stderr.write(f"mcptrace demo: {text}\n")
         sys.stderr.flush()
 
     try:
-        record_demo(path, on_step=step)
+        record_demo(path, on_step=step, overwrite=args.overwrite)
     except (DemoError, OSError) as exc:
         sys.stderr.write(f"mcptrace: error: demo failed: {exc}\n")
         return 1

@@ -42,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "socks5, wireguard... (repeatable)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="capture file (default: a new file in $XDG_STATE_HOME/mcptrace/captures/)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing -o file (default: a new session is appended to a capture)")
     p.add_argument("--label", help="label for the capture file name and header")
     p.add_argument("--filter", default="", metavar="EXPR",
                    help="only look at flows matching this mitmproxy filter expression (e.g. '~d example.com')")
@@ -59,17 +61,33 @@ def run(args: argparse.Namespace) -> int:
         from addons.proxy import DEFAULT_PORT, ProxyConfig, ProxyError, ProxyRunner
     except ImportError as exc:
         raise UsageError(f"the proxy needs mitmproxy and the addons package: {exc}") from None
+    from tracer.output import check_output
+
     host, port = args.listen or ("127.0.0.1", DEFAULT_PORT)
+    if args.output:
+        try:  # before anything listens: a bad -o must not cost the user a whole session
+            check_output(args.output, overwrite=args.overwrite)
+        except OSError as exc:
+            raise UsageError(f"cannot write the capture {args.output}: {exc.strerror or exc}") from None
     cfg = ProxyConfig(upstream=args.upstream, modes=args.mode or [], listen_host=host, listen_port=port,
-                      output=args.output, redact=not args.no_redact, flow_filter=args.filter,
-                      label=args.label, settings=dict(args.settings))
+                      output=args.output, overwrite=args.overwrite, redact=not args.no_redact,
+                      flow_filter=args.filter, label=args.label, settings=dict(args.settings))
     runner = ProxyRunner(cfg)
     if not args.no_ui and sys.stdin.isatty() and sys.stdout.isatty():
         # In a terminal: mitmproxy runs in a thread and the viewer follows its capture file
         # (tracer/cli/view.py says why). --no-ui, or no terminal: headless, as below.
         from tracer.cli.view import run_proxy_with_viewer
 
-        return run_proxy_with_viewer(runner)
+        code = run_proxy_with_viewer(runner)
+        for line in runner.notices:  # (kept off the screen while the viewer ran)
+            sys.stderr.write(f"mcptrace: {line}\n")
+        return code
+
+    def notice(line: str) -> None:
+        sys.stderr.write(f"mcptrace: {line}\n")
+        sys.stderr.flush()
+
+    runner.on_notice = notice
 
     def ready(info) -> None:
         for line in info.lines:

@@ -26,6 +26,9 @@ UTF-8...) are reported on stderr as they happen, with the byte offset in the str
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="FILE", help="capture file (default: a new file in the captures directory)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing -o file (default: a new session is appended to a capture, so "
+                        "a host that restarts the server keeps every session)")
     p.add_argument("--name", metavar="LABEL", help="label for the capture (default: from the command)")
     p.add_argument("--no-redact", action="store_true",
                    help="keep credential-looking arguments in the capture header as they are")
@@ -80,7 +83,7 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     except OSError as exc:
         raise UsageError(f"cannot create the captures directory: {exc.strerror or exc}") from None
     try:
-        writer = open_capture(path, command, label, redact=not args.no_redact)
+        writer = open_capture(path, command, label, redact=not args.no_redact, overwrite=args.overwrite)
     except OSError as exc:
         raise UsageError(f"cannot write the capture {path}: {exc.strerror or exc}") from None
     notes = Notes(2, quiet=args.quiet, capture=path)
@@ -96,11 +99,14 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     except SpawnError as exc:
         if feed is not None:
             feed.close(5.0)
-        writer.close()
-        try:
-            os.unlink(path)  # nothing was captured; do not leave an empty capture behind
-        except OSError:
-            pass
+        if writer.created:
+            writer.close()
+            try:
+                os.unlink(path)  # nothing was captured; do not leave an empty capture behind
+            except OSError:
+                pass
+        else:  # appended to a capture: its earlier sessions stay, this one says why it is empty
+            _record_spawn_failure(writer, str(exc))
         notes.say(str(exc), force=True)
         return exc.code
     if not args.output:
@@ -123,6 +129,17 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     _summary(notes, sink, path, finished)
     notes.close()
     return result.exit_code
+
+
+def _record_spawn_failure(writer, why: str) -> None:
+    from tracer.model import Record, RecordType
+
+    try:
+        writer.write(Record(RecordType.EVENT, transport="stdio", conn="stdio",
+                            data={"event": "spawn-failed", "error": why}))
+    except (OSError, ValueError):
+        pass  # the one line on stderr still says it
+    writer.close()
 
 
 def _summary(notes, sink, path: str, finished: bool) -> None:

@@ -98,7 +98,7 @@ class Peer:
 
 
 def tee_command(capture: str, label: str, server_args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "tracer", "stdio", "-q", "-o", capture, "--name", label, "--",
+    return [sys.executable, "-m", "tracer", "stdio", "-q", "--overwrite", "-o", capture, "--name", label, "--",
             sys.executable, "-m", "tracer.demo.server", *server_args]
 
 
@@ -139,8 +139,9 @@ SESSIONS: list[tuple[str, list[str], Callable[[Peer], None]]] = [
 ]
 
 
-def record_demo(capture: str, on_step: Callable[[str], None] | None = None) -> str:
-    """Run both sessions through the tee and write one capture holding both. Returns its path."""
+def record_demo(capture: str, on_step: Callable[[str], None] | None = None, *, overwrite: bool = False) -> str:
+    """Run both sessions through the tee and write one capture holding both (appended to an
+    existing capture unless `overwrite`). Returns its path."""
     parts = []
     for label, server_args, script in SESSIONS:
         part = f"{capture}.{label}.part"
@@ -154,7 +155,7 @@ def record_demo(capture: str, on_step: Callable[[str], None] | None = None) -> s
         if code != 0:
             raise DemoError(f"the tee exited with code {code} for the {label} session")
         parts.append(part)
-    join_captures(parts, capture)
+    join_captures(parts, capture, overwrite=overwrite)
     for part in parts:
         os.unlink(part)
     return capture
@@ -167,16 +168,21 @@ def _lines(path: str) -> Iterator[bytes]:
                 yield line.rstrip(b"\n")
 
 
-def join_captures(parts: list[str], out: str) -> None:
+def join_captures(parts: list[str], out: str, *, overwrite: bool = False) -> None:
     """Concatenate captures (each keeps its header, so each session keeps its command line),
-    renumbering seq so it keeps rising through the file. Written 0600 like every capture."""
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    renumbering seq so it keeps rising through the file. Opened as every capture is (0600, no
+    symlink followed, appended to an existing capture unless `overwrite`), written in one go."""
+    from tracer.output import open_output
+
     seq = 0
+    lines: list[bytes] = []
+    for part in parts:
+        for line in _lines(part):
+            obj = orjson.loads(line)
+            if obj.get("type") != "header":
+                seq += 1
+                obj["seq"] = seq
+            lines.append(orjson.dumps(obj) + b"\n")
+    fd, _created, torn_tail = open_output(out, overwrite=overwrite)
     with os.fdopen(fd, "wb") as fh:
-        for part in parts:
-            for line in _lines(part):
-                obj = orjson.loads(line)
-                if obj.get("type") != "header":
-                    seq += 1
-                    obj["seq"] = seq
-                fh.write(orjson.dumps(obj) + b"\n")
+        fh.write((b"\n" if torn_tail else b"") + b"".join(lines))

@@ -76,7 +76,7 @@ class CaptureProcess(CaptureOutcome):
                 os.close(back_r)
                 for _, w in self._caps:
                     os.close(w)
-                _close_others({ctl_r, back_w, *(r for r, _ in self._caps), *keep_fds, writer._fh.fileno()})
+                _close_others({ctl_r, back_w, *(r for r, _ in self._caps), *keep_fds, writer.fileno()})
                 code = _child(ctl_r, [r for r, _ in self._caps], back_w, writer, budget, live_lint)
             except BaseException:
                 import traceback

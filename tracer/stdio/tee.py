@@ -323,10 +323,13 @@ class Tee:
                 pass
 
 
-def open_capture(path: str, command: list[str], label: str, *, redact: bool) -> CaptureWriter:
-    """Create the capture file (before the server starts: an unwritable path fails first)."""
+def open_capture(path: str, command: list[str], label: str, *, redact: bool,
+                 overwrite: bool = False) -> CaptureWriter:
+    """Open the capture file (before the server starts: an unwritable path fails first); an
+    existing capture gets this session appended unless `overwrite`."""
     from tracer.capture import header_record
     from tracer.redact import redact_argv
 
     shown = redact_argv(command) if redact else list(command)
-    return CaptureWriter(path, header_record("stdio", command=shown, label=label), redact=redact)
+    return CaptureWriter(path, header_record("stdio", command=shown, label=label), redact=redact,
+                         overwrite=overwrite)
