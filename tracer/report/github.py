@@ -11,6 +11,7 @@ from typing import IO
 from tracer.capture import ReadProblem
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding, Severity
+from tracer.safejson import safe_text
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -34,7 +35,7 @@ def annotation(command: str, message: str, *, file: str = "", line: int = 0, tit
     if title:
         props.append(f"title={escape_property(title)}")
     head = f"::{command} {','.join(props)}" if props else f"::{command}"
-    return f"{head}::{escape_data(message)}\n"
+    return safe_text(f"{head}::{escape_data(message)}\n")
 
 
 class GithubReporter(Reporter):

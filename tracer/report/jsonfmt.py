@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import IO
 
-import orjson
-
 from tracer import __version__
 from tracer.capture import ReadProblem
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding
+from tracer.safejson import dumps_text
 
 
 def finding_dict(f: Finding, names: dict[str, str]) -> dict:
@@ -50,7 +49,7 @@ class JsonReporter(Reporter):
         self.problems.append({"file": p.source, "line": p.line, "message": p.message, "torn": p.torn})
 
     def finding(self, f: Finding) -> None:
-        self.out.write(("\n  " if self.first else ",\n  ") + orjson.dumps(finding_dict(f, self.names)).decode())
+        self.out.write(("\n  " if self.first else ",\n  ") + dumps_text(finding_dict(f, self.names)))
         self.first = False
 
     def end(self, stats: LintStats) -> None:
@@ -64,6 +63,6 @@ class JsonReporter(Reporter):
             "sessions": stats.sessions,
         }
         self.out.write("\n],\n")
-        self.out.write('"files": %s,\n' % orjson.dumps(self.files).decode())
-        self.out.write('"problems": %s,\n' % orjson.dumps(self.problems).decode())
-        self.out.write('"summary": %s\n}\n' % orjson.dumps(summary).decode())
+        self.out.write('"files": %s,\n' % dumps_text(self.files))
+        self.out.write('"problems": %s,\n' % dumps_text(self.problems))
+        self.out.write('"summary": %s\n}\n' % dumps_text(summary))

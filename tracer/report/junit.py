@@ -16,13 +16,14 @@ from xml.sax.saxutils import escape, quoteattr
 from tracer.capture import ReadProblem
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding, Severity
+from tracer.safejson import safe_text
 
 # Characters XML 1.0 does not allow, even escaped (traffic may carry any of them).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _clean(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", text)
+    return _NOT_XML.sub("\ufffd", safe_text(text))
 
 
 def _attr(text: str) -> str:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import IO
 
-import orjson
-
 from tracer import __version__
 from tracer.capture import ReadProblem
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding, Severity
 from tracer.rules.docs import SPEC_SITE, spec_links
+from tracer.safejson import dumps_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -56,7 +55,7 @@ class SarifReporter(Reporter):
             "rules": [rule_descriptor(r) for r in rules],
         }
         self.out.write('{"$schema": "%s", "version": "2.1.0", "runs": [{"tool": {"driver": ' % SARIF_SCHEMA)
-        self.out.write(orjson.dumps(driver).decode())
+        self.out.write(dumps_text(driver))
         self.out.write('}, "results": [')
 
     def problem(self, p: ReadProblem) -> None:
@@ -80,9 +79,9 @@ class SarifReporter(Reporter):
             result["properties"]["jsonPath"] = f.path
         if f.offset is not None:
             result["properties"]["byteOffset"] = f.offset
-        self.out.write(("\n" if self.first else ",\n") + orjson.dumps(result).decode())
+        self.out.write(("\n" if self.first else ",\n") + dumps_text(result))
         self.first = False
 
     def end(self, stats: LintStats) -> None:
         invocation = {"executionSuccessful": True, "toolExecutionNotifications": self.notifications}
-        self.out.write('\n], "invocations": [%s]}]}\n' % orjson.dumps(invocation).decode())
+        self.out.write('\n], "invocations": [%s]}]}\n' % dumps_text(invocation))

@@ -7,6 +7,7 @@ from typing import IO
 from tracer.capture import ReadProblem
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding
+from tracer.safejson import safe_text
 
 _COLORS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
 _RESET = "\x1b[0m"
@@ -27,7 +28,7 @@ class TextReporter(Reporter):
         self.names = {r.id: r.name for r in rules}
 
     def problem(self, p: ReadProblem) -> None:
-        self.out.write(f"{p.source}:{p.line}: capture problem: {p.message}\n")
+        self.out.write(safe_text(f"{p.source}:{p.line}: capture problem: {p.message}\n"))
 
     def finding(self, f: Finding) -> None:
         sev = f.severity.label
@@ -41,7 +42,8 @@ class TextReporter(Reporter):
         if f.path:
             extra.append(f.path)
         tail = f" ({', '.join(extra)})" if extra else ""
-        self.out.write(f"{location(f)}: {f.rule} [{sev}] {f.message}{tail}\n")
+        # (messages quote what peers sent: a lone surrogate must not kill a UTF-8 stdout)
+        self.out.write(safe_text(f"{location(f)}: {f.rule} [{sev}] {f.message}{tail}\n"))
 
     def end(self, stats: LintStats) -> None:
         out = self.out

@@ -188,7 +188,14 @@ def _remember(shape: tuple, m: Analysed, key: tuple) -> None:
 
 def _report(m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool) -> list[Hit] | None:
     """The slow path, for invalid messages only: what exactly is wrong, minus what is explained."""
-    found = problems(shown.validator.iter_errors(m.obj))
+    try:
+        found = problems(shown.validator.iter_errors(m.obj))
+    except (ValueError, RecursionError, OverflowError):
+        # is_valid said no, but jsonschema-rs cannot describe an error inside a value nested past its
+        # recursion limit or holding lone surrogates (it renders the value into the error): say so
+        return [Hit(f"does not validate against schema {shown.version} {shown.definition}; the validator "
+                    "cannot say where (a value nested too deeply or holding lone surrogate escapes)",
+                    path="$")]
     if cede_id:  # see MCP152's docstring: the catalog's MCP117/MCP118 own the id of such errors
         found = [p for p in found if p.segments[:1] != ("id",)]
     covered = [loose_path(f.path) for f in m.findings if f.path and f.rule not in SCHEMA_RULES]

@@ -37,6 +37,7 @@ from tracer.capture import record_from_dict
 from tracer.index import IndexReset, LineIndex
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
+from tracer.safejson import dumps as safe_dumps
 from tracer.session import BoundedMap
 from tracer.summary import SummaryBuilder, analyser_cells
 from tracer.view.rowformat import (
@@ -350,7 +351,7 @@ class Annotator:
         return d
 
     def write_details(self, d: dict[str, Any]) -> int:
-        data = orjson.dumps(d) + b"\n"
+        data = safe_dumps(d) + b"\n"  # ids beyond 64 bits, lone surrogates in messages
         off = self.det_pos
         self.details.write(data)
         self.det_pos += len(data)
@@ -447,7 +448,7 @@ def _stdout_emitter():
     out = sys.stdout.buffer
 
     def emit(msg: dict[str, Any]) -> None:
-        out.write(orjson.dumps(msg) + b"\n")
+        out.write(safe_dumps(msg) + b"\n")  # (method names are what peers sent)
         out.flush()
 
     return emit
