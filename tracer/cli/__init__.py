@@ -18,7 +18,7 @@ from tracer import __version__
 
 # Subcommand modules, in the order `mcptrace --help` lists them.
 COMMANDS = ["lint", "rules"]
-OPTIONAL_COMMANDS = ["stdio", "proxy", "view", "demo", "replay", "mock", "export"]
+OPTIONAL_COMMANDS = ["stdio", "proxy", "view", "demo", "replay", "mock", "export", "wrap", "unwrap", "doctor"]
 
 
 class UsageError(Exception):
