@@ -68,6 +68,8 @@ def match_response(m: Analysed, s: Session) -> None:
                 req.msg.op_seq = req.seq
         m.op_seq = req.op_seq
         m.pair_status = PairStatus.AFTER_CANCEL if req.cancelled_seq is not None else PairStatus.PAIRED
+        if m.rec.seq < req.seq:  # an input without authoritative order logged it first (tracer.inputs.settle)
+            _logged_before(m, req)
         req.response_seq = m.rec.seq
         req.response_t_ns = m.rec.t_ns
         req.response_kind = m.kind
@@ -114,6 +116,17 @@ def match_response(m: Analysed, s: Session) -> None:
         return
     m.pair_status = PairStatus.UNKNOWN_ID
     m.pair_reason = f"id {_fmt_id(m.idkey)} matches no request {requester.value} sent on connection {s.conn}"
+
+
+def _logged_before(m: Analysed, req: PendingRequest) -> None:
+    if m.latency_ns is not None:
+        m.latency_ns = max(0, m.latency_ns)
+    when = f"{max(0, req.t_ns - m.rec.t_ns) / 1e6:.1f} ms " if req.t_ns and m.rec.t_ns else ""
+    kind, value = req.idkey
+    shown = repr(value) if kind == "s" else str(value)
+    m.pair_reason = (f"id {shown} answers the {req.method} request that {req.dir.value} sent at seq {req.seq}; "
+                     f"the input logged this answer {when}before it (its order is not authoritative), "
+                     "so they are paired")
 
 
 def answered_at_http_level(rec, s: Session) -> PendingRequest | None:

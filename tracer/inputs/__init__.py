@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from tracer.capture import ReadProblem, read_capture
+from tracer.inputs.settle import settle
 from tracer.model import Record, RecordType
 
 HEAD_BYTES = 64 * 1024
@@ -28,6 +29,9 @@ class InputFormat:
     sniff: Callable[[bytes], bool]  # looks at the first HEAD_BYTES of the file
     read: Reader
     priority: int = 50  # lower is tried first
+    # whether the file's record order is the wire order: only mcptrace's own captures (the tee and
+    # the proxy number records as they happen); the others are settled (tracer.inputs.settle)
+    exact_order: bool = False
 
 
 FORMATS: list[InputFormat] = []
@@ -211,6 +215,8 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
                 raise InputError(f"{_display(path)}: {exc.strerror or exc}") from None
 
     items: Iterator[Record | ReadProblem] = records()
+    if not chosen.exact_order:
+        items = settle(items)
     if fmt is not None:
         try:
             items = _proven(items, path, chosen, head)
@@ -230,7 +236,8 @@ def _ensure_builtin() -> None:
     _BUILTIN_DONE = True
     from tracer.inputs import har, hostlog, ndjson
 
-    register(InputFormat("capture", "mcptrace capture (JSONL)", _sniff_capture, read_capture, priority=10))
+    register(InputFormat("capture", "mcptrace capture (JSONL)", _sniff_capture, read_capture, priority=10,
+                         exact_order=True))
     register(InputFormat("har", "HTTP Archive (HAR)", har.sniff, har.read, priority=20))
     register(InputFormat("hostlog", "MCP host log (Claude Desktop mcp*.log style)", hostlog.sniff,
                          hostlog.read, priority=30))
