@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tracer.filter import FilterError, compile_filter
 from tracer.index import CHUNK, IndexReset
@@ -28,6 +28,7 @@ from ui.messages import AnalysisProgress, FilterProgress, IndexProgress, OpenFai
 from ui.widgets.detail import DetailPane
 from ui.widgets.detail_render import rule_names
 from ui.widgets.filter_bar import FilterBar
+from ui.widgets.keys_footer import KeysFooter
 from ui.widgets.message_list import MessageList, column_header
 from ui.widgets.status import StatusBar
 
@@ -50,6 +51,11 @@ class ViewerScreen(Screen):
         Binding("escape", "focus_list", "List", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
+    # What the footer keeps in view first (the filter bar's Close, then Help and Quit), and its labels
+    # when the full ones do not fit (80 columns)
+    FOOTER_FIRST = ("cancel", "help", "quit", "filter", "next_finding", "prev_finding", "partner", "summary")
+    FOOTER_SHORT = {"next_finding": "Next", "prev_finding": "Prev", "expand": "Expand", "toggle_follow": "Follow",
+                    "summary": "Summary", "partner": "Pair"}
 
     def __init__(self, path: str, *, follow: bool = False, fmt: str | None = None, hint: str = "") -> None:
         super().__init__()
@@ -81,7 +87,7 @@ class ViewerScreen(Screen):
             yield MessageList(id="list")
         yield DetailPane(id="detail")
         yield FilterBar(id="filter")
-        yield Footer()
+        yield KeysFooter(first=self.FOOTER_FIRST, short=self.FOOTER_SHORT)
 
     @property
     def list(self) -> MessageList:
