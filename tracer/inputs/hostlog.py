@@ -2,8 +2,10 @@
 
 Lines read `2025-06-13T14:44:29.945Z [info] [my-server] Message from client: {...}` (older versions
 put `[my-server] [info]` the other way round). Message lines become envelopes; every other line is
-kept as a `host-log` event. Each server name is a connection; a server restart
-("Initializing server...") starts a new session.
+kept as a `host-log` event (so is a "Message from" line whose payload is not JSON: it is never a
+message). Each server name is a connection; a server's first line and each restart ("Initializing
+server...") start its stream (a restart is a new connection), which the start-of-session rules see
+as a stdio capture's byte 0.
 """
 
 from __future__ import annotations
@@ -54,16 +56,17 @@ def _ts_ns(ts: bytes) -> int:
         return 0
 
 
-def _json_part(payload: bytes) -> bytes:
-    """The JSON text at the start of the payload; hosts append things like `{ metadata: undefined }`."""
+def _json_part(payload: bytes) -> bytes | None:
+    """The JSON text at the start of the payload (hosts append things like `{ metadata: undefined }`),
+    or None when the payload does not start with JSON: such a line is host text, never a message."""
     try:
-        text = payload.decode("utf-8")
+        text = payload.decode("utf-8").lstrip()
     except UnicodeDecodeError:
-        return payload
+        return None
     try:
         _, end = _decoder.raw_decode(text)
     except ValueError:
-        return payload
+        return None
     return text[:end].encode("utf-8")
 
 
@@ -71,9 +74,45 @@ def _conn(server: str, generation: int) -> str:
     return server if generation <= 1 else f"{server}#{generation}"
 
 
+class _Streams:
+    """Which connection each server's lines belong to, and whether the log holds the start of it.
+
+    A server's first line in the log, and each "Initializing server..." line, start its stream: a
+    restart is a new connection (the earlier one is closed). The first message each way after a
+    start gets offset 0, the mark the start-of-session rules read (MCP401) as for a stdio capture
+    whose stream begins at byte 0."""
+
+    def __init__(self) -> None:
+        self.generation: dict[str, int] = {}
+        self.used: set[str] = set()  # servers whose current connection carried a line already
+        self.fresh: dict[str, set[Direction]] = {}  # server -> directions whose first message is pending
+
+    def line(self, server: str, restart: bool) -> tuple[str, str | None]:
+        """(the connection of this line, the connection it closes or None)."""
+        gen = self.generation.get(server, 0)
+        closed = None
+        if gen == 0 or (restart and server in self.used):
+            if gen:
+                closed = _conn(server, gen)
+            gen += 1
+            self.generation[server] = gen
+            self.used.discard(server)
+            self.fresh[server] = {Direction.C2S, Direction.S2C}
+        if not restart:
+            self.used.add(server)
+        return _conn(server, gen), closed
+
+    def offset(self, server: str, direction: Direction) -> int | None:
+        fresh = self.fresh.get(server)
+        if fresh and direction in fresh:
+            fresh.discard(direction)
+            return 0
+        return None
+
+
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     seq = 0
-    generation: dict[str, int] = {}
+    streams = _Streams()
     for n, line, _had_nl in iter_lines(fh):
         line = line.rstrip(b"\r")
         if not line.strip():
@@ -90,21 +129,18 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
         level, server = (a, b) if a.lower() in LEVELS else (b, a)
         t_ns = _ts_ns(m.group("ts"))
         rest = m.group("rest")
-        if RESTART_RE.search(rest) and server:
-            gen = generation.get(server, 0)
-            if gen:  # the server restarts: its earlier session is over
-                seq += 1
-                yield Record(RecordType.EVENT, seq=seq, t_ns=t_ns, transport="hostlog",
-                             conn=_conn(server, gen), data={"event": "closed", "reason": "server restarted"},
-                             line=n, source=source)
-            generation[server] = gen + 1
-        conn = _conn(server, generation.get(server, 1))
+        conn, closed = streams.line(server, bool(server and RESTART_RE.search(rest)))
+        if closed is not None:  # the server restarts: its earlier session is over
+            seq += 1
+            yield Record(RecordType.EVENT, seq=seq, t_ns=t_ns, transport="hostlog", conn=closed,
+                         data={"event": "closed", "reason": "server restarted"}, line=n, source=source)
         seq += 1
         mm = MSG_RE.match(rest)
-        if mm:
+        raw = _json_part(mm.group("json")) if mm else None
+        if raw is not None:
             direction = Direction.C2S if mm.group("who") == b"client" else Direction.S2C
-            yield Record(RecordType.MESSAGE, seq=seq, t_ns=t_ns, dir=direction, raw=_json_part(mm.group("json")),
-                         transport="hostlog", conn=conn, line=n, source=source)
+            yield Record(RecordType.MESSAGE, seq=seq, t_ns=t_ns, dir=direction, raw=raw, transport="hostlog",
+                         conn=conn, offset=streams.offset(server, direction), line=n, source=source)
         else:
             yield Record(RecordType.EVENT, seq=seq, t_ns=t_ns, transport="hostlog", conn=conn,
                          data={"event": "host-log", "level": level, "server": server,

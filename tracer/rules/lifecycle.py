@@ -20,7 +20,8 @@ REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
 def first_message_not_initialize(m: Analysed, s: Session):
     """The first client message of a legacy session is not `initialize`. Reported at the
     `initialize` that comes late, or at the first message itself when the capture holds the start
-    of the client's stream (stdio offset 0): a capture that starts mid-session is not flagged. A
+    of the client's stream (stdio offset 0; in a host log, the server's start or first line): a
+    capture that starts mid-session is not flagged. A
     dual-era client's modern `server/discover` probe before `initialize` is allowed.
 
     "The initialization phase MUST be the first interaction between client and server." Example:
