@@ -156,6 +156,10 @@ class McpCapture:
         self.recorder.failed(ex, flow.error.msg if flow.error else "error")
         self.annotator.finish(flow)
 
+    def client_disconnected(self, client) -> None:
+        """A client's TCP connection closed: the session-less connections only it carried end."""
+        self.recorder.client_closed(client.id)
+
     def done(self) -> None:
         """mitmproxy shuts down (Ctrl-C, q in the viewer, SIGTERM): every exchange still open is
         closed into the capture first (a stream's `stream-closed` event, a request still waiting

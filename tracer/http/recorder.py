@@ -22,12 +22,9 @@ What is recorded (capture format v1):
 - the legacy HTTP+SSE transport (2024-11-05) is followed: a GET stream whose first event is
   `endpoint` opens a session, POSTs to the announced URI join it, and closing the stream closes it.
 
-Connections (`Record.conn`, what pairing keys on): a request and its answers always share one.
-Traffic without a session id shares a per-client key (client address, User-Agent and endpoint), so
-a modern client's concurrent POSTs pair within one session; when the `initialize` answer mints an
-`Mcp-Session-Id`, that session keeps the connection it started on (the handshake state stays with
-it) and later session-less traffic of that client gets a new one. Each HTTP+SSE stream is its own
-connection.
+Connections (`Record.conn`, what pairing keys on): a request and its answers always share one;
+sessions by their `Mcp-Session-Id`, session-less traffic by the client's TCP connection (see
+tracer.http.conns). Each HTTP+SSE stream is its own connection.
 """
 
 from __future__ import annotations
@@ -37,12 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-import orjson
-
+from tracer.http.conns import Connections, body_facts, client_ip
 from tracer.http.headers import (
     HTTP,
     HTTP_SSE,
-    authority_path,
     endpoint_of,
     has_mcp_headers,
     header,
@@ -74,6 +69,8 @@ class Exchange:
     status: int | None = None
     resp_headers: list | None = None
     t_resp_ns: int = 0  # when the response head arrived (0: now)
+    client_id: str = ""  # the client's TCP connection (mitmproxy's client connection id; "": use `client`)
+    server: str = ""  # "ip:port" the server was actually reached at ("" when unknown)
 
 
 @dataclass(slots=True, eq=False)
@@ -84,6 +81,7 @@ class _Flow:
     transport: str = HTTP
     head_sent: bool = False  # a record of this flow already carried the request headers
     rpc_method: str | None = None  # the JSON-RPC method of the request body
+    counted: bool = False  # counted among its connection's exchanges in progress
     tee: SseTee | None = None
     done: bool = False
 
@@ -92,21 +90,7 @@ def _now(t_ns: int) -> int:
     return t_ns or time.time_ns()
 
 
-def _client_ip(client: str) -> str:
-    if not client:
-        return ""
-    host = client.rsplit(":", 1)[0] if client.count(":") == 1 or client.startswith("[") else client
-    return host.strip("[]")
-
-
-def _rpc_method(body: bytes | None) -> str | None:
-    try:
-        obj = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        return None
-    if type(obj) is dict and type(obj.get("method")) is str:
-        return obj["method"]
-    return None
+_client_ip = client_ip
 
 
 class HttpRecorder:
@@ -114,9 +98,8 @@ class HttpRecorder:
         self.emit = emit
         self.redact = redact
         self._flows: dict[str, _Flow] = {}
-        self._names: set[str] = set()
-        self._fresh: dict[tuple, str] = {}  # client key -> connection for session-less traffic
-        self._sid_conn: dict[str, str] = {}  # Mcp-Session-Id -> connection
+        self.conns = Connections(self._connection_closed)
+        self._closed_at = 0  # when the TCP connection being closed closed (0: now)
         self._endpoints: set[str] = set()  # MCP endpoints seen (URL without query)
         self._sse_posts: dict[str, str] = {}  # HTTP+SSE: announced POST URL -> connection
         self._sse_streams: dict[str, tuple[str, str, str]] = {}  # conn -> (client ip, GET URL, POST URL)
@@ -138,7 +121,6 @@ class HttpRecorder:
         if rpc and f.transport == HTTP:
             self._endpoints.add(endpoint_of(ex.url))
         if body.strip():
-            f.rpc_method = _rpc_method(body)
             self.emit([Record(RecordType.MESSAGE, dir=Direction.C2S, raw=bytes(body), t_ns=_now(ex.t_ns),
                               transport=f.transport, conn=f.conn, http=self._req_http(f))])
 
@@ -214,48 +196,50 @@ class HttpRecorder:
     # -- connections -----------------------------------------------------------------------------
 
     def _unique(self, base: str) -> str:
-        name, n = base, 1
-        while name in self._names:
-            n += 1
-            name = f"{base}#{n}"
-        self._names.add(name)
-        return name
+        return self.conns.unique(base)
 
     def _base(self, ex: Exchange) -> str:
-        ip = _client_ip(ex.client)
-        return f"{ip or 'client'}→{authority_path(ex.url)}"
+        return self.conns.base(ex.client, ex.url)
 
     def _assign(self, f: _Flow, sse_conn: str | None) -> None:
         if f.conn:
+            self._count(f)
             return
         ex = f.ex
         if sse_conn is not None:
             f.conn, f.transport = sse_conn, HTTP_SSE
             return
         sid = header(ex.req_headers, "mcp-session-id")
+        method, fresh, presumes = body_facts(ex.req_body)
+        f.rpc_method = method
         if sid is not None:
-            conn = self._sid_conn.get(sid)
-            if conn is None:  # a session that began before the capture did
-                conn = self._sid_conn[sid] = self._unique(f"{self._base(ex)} session {sid[:12]}")
-            f.conn = conn
+            f.conn = self.conns.for_session(sid, ex.client, ex.url)
             return
-        key = (_client_ip(ex.client), header(ex.req_headers, "user-agent"), endpoint_of(ex.url))
-        conn = self._fresh.get(key)
-        if conn is None:
-            conn = self._fresh[key] = self._unique(self._base(ex))
-        f.conn = conn
+        ua = header(ex.req_headers, "user-agent")
+        f.conn = self.conns.for_sessionless(ex.client_id, ex.client, ex.url, ua, fresh, presumes)
+        if method == "initialize":
+            self.conns.handshake(f.conn, ex.client, ex.url, ua)
+        self._count(f)
+
+    def _count(self, f: _Flow) -> None:
+        if not f.counted and f.transport == HTTP:
+            f.counted = True
+            self.conns.started(f.conn)
 
     def _note_session(self, f: _Flow, sid: str) -> None:
-        """A response carries Mcp-Session-Id. The answer to `initialize` mints a session: it keeps
-        the connection the handshake used, and the client's next session-less traffic starts anew."""
-        if sid in self._sid_conn:
-            return
-        self._sid_conn[sid] = f.conn
-        if f.rpc_method == "initialize":
-            ex = f.ex
-            key = (_client_ip(ex.client), header(ex.req_headers, "user-agent"), endpoint_of(ex.url))
-            if self._fresh.get(key) == f.conn:
-                del self._fresh[key]
+        """A response carries Mcp-Session-Id: that session keeps the connection its exchange used
+        (the handshake state stays with it)."""
+        self.conns.minted(sid, f.conn)
+
+    def client_closed(self, client_id: str, t_ns: int = 0) -> None:
+        """The client's TCP connection (CLIENT_ID, else its "ip:port") closed."""
+        self._closed_at = t_ns
+        self.conns.client_closed(client_id)
+        self._closed_at = 0
+
+    def _connection_closed(self, conn: str, client: str) -> None:
+        self.emit([Record(RecordType.EVENT, t_ns=_now(self._closed_at), transport=HTTP, conn=conn,
+                          data={"event": "connection-closed", "why": "the client's TCP connection closed"})])
 
     def _sse_conn_for(self, ex: Exchange, rpc: bool) -> str | None:
         """The HTTP+SSE session a request belongs to: a POST to an announced endpoint URI; or, so that
@@ -274,6 +258,7 @@ class HttpRecorder:
         """A GET stream announced its `endpoint`: it is a legacy HTTP+SSE session of its own."""
         if not f.conn:
             f.conn = self._unique(self._base(f.ex) + " (HTTP+SSE)")
+        self.conns.keep(f.conn)  # the stream's session outlives the TCP connection that opened it
         f.transport = HTTP_SSE
         post_url = urljoin(f.ex.url, uri)
         self._sse_posts[post_url] = f.conn
@@ -288,6 +273,9 @@ class HttpRecorder:
     def _forget(self, f: _Flow) -> None:
         f.done = True
         self._flows.pop(f.ex.id, None)
+        if f.counted:
+            f.counted = False
+            self.conns.finished(f.conn)
 
     # -- the HTTP facts of a record ----------------------------------------------------------------
 
@@ -323,6 +311,8 @@ class HttpRecorder:
             f.head_sent = True
         if full:
             http["resp_headers"] = self._headers(ex.resp_headers)
+            if ex.server:
+                http["server"] = ex.server
             ct = header(ex.resp_headers, "content-type")
             if ct is not None:
                 http["content_type"] = ct

@@ -14,11 +14,12 @@ observer concluded about the record being analysed.
 from __future__ import annotations
 
 import hashlib
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.classify import id_key
-from tracer.http.headers import pairs
+from tracer.http.headers import endpoint_of, pairs
 from tracer.http.tools import header_problem
 from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
 from tracer.rules.registry import observer
@@ -29,6 +30,9 @@ HTTP_TRANSPORTS = ("http", "http+sse")
 FLOW_CAP = 10_000
 BROADCAST_WINDOW_NS = 1_000_000_000  # the same message on two streams within this is a broadcast
 RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}
+ENDPOINTS = "http-endpoints"  # key of the analysis-wide endpoint facts in `session.extra["shared"]`
+ENDPOINTS_CAP = 1024
+LISTERS = 4  # the connections that listed an endpoint's tools last
 
 
 @dataclass(slots=True, eq=False)
@@ -98,6 +102,36 @@ class HttpState:
     modern_rejection: tuple[int, int, int] | None = None  # (seq, status, code): MCP754
     stream_ids: bool = False  # the server attaches SSE event ids (it is resumable)
     current: Current = field(default_factory=Current)
+
+
+def _listers(s: Session, url: str | None, create: bool) -> deque | None:
+    """The trackers (tracer.tracking.Tracking) of the connections that last sent a modern
+    `tools/list` to the endpoint of URL, newest first. Modern Streamable HTTP is stateless: a tool
+    list fetched on one TCP connection (or with another User-Agent) describes the server every
+    connection to that endpoint talks to."""
+    shared = s.extra.get("shared")
+    if shared is None or not url:
+        return None
+    endpoints = shared.get(ENDPOINTS)
+    if endpoints is None:
+        if not create:
+            return None
+        endpoints = shared[ENDPOINTS] = BoundedMap(ENDPOINTS_CAP)
+    key = endpoint_of(url)
+    found = endpoints.get(key)
+    if found is None and create:
+        found = deque(maxlen=LISTERS)
+        endpoints.put(key, found)
+    return found
+
+
+def endpoint_tool(s: Session, facts: FlowFacts | None, name: Any) -> dict | None:
+    """The tool NAME as a modern request over HTTP may rely on: from the newest complete
+    `tools/list` any connection got from the same endpoint, else from this session's own."""
+    for track in _listers(s, facts.url if facts is not None else None, False) or ():
+        if track.tools is not None or "tools/list" in track.chains:
+            return track.tool(name)
+    return s.track.tool(name)
 
 
 def state(s: Session) -> HttpState | None:
@@ -171,8 +205,14 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         facts.era = m.era
         facts.progress_token = _token(m) if m.kind is Kind.REQUEST else None
         if m.kind is Kind.REQUEST and m.era is Era.MODERN and rec.transport == "http":
-            tool = s.track.tool((m.params or {}).get("name")) if m.method == "tools/call" else None
+            tool = endpoint_tool(s, facts, (m.params or {}).get("name")) if m.method == "tools/call" else None
             facts.header_problem = header_problem(m, facts.req_headers, tool)
+            if m.method == "tools/list":
+                listers = _listers(s, facts.url, True)
+                if listers is not None:
+                    if s.track in listers:
+                        listers.remove(s.track)
+                    listers.appendleft(s.track)
     if "resp_headers" in http and facts.head_seq is None:
         facts.head_seq = rec.seq
         facts.status = http.get("status")

@@ -22,7 +22,7 @@ from tracer.http.headers import (
     media_type,
     needs_encoding,
 )
-from tracer.http.state import current, req_header
+from tracer.http.state import current, endpoint_tool, req_header
 from tracer.http.tools import NAMED_METHODS, param_header_problems
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, L3, META_PROTOCOL_VERSION, MODERN, since
@@ -322,7 +322,7 @@ def param_headers(rec: Record, m: Analysed | None, s):
     if not _modern_request(rec, m) or m.method != "tools/call":
         return None
     params = m.params or {}
-    tool = s.track.tool(params.get("name"))
+    tool = endpoint_tool(s, _flow(rec, s), params.get("name"))
     if tool is None:
         return None
     return [Hit(p, path="$.params.arguments") for p in param_header_problems(tool, params.get("arguments"),

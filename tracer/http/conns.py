@@ -1,0 +1,186 @@
+"""Which connection (`Record.conn`, what pairing and session state key on) an HTTP exchange joins.
+
+A request and its answers always share one. Beyond that, in this order:
+- a request carrying `Mcp-Session-Id` joins that session's connection (the one its `initialize`
+  used, or a new one for a session that began before the capture), whichever TCP connection the
+  client sent it on;
+- session-less traffic is grouped by the real client connection (mitmproxy's client connection id,
+  else the peer's address and port) and endpoint: concurrent clients, or concurrent sessions of one
+  client process, never share a connection (their request ids may collide). A request that starts
+  afresh (`initialize`, `server/discover`, a modern request carrying its `_meta` protocolVersion) on
+  a TCP connection whose previous traffic became a session starts a new connection;
+- a legacy message that presumes a handshake (not `initialize`, no modern `_meta`) arriving on a
+  new TCP connection joins the last session-less handshake of the same client address, User-Agent
+  and endpoint: a legacy client of a server without session ids opens several TCP connections for
+  one session;
+- without any client identity (a HAR file) session-less traffic is grouped by (client address,
+  User-Agent, endpoint).
+Modern Streamable HTTP is stateless: facts about the server (its tools) belong to the endpoint and
+are shared across connections by the analysis (tracer.http.state), not by merging connections.
+
+When a client's TCP connection closes, the connections only it carried (session-less, not a legacy
+handshake others may join) end with a `connection-closed` event once their exchanges are done, so
+the analysis forgets them: memory stays bounded however many TCP connections come and go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+
+from tracer.http.headers import authority_path, endpoint_of
+from tracer.session import BoundedMap
+
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+FRESH_METHODS = ("initialize", "server/discover")
+NAMES_CAP = 200_000  # connection names remembered for uniqueness
+SESSIONS_CAP = 100_000  # Mcp-Session-Ids remembered
+
+
+def client_ip(client: str) -> str:
+    if not client:
+        return ""
+    host = client.rsplit(":", 1)[0] if client.count(":") == 1 or client.startswith("[") else client
+    return host.strip("[]")
+
+
+def body_facts(body: bytes | None) -> tuple[str | None, bool, bool]:
+    """(the JSON-RPC method, whether the body starts afresh, whether it presumes a legacy handshake)
+    of a request body. Untrusted bytes: anything that is not one JSON-RPC object presumes nothing."""
+    try:
+        obj = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        return None, False, False
+    if type(obj) is not dict:
+        return None, False, False
+    method = obj.get("method")
+    method = method if type(method) is str else None
+    params = obj.get("params")
+    meta = params.get("_meta") if type(params) is dict else None
+    modern = type(meta) is dict and META_VERSION in meta
+    fresh = modern or method in FRESH_METHODS
+    return method, fresh, not fresh
+
+
+class Connections:
+    """The connection table of one HTTP door (recorder). `close` is called with a connection whose
+    last carrier went away and whose exchanges are done."""
+
+    def __init__(self, close: Callable[[str, str], object]):
+        self._close = close
+        self._names: BoundedMap = BoundedMap(NAMES_CAP)
+        self._tcp: dict[tuple, str] = {}  # (client connection, endpoint) -> conn
+        self._carriers: dict[str, set[tuple]] = {}  # conn -> the TCP keys bound to it
+        self._clients: dict[str, set[tuple]] = {}  # client connection -> its TCP keys
+        self._groups: dict[tuple, str] = {}  # (client ip, User-Agent, endpoint) -> conn
+        self._sid: BoundedMap = BoundedMap(SESSIONS_CAP)  # Mcp-Session-Id -> conn
+        self._owned: BoundedMap = BoundedMap(SESSIONS_CAP)  # conns a session id owns
+        self._active: dict[str, int] = {}  # conn -> exchanges in progress
+        self._closing: dict[str, str] = {}  # conn -> client, closed once its exchanges are done
+
+    def unique(self, base: str) -> str:
+        name, n = base, 1
+        while name in self._names:
+            n += 1
+            name = f"{base}#{n}"
+        self._names.put(name, True)
+        return name
+
+    @staticmethod
+    def base(client: str, url: str) -> str:
+        return f"{client_ip(client) or 'client'}→{authority_path(url)}"
+
+    # -- assignment ------------------------------------------------------------------------------
+
+    def for_session(self, sid: str, client: str, url: str) -> str:
+        conn = self._sid.get(sid)
+        if conn is None:  # a session that began before the capture did
+            # numbered, not named after the id: the name is stored in clear, the id is a credential
+            conn = self.unique(f"{self.base(client, url)} session {len(self._sid) + 1}")
+            self._sid.put(sid, conn)
+            self._owned.put(conn, sid)
+        return conn
+
+    def for_sessionless(self, client_id: str, client: str, url: str, user_agent: str | None,
+                        fresh: bool, presumes: bool) -> str:
+        endpoint = endpoint_of(url)
+        group = (client_ip(client), user_agent, endpoint)
+        carrier = client_id or client
+        if not carrier:
+            conn = self._groups.get(group)
+            if conn is None:
+                conn = self._groups[group] = self.unique(self.base(client, url))
+            return conn
+        key = (carrier, endpoint)
+        bound = self._tcp.get(key)
+        if bound is not None and not (fresh and bound in self._owned):
+            return bound
+        conn = self._groups.get(group) if bound is None and presumes else None
+        if conn is None:  # named after the client's address and port: one per TCP connection
+            conn = self.unique(f"{client or 'client'}→{authority_path(url)}")
+        self._bind(key, carrier, conn)
+        return conn
+
+    def handshake(self, conn: str, client: str, url: str, user_agent: str | None) -> None:
+        """A session-less `initialize` went out on CONN: later legacy messages of that client on
+        other TCP connections may join it."""
+        if conn not in self._owned:
+            self._groups[(client_ip(client), user_agent, endpoint_of(url))] = conn
+
+    def minted(self, sid: str, conn: str) -> None:
+        """A response assigned SID on CONN's exchange: the session keeps the connection."""
+        if sid in self._sid:
+            return
+        self._sid.put(sid, conn)
+        self._owned.put(conn, sid)
+        for group, c in list(self._groups.items()):
+            if c == conn:
+                del self._groups[group]
+        self._closing.pop(conn, None)
+
+    def keep(self, conn: str) -> None:
+        """CONN is a session of its own (HTTP+SSE): it never ends with a TCP connection."""
+        self._owned.put(conn, "")
+
+    def _bind(self, key: tuple, carrier: str, conn: str) -> None:
+        old = self._tcp.get(key)
+        if old is not None:
+            self._carriers.get(old, set()).discard(key)
+        self._tcp[key] = conn
+        self._carriers.setdefault(conn, set()).add(key)
+        self._clients.setdefault(carrier, set()).add(key)
+
+    # -- lifetimes -------------------------------------------------------------------------------
+
+    def started(self, conn: str) -> None:
+        self._active[conn] = self._active.get(conn, 0) + 1
+
+    def finished(self, conn: str) -> None:
+        n = self._active.get(conn, 0) - 1
+        if n > 0:
+            self._active[conn] = n
+            return
+        self._active.pop(conn, None)
+        client = self._closing.pop(conn, None)
+        if client is not None:
+            self._close(conn, client)
+
+    def client_closed(self, carrier: str) -> None:
+        """The client's TCP connection CARRIER closed: connections only it carried end."""
+        for key in self._clients.pop(carrier, ()):
+            conn = self._tcp.pop(key, None)
+            if conn is None:
+                continue
+            left = self._carriers.get(conn)
+            if left is not None:
+                left.discard(key)
+                if left:
+                    continue
+                del self._carriers[conn]
+            if conn in self._owned or conn in self._groups.values():
+                continue  # a session (or a handshake other TCP connections join) outlives it
+            if self._active.get(conn):
+                self._closing[conn] = carrier
+            else:
+                self._close(conn, carrier)
