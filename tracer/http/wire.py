@@ -19,12 +19,33 @@ MAX_BODY = 256 * 1024 * 1024
 REASONS = {
     200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
     405: "Method Not Allowed", 406: "Not Acceptable", 413: "Content Too Large", 415: "Unsupported Media Type",
-    500: "Internal Server Error",
+    500: "Internal Server Error", 503: "Service Unavailable",
 }
 
 
 class HttpError(Exception):
     """Malformed HTTP on the wire (the peer is not speaking HTTP/1.1 as we know it)."""
+
+
+class BodiesTooLarge(HttpError):
+    """The request bodies held at once (all connections together) would pass the server's budget."""
+
+
+class BodyBudget:
+    """The bytes of request bodies a server holds at once, across all its connections: each body
+    is bounded by MAX_BODY, and this bounds their sum (many slow uploads at once)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.held = 0
+
+    def take(self, n: int) -> None:
+        if self.held + n > self.limit:
+            raise BodiesTooLarge(f"{self.held + n} bytes of request bodies at once (limit {self.limit})")
+        self.held += n
+
+    def give(self, n: int) -> None:
+        self.held = max(0, self.held - n)
 
 
 @dataclass
@@ -54,6 +75,7 @@ class Request:
     version: str
     headers: Headers
     body: bytes = b""
+    held: int = 0  # bytes of `body` counted in a BodyBudget until the server gives them back
 
     @property
     def path(self) -> str:
@@ -110,7 +132,9 @@ def _parse_headers(lines: list[str]) -> Headers:
     return h
 
 
-async def read_request(reader: asyncio.StreamReader) -> Request | None:
+async def read_request(reader: asyncio.StreamReader, budget: BodyBudget | None = None) -> Request | None:
+    """The next request on a connection. With a budget, its body's bytes are counted in it as they
+    arrive (BodiesTooLarge when they do not fit); the caller gives `req.held` back when done."""
     lines = await _read_head(reader)
     if lines is None:
         return None
@@ -119,7 +143,19 @@ async def read_request(reader: asyncio.StreamReader) -> Request | None:
         raise HttpError(f"malformed request line {lines[0][:80]!r}")
     headers = _parse_headers(lines[1:])
     req = Request(parts[0], parts[1], parts[2], headers)
-    req.body = b"".join([c async for c in iter_body(reader, headers, until_close=False)])
+    if budget is None:
+        req.body = b"".join([c async for c in iter_body(reader, headers, until_close=False)])
+        return req
+    chunks: list[bytes] = []
+    try:
+        async for chunk in iter_body(reader, headers, until_close=False):
+            budget.take(len(chunk))
+            req.held += len(chunk)
+            chunks.append(chunk)
+    except BaseException:
+        budget.give(req.held)
+        raise
+    req.body = b"".join(chunks)
     return req
 
 

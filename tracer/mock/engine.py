@@ -15,24 +15,32 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from tracer.classify import Classified, classify_raw, id_key
-from tracer.mock.matcher import Matcher, MatchMode, compact
+from tracer.mock.jsonsafe import Unserializable, compact, dumps, loads
+from tracer.mock.matcher import Matcher, MatchMode
 from tracer.model import Analysed, Kind
 from tracer.replay.recording import Exchange, Recording
 
 Emit = Callable[[bytes], Awaitable[None]]
 NO_ANSWER = -32603
+INTERNAL_ERROR = -32603
 PARSE_ERROR = -32700
-
-
-def _dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+_dumps = dumps
 
 
 def error_message(req_id: Any, error: dict[str, Any]) -> bytes:
-    return _dumps({"jsonrpc": "2.0", "id": req_id, "error": error})
+    try:
+        return _dumps({"jsonrpc": "2.0", "id": req_id, "error": error})
+    except Unserializable:  # the caller's values in `data` (or its id) cannot be written: say less
+        short = {"code": error.get("code"), "message": compact(error.get("message"), 500)}
+        try:
+            return _dumps({"jsonrpc": "2.0", "id": req_id, "error": short})
+        except Unserializable:
+            return _dumps({"jsonrpc": "2.0", "id": None, "error": short})
+
+
+def internal_error(req_id: Any, exc: BaseException) -> bytes:
+    return error_message(req_id, {"code": INTERNAL_ERROR, "message": f"the mock cannot answer this request: {exc}"})
 
 
 @dataclass
@@ -114,6 +122,16 @@ class MockSession:
     # -- deciding --------------------------------------------------------------------------------
 
     def decide(self, obj: dict[str, Any]) -> Reply:
+        """What to do for one request. Whatever the host sent, the answer is a Reply: a request the
+        mock cannot handle gets a -32603 error, and the mock serves the next one."""
+        try:
+            return self._decide(obj)
+        except Exception as exc:  # one bad request costs one error answer, never the server
+            self.server.stats["errors"] += 1
+            self.server.log(f"cannot handle a {compact(obj.get('method'), 60)} request: {exc!r}")
+            return Reply(obj, error={"code": INTERNAL_ERROR, "message": f"the mock cannot answer this request: {exc}"})
+
+    def _decide(self, obj: dict[str, Any]) -> Reply:
         method = obj.get("method")
         params = obj.get("params")
         m = self.matcher.match(method, params)
@@ -142,6 +160,13 @@ class MockSession:
 
     def answer_bytes(self, reply: Reply) -> bytes | None:
         """The answer with the caller's id (the recorded bytes themselves when the ids agree)."""
+        try:
+            return self._answer_bytes(reply)
+        except Unserializable as exc:
+            self.server.stats["errors"] += 1
+            return internal_error(reply.id, exc)
+
+    def _answer_bytes(self, reply: Reply) -> bytes | None:
         if reply.error is not None:
             return error_message(reply.id, reply.error)
         if reply.exchange is None:  # an unrecorded ping
@@ -160,7 +185,26 @@ class MockSession:
 
     async def perform(self, reply: Reply, emit: Emit, emit_after: Emit | None = None,
                       emit_answer: Emit | None = None) -> None:
-        """Send everything for one request: before, the answer, after. A silent reply waits to be cancelled."""
+        """Send everything for one request: before, the answer, after. A silent reply waits to be cancelled.
+        If anything fails before the answer went out, the answer is a -32603 error."""
+        sent: list[bool] = []
+
+        async def answer(data: bytes) -> None:
+            sent.append(True)
+            await (emit_answer or emit)(data)
+
+        try:
+            await self._perform(reply, emit, emit_after, answer, wait_silent=emit_answer is None)
+        except (asyncio.CancelledError, ConnectionError, OSError):
+            raise
+        except Exception as exc:
+            self.server.stats["errors"] += 1
+            self.server.log(f"cannot answer a {compact(reply.caller.get('method'), 60)} request: {exc!r}")
+            if not sent:
+                await (emit_answer or emit)(internal_error(reply.id, exc))
+
+    async def _perform(self, reply: Reply, emit: Emit, emit_after: Emit | None, emit_answer: Emit, *,
+                       wait_silent: bool) -> None:
         token = _progress_token(reply.caller)
         await self._emit_all(reply.before, emit, token)
         if reply.exchange is not None and reply.exchange.answered_after_cancel and reply.error is None:
@@ -177,14 +221,14 @@ class MockSession:
                 self._unpark()
         answer = self.answer_bytes(reply)
         if answer is None:
-            if emit_answer is None:
+            if wait_silent:
                 self._park()  # until the host cancels (notifications/cancelled or a closed stream)
                 try:
                     await asyncio.Event().wait()
                 finally:
                     self._unpark()
             return
-        await (emit_answer or emit)(answer)
+        await emit_answer(answer)
         if reply.after:
             await self._emit_all(reply.after, emit_after or emit, token)
 
@@ -218,7 +262,11 @@ class MockSession:
             if isinstance(item, Exchange):
                 await self._server_request(item, emit)
                 continue
-            data = _notification_bytes(item, token)
+            try:
+                data = _notification_bytes(item, token)
+            except Unserializable as exc:  # the caller's progress token cannot be written: leave it out
+                self.server.log(f"a recorded {item.method} left out: {exc}")
+                continue
             if data is not None:
                 await emit(data)
 
@@ -294,7 +342,7 @@ class MockSession:
         answers: list[Any] = []
 
         async def collect(data: bytes) -> None:
-            answers.append(orjson.loads(data))
+            answers.append(loads(data))
 
         for mc in c.members or ():
             if mc.kind is Kind.REQUEST:

@@ -7,7 +7,13 @@
 - Legacy: `initialize` opens a session and its answer carries a fresh `Mcp-Session-Id`; later POSTs
   name it; GET opens the session's server stream (kept open, it carries what the recorded server
   sent after an answer); DELETE ends the session. Requests without a session id share one
-  stateless session (the modern era has no sessions).
+  stateless session (the modern era has no sessions, so a modern request's session id is ignored).
+  A legacy request naming a session the mock does not know (never minted, ended, or forgotten) gets
+  404, as the spec lets a server: the host then starts a new session.
+- Bounded, whatever hosts send: at most MAX_SESSIONS sessions (an idle one is forgotten after
+  IDLE_S, the least recently used idle one when the table is full; 503 when every one is busy),
+  request bodies held at once are bounded in total (503 past BODY_BUDGET), and a request the mock
+  cannot handle costs one -32603 answer, never the server.
 - Recorded HTTP statuses are replayed (a recorded 400 stays a 400). An unmatched request gets 404
   with -32601 when the method was never recorded and the request is modern, else 200 with the error.
 """
@@ -17,12 +23,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections import OrderedDict
 from urllib.parse import urlsplit
 
 from tracer.classify import classify_raw, id_key
 from tracer.http.wire import (
     LAST_CHUNK,
     REASONS,
+    BodiesTooLarge,
+    BodyBudget,
     HttpError,
     Request,
     encode_chunk,
@@ -30,12 +39,24 @@ from tracer.http.wire import (
     encode_response,
     read_request,
 )
-from tracer.mock.engine import PARSE_ERROR, MockServer, MockSession, Reply, error_message
+from tracer.mock.engine import (
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    MockServer,
+    MockSession,
+    Reply,
+    error_message,
+    internal_error,
+)
 from tracer.mock.matcher import METHOD_NOT_FOUND
 from tracer.model import Kind
 from tracer.protocol import META_PROTOCOL_VERSION
 
 SESSION_HEADER = "Mcp-Session-Id"
+MAX_SESSIONS = 1000
+IDLE_S = 600.0  # a legacy session nobody used for this long is forgotten (its id then gets 404)
+BODY_BUDGET = 256 * 1024 * 1024  # request bodies held at once, all connections together
+INVALID_REQUEST = -32600
 JSON = [("Content-Type", "application/json")]
 SSE = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"),
        ("X-Accel-Buffering", "no"), ("Transfer-Encoding", "chunked"), ("Connection", "close")]
@@ -50,14 +71,28 @@ class _Session:
         self.mock = mock
         self.sid = sid
         self.get_streams: list[asyncio.Queue[bytes | None]] = []
+        self.busy = 0  # requests of this session being handled
+        self.last_used = 0.0
+
+    @property
+    def idle(self) -> bool:
+        return not self.busy and not self.get_streams and not any(not t.done() for t in self.mock.tasks.values())
+
+
+class SessionsFull(Exception):
+    """Every session is in use and the table is full."""
 
 
 class MockHttpServer:
-    def __init__(self, server: MockServer, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, server: MockServer, host: str = "127.0.0.1", port: int = 0, *,
+                 max_sessions: int = MAX_SESSIONS, idle_s: float = IDLE_S, body_budget: int = BODY_BUDGET):
         self.server = server
         self.host = host
         self.port = port
-        self.sessions: dict[str, _Session] = {}
+        self.sessions: OrderedDict[str, _Session] = OrderedDict()  # least recently used first
+        self.max_sessions = max_sessions
+        self.idle_s = idle_s
+        self.bodies = BodyBudget(body_budget)
         self.stateless = _Session(server.session(), None)
         self._srv: asyncio.Server | None = None
         self._conns: set[asyncio.Task] = set()
@@ -93,20 +128,33 @@ class MockHttpServer:
         try:
             while True:
                 try:
-                    req = await read_request(reader)
+                    req = await read_request(reader, self.bodies)
                 except HttpError as exc:
-                    writer.write(encode_response(400, [("Content-Type", "text/plain"), ("Connection", "close")],
-                                                 f"bad HTTP request: {exc}\n".encode()))
+                    # the rest of a refused body is still on the connection: answer, then close it
+                    status = 503 if isinstance(exc, BodiesTooLarge) else 400
+                    writer.write(encode_response(status, [("Content-Type", "text/plain"), ("Connection", "close")]
+                                                 + ([("Retry-After", "1")] if status == 503 else []),
+                                                 f"{'busy' if status == 503 else 'bad HTTP request'}: {exc}\n".encode()))
                     await writer.drain()
                     return
                 if req is None:
                     return
-                keep = await self._dispatch(req, reader, writer)
+                try:
+                    keep = await self._dispatch(req, reader, writer)
+                finally:
+                    self.bodies.give(req.held)
                 if not keep or not req.keep_alive:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             return
         except asyncio.CancelledError:
+            return
+        except Exception as exc:  # a bug must cost this connection one answer, not a traceback
+            self.server.stats["errors"] += 1
+            self.server.log(f"cannot answer an HTTP request: {exc!r}")
+            with contextlib.suppress(Exception):
+                writer.write(encode_response(500, [*JSON, ("Connection", "close")], internal_error(None, exc)))
+                await writer.drain()
             return
         finally:
             if task is not None:
@@ -131,9 +179,7 @@ class MockHttpServer:
             sid = req.headers.get(SESSION_HEADER)
             s = self.sessions.pop(sid, None) if sid else None
             if s is not None:
-                for q in s.get_streams:
-                    q.put_nowait(None)
-                await s.mock.close()
+                await _end(s)
             writer.write(encode_response(200 if s is not None else 404, []))
             await writer.drain()
             return True
@@ -141,22 +187,44 @@ class MockHttpServer:
         await writer.drain()
         return True
 
-    def _session_for(self, req: Request) -> _Session:
+    def _session_for(self, req: Request, modern: bool) -> _Session | None:
+        """The session a request belongs to; None for a legacy request naming an unknown session."""
         sid = req.headers.get(SESSION_HEADER)
-        if not sid:
+        if not sid or modern:  # 2026-07-28 has no sessions: a modern request's id is ignored
             return self.stateless
-        s = self.sessions.get(sid)
-        if s is None:  # a session we do not know (the mock restarted?): serve it anyway
-            s = self.sessions[sid] = _Session(self.server.session(), sid)
+        return self._use(sid)
+
+    def _use(self, sid: str | None) -> _Session | None:
+        s = self.sessions.get(sid) if sid else None
+        if s is not None:
+            self.sessions.move_to_end(sid)
+            s.last_used = asyncio.get_running_loop().time()
+        return s
+
+    async def _new_session(self) -> _Session:
+        """A session for an `initialize`, making room first: idle sessions past their time go, then,
+        when the table is still full, the least recently used idle one. SessionsFull if none can go."""
+        now = asyncio.get_running_loop().time()
+        stale = [sid for sid, s in self.sessions.items() if s.idle and now - s.last_used > self.idle_s]
+        if len(self.sessions) - len(stale) >= self.max_sessions:
+            spare = next((sid for sid, s in self.sessions.items() if s.idle and sid not in stale), None)
+            if spare is None:
+                raise SessionsFull
+            stale.append(spare)
+        for sid in stale:
+            await _end(self.sessions.pop(sid))
+        sid = uuid.uuid4().hex
+        s = self.sessions[sid] = _Session(self.server.session(), sid)
+        s.last_used = now
         return s
 
     # -- GET: the legacy server stream -------------------------------------------------------------
 
     async def _get(self, req: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         sid = req.headers.get(SESSION_HEADER)
-        s = self.sessions.get(sid) if sid else None
-        if s is None:
-            writer.write(encode_response(405, [("Allow", "POST")]))
+        s = self._use(sid)
+        if s is None:  # no session: no server stream (405); a session we do not know: 404
+            writer.write(encode_response(404 if sid else 405, [] if sid else [("Allow", "POST")]))
             await writer.drain()
             return True
         q: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -190,10 +258,31 @@ class MockHttpServer:
     async def _post(self, req: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         c = classify_raw(req.body)
         if c.kind is Kind.REQUEST and c.method == "initialize":
-            sid = uuid.uuid4().hex
-            s = self.sessions[sid] = _Session(self.server.session(), sid)
+            try:
+                s = await self._new_session()
+            except SessionsFull:
+                body = error_message(c.obj.get("id"), {"code": INTERNAL_ERROR, "message":
+                                                       f"all {self.max_sessions} sessions are in use; retry later"})
+                writer.write(encode_response(503, [*JSON, ("Retry-After", "1")], body))
+                await writer.drain()
+                return True
         else:
-            s = self._session_for(req)
+            s = self._session_for(req, _is_modern(c.obj))
+        if s is None:
+            body = error_message(c.obj.get("id") if c.kind is Kind.REQUEST else None,
+                                 {"code": INVALID_REQUEST, "message": "Session not found: send initialize to start one"})
+            writer.write(encode_response(404, JSON, body))
+            await writer.drain()
+            return True
+        s.busy += 1
+        try:
+            return await self._post_in(s, c, req, reader, writer)
+        finally:
+            s.busy -= 1
+            s.last_used = asyncio.get_running_loop().time()
+
+    async def _post_in(self, s: _Session, c, req: Request, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> bool:
         if c.kind is Kind.REQUEST:
             reply = s.mock.decide(c.obj)
             extra = [(SESSION_HEADER, s.sid)] if c.method == "initialize" and s.sid else []
@@ -280,6 +369,18 @@ class MockHttpServer:
                 self.dropped_after += 1
 
         return after
+
+
+async def _end(s: _Session) -> None:
+    for q in s.get_streams:
+        q.put_nowait(None)
+    await s.mock.close()
+
+
+def _is_modern(obj) -> bool:
+    params = obj.get("params") if type(obj) is dict else None
+    meta = params.get("_meta") if type(params) is dict else None
+    return type(meta) is dict and META_PROTOCOL_VERSION in meta
 
 
 def _local_origin(origin: str) -> bool:

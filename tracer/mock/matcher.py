@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-import orjson
-
+from tracer.mock.jsonsafe import Unserializable, dumps
+from tracer.mock.jsonsafe import compact as compact
 from tracer.replay.diff import Difference, Ignores, diff
 from tracer.replay.recording import Exchange, is_modern
 
@@ -57,13 +57,11 @@ def normalise(method: str, params: Any, mode: MatchMode) -> Any:
     return out
 
 
-def _key(value: Any) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-
-
-def compact(value: Any, limit: int = 160) -> str:
-    text = orjson.dumps(value).decode()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _key(value: Any) -> bytes | None:
+    try:
+        return dumps(value, sort_keys=True)
+    except Unserializable:  # too deep to write down: it matches nothing (and the miss says so)
+        return None
 
 
 @dataclass(slots=True)
@@ -100,8 +98,9 @@ class Matcher:
         self.exchanges = sorted(self.exchanges, key=lambda e: e.seq)
         for ex in self.exchanges:
             self._by_method.setdefault(ex.method, []).append(ex)
-            if self.mode is MatchMode.PARAMS:
-                self._index.setdefault((ex.method, _key(normalise(ex.method, ex.params, self.mode))), []).append(ex)
+            key = _key(normalise(ex.method, ex.params, self.mode)) if self.mode is MatchMode.PARAMS else None
+            if key is not None:
+                self._index.setdefault((ex.method, key), []).append(ex)
 
     def known_method(self, method: str) -> bool:
         return method in self._by_method
@@ -123,7 +122,8 @@ class Matcher:
         return ex
 
     def _match_params(self, method: str, params: Any) -> Match:
-        hits = self._index.get((method, _key(normalise(method, params, self.mode))))
+        key = _key(normalise(method, params, self.mode))
+        hits = self._index.get((method, key)) if key is not None else None
         if not hits and method == "initialize":
             hits = self._by_method.get(method)
         if hits:
