@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_host_arguments(p)
     p.add_argument("--remote", action="store_true",
                    help="also point remote servers at a local `mcptrace proxy` (prints the command to keep running)")
+    p.add_argument("--proxy-port", type=int, default=None, metavar="PORT",
+                   help="with --remote: the first local port for the proxies (default 8790, then 8791, ...)")
     p.add_argument("--dry-run", action="store_true", help="say what would change, write nothing")
 
 
@@ -79,7 +81,10 @@ def run_edit(args: argparse.Namespace, verb: str) -> int:
 
     from tracer.hosts.wrap import PROXY_PORT_BASE
 
-    ports = itertools.count(PROXY_PORT_BASE)  # one local proxy port per remote server of the run
+    first = getattr(args, "proxy_port", None) or PROXY_PORT_BASE
+    if not 0 < first < 65536:
+        raise UsageError(f"--proxy-port {first}: expected a port number (1-65535)")
+    ports = itertools.count(first)  # one local proxy port per remote server of the run
     status = 0
     for doc in docs:
         try:

@@ -146,6 +146,7 @@ def mcp_mock(request, tmp_path_factory):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
+    __tracebackhide__ = True  # a failing test's traceback shows its own frames, not this wrapper
     try:
         result = yield
     except BaseException:
