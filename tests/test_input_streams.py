@@ -138,3 +138,31 @@ def test_a_forced_format_that_matches_still_reads_a_header_only_capture(tmp_path
     p = _lint("--input-format", "capture", str(path))
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["summary"]["messages"] == 0
+
+
+def test_a_utf8_bom_from_a_windows_tool_is_skipped_in_a_file_and_in_a_pipe(tmp_path):
+    path = tmp_path / "traffic.ndjson"
+    path.write_bytes(b"\xef\xbb\xbf" + b"".join(orjson.dumps(obj) + b"\n" for _, obj in SESSION))
+    _, from_file = _findings(_lint(str(path)))
+    assert ("MCP203", 4) in [(r, line) for r, line, _ in from_file], "the first line is read as a message"
+    assert _findings(_lint("-", stdin=path.read_bytes()))[1] == from_file
+
+
+def test_a_reader_that_a_file_trips_up_is_an_input_error_not_an_internal_one(tmp_path, monkeypatch, capsys):
+    from tracer import inputs
+    from tracer.cli import main
+
+    def fragile(fh, source):
+        yield from ()
+        raise KeyError("log")  # what a reader's unchecked lookup raises on a hostile file
+
+    inputs._ensure_builtin()
+    monkeypatch.setattr(inputs, "FORMATS", list(inputs.FORMATS))
+    inputs.register(inputs.InputFormat("fragile", "a fragile format", lambda head: head.startswith(b"FRAGILE"),
+                                       fragile, priority=1))
+    path = tmp_path / "x.fragile"
+    path.write_bytes(b"FRAGILE\n")
+    assert main(["lint", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error" not in err
+    assert f"{path}: cannot be read as a fragile format: KeyError" in err

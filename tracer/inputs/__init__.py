@@ -78,6 +78,7 @@ class OpenInput:
 
 
 STDIN = "-"
+BOM = b"\xef\xbb\xbf"
 
 
 class _HeadThenRest(io.RawIOBase):
@@ -190,6 +191,8 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
     except OSError as exc:
         fh.close()
         raise InputError(f"{_display(path)}: {exc.strerror or exc}") from None
+    skip = len(BOM) if head.startswith(BOM) else 0  # Windows tools start UTF-8 text files with one
+    head = head[skip:]
     if not head.strip():
         fh.close()
         raise InputError(f"{_display(path)}: empty {'input' if size is None else 'file'}, nothing to read")
@@ -202,7 +205,7 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
                 f"JSON-RPC messages, an MCP host log, HAR, or a mitmproxy flow file)"
             )
     if size is not None:
-        fh.seek(0)
+        fh.seek(skip)
     else:
         fh = io.BufferedReader(_HeadThenRest(head, fh), buffer_size=HEAD_BYTES)
     reader = chosen
@@ -213,6 +216,13 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
                 yield from reader.read(fh, path)
             except OSError as exc:  # the disk or the pipe failed mid-read: what was read stands
                 raise InputError(f"{_display(path)}: {exc.strerror or exc}") from None
+            except Exception as exc:
+                # A reader that a hostile file still trips up: the input cannot be read, which is an
+                # input error (one line, exit 2), not an internal one. MCPTRACE_DEBUG shows the bug.
+                if os.environ.get("MCPTRACE_DEBUG"):
+                    raise
+                raise InputError(f"{_display(path)}: cannot be read as {reader.description}: "
+                                 f"{type(exc).__name__}: {exc}") from None
 
     items: Iterator[Record | ReadProblem] = records()
     if not chosen.exact_order:
