@@ -35,6 +35,15 @@ RECORD_FIELDS = ("transport", "conn", "offset", "eol", "dir_inferred", "http", "
 HTTP_FIELDS = ("method", "url", "status", "flow", "content_type", "request_t_ns", "req_headers",
                "resp_headers", "stream", "session")
 SSE_FIELDS = ("id", "event", "stream", "retry", "data")
+# Members rules and tracking use as keys or compare (family 2): mutated more often than the rest.
+KEY_MEMBERS = frozenset({
+    "method", "id", "level", "cursor", "nextCursor", "type", "code", "name", "uri", "progressToken",
+    "requestId", "protocolVersion", "resultType", "elicitationId", "taskId", "status", "mode", "role",
+    "mimeType", "ref", "action", "jsonrpc", "progress", "total", "_meta", "params", "result", "error",
+    "inputRequests", "requestState", "tools", "content", "capabilities", "subscriptions", "listChanged",
+    "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/logLevel", "task", "ttl",
+    "supportedVersions", "reason", "message", "data", "arguments", "annotations", "sampling", "roots",
+})
 DATA_FIELDS = ("event", "code", "stream", "reason", "signal", "dropped")
 
 
@@ -128,10 +137,14 @@ def seed_sessions() -> list[list[dict]]:
     return seeds
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN is no JSON: such a message is left as it is
+
+
 def _message_value(rec: dict) -> Any:
     if type(rec.get("text")) is str:
         try:
-            return json.loads(rec["text"])
+            return json.loads(rec["text"], parse_constant=_no_constant)
         except (ValueError, RecursionError):
             return None
     return None
@@ -152,7 +165,9 @@ def mutate(rng: random.Random, session: list[dict]) -> list[dict]:
             if rng.random() < 0.08:  # an empty or odd batch
                 value = rng.choice(([], [value], [[]], [1]))
             else:
-                path = rng.choice(_paths(value))
+                paths = _paths(value)
+                keyed = [p for p in paths if p and p[-1] in KEY_MEMBERS]
+                path = rng.choice(keyed if keyed and rng.random() < 0.5 else paths)
                 if path and rng.random() < 0.15:  # drop a member instead
                     parent = _set(value, (), value)
                     for p in path[:-1]:

@@ -149,6 +149,8 @@ class Tracking:
     def tool(self, name: Any) -> dict | None:
         """The tool of that name from the last tools/list (the pages of a list still being read
         count too)."""
+        if type(name) is not str:  # a peer's `name` of another type names no tool (and is no key)
+            return None
         chain = self.chains.get("tools/list")
         if chain is not None and name in chain.tools:
             return chain.tools[name]
@@ -222,7 +224,7 @@ def deprecated_uses(m: Analysed) -> list[tuple[str, str, str]]:
     out = []
     for key, value in reqs.items() if type(reqs) is dict else ():
         method = value.get("method") if type(value) is dict else None
-        feature = _DEPRECATED_INPUTS.get(method)
+        feature = _DEPRECATED_INPUTS.get(method) if type(method) is str else None
         if feature is None:
             continue
         path = member("$.result.inputRequests", key)

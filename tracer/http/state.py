@@ -141,8 +141,8 @@ def state(s: Session) -> HttpState | None:
 def current(rec: Record, s: Session) -> Current | None:
     """The observer's conclusions about REC, or None outside HTTP."""
     st = s.extra.get(KEY)
-    if st is None or st.current.seq != rec.seq:
-        return None
+    if st is None or st.current.seq != rec.seq or st.current.flow is None:
+        return None  # (a record without a flow id, hand-made or hostile, has no conclusions to read)
     return st.current
 
 

@@ -103,7 +103,7 @@ def tool_message_problems(messages, path: str) -> list:
         if type(msg) is not dict:
             continue
         blocks = _blocks(msg.get("content"))
-        types = {b.get("type") for b in blocks}
+        types = {t for b in blocks if type(t := b.get("type")) is str}  # (a list is no type, nor hashable)
         if msg.get("role") == "user" and "tool_result" in types and len(types) > 1:
             out.append(Hit("a user message with tool_result blocks must contain only tool results",
                            path=f"{path}[{i}].content"))

@@ -65,7 +65,7 @@ def block_problem(block, allowed: frozenset[str]) -> str | None:
     if type(block) is not dict:
         return "is not an object"
     t = block.get("type")
-    if t not in allowed:
+    if type(t) is not str or t not in allowed:  # (a list or an object is no type name either)
         return f"has type {t!r}, which this protocol version does not define ({', '.join(sorted(allowed))})"
     if t == "text":
         return None if type(block.get("text")) is str else "(text) lacks a text string"
@@ -286,8 +286,8 @@ def cursor_not_issued(m: Analysed, s):
     cursor = _cursor(m)
     if cursor is MISSING or cursor is None or m.rec.dir is not Direction.C2S:
         return None
-    if (m.method, cursor) in s.track.cursors:
-        return None
+    if type(cursor) is not list and type(cursor) is not dict and (m.method, cursor) in s.track.cursors:
+        return None  # (an array or object is no key, and was never issued)
     return Hit(f"cursor {cursor!r} was never issued as nextCursor of a {m.method} result", path="$.params.cursor")
 
 
@@ -305,7 +305,8 @@ def invalid_cursor_wrong_error(m: Analysed, s):
     if req is None or err is None or err.get("code") == -32602:
         return None
     cursor = _cursor(req)
-    if cursor is MISSING or cursor is None or (req.method, cursor) in s.track.cursors:
+    if cursor is MISSING or cursor is None or (
+            type(cursor) is not list and type(cursor) is not dict and (req.method, cursor) in s.track.cursors):
         return None
     return Hit(f"an invalid cursor should be answered with -32602, not {err.get('code')!r}",
                path="$.error.code", related_seq=req.seq)

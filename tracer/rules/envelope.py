@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tracer.classify import exact_json
+from tracer.era import possible_versions
 from tracer.http.state import current
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL_REQUEST_METHODS, L1, L2, MODERN_EXTENSION_REQUESTS, since
@@ -41,19 +42,37 @@ def bad_jsonrpc_version(m: Analysed, s):
         yield Hit(m.reason or "jsonrpc is not \"2.0\"", path="$.jsonrpc")
 
 
-@rule("MCP103", "not-an-object", Severity.ERROR, kinds=INVALID,
-      spec="JSON-RPC §4; JSONRPCMessage union in schema/2026-07-28/schema.ts:L26")
+@rule("MCP103", "not-an-object", Severity.ERROR, kinds=(Kind.INVALID, Kind.BATCH),
+      spec="JSON-RPC §4, §6 (an empty array is an Invalid Request); JSONRPCMessage union in "
+           "schema/2026-07-28/schema.ts:L26")
 def not_an_object(m: Analysed, s):
     """The top-level JSON value (or a batch member) is not an object.
 
     Arrays at the top level are batches (MCP120-MCP123); anything else is no JSON-RPC message.
+    An empty array `[]` is no message in any version: where the version is known MCP120, MCP121 or
+    MCP123 reports it, else (traffic of unknown version) this rule does.
     On stdio a bare scalar line is MCP801's (a stray line), so only batch members are reported here.
     Example: `"hello"` or `42`.
     """
+    if m.kind is Kind.BATCH:
+        if m.obj == [] and not _a_batch_rule_runs(m):
+            yield "an empty array is no batch and no message in any JSON-RPC version (Invalid Request)"
+        return
     if m.problem == "not-object":
         if m.rec.transport == "stdio" and m.batch_seq is None:
             return
         yield m.reason or "not a JSON object"
+
+
+_L3_UP = since("2025-06-18")
+_L1_ONLY, _L2_ONLY = frozenset({L1}), frozenset({L2})
+
+
+def _a_batch_rule_runs(m: Analysed) -> bool:
+    """MCP120 (2025-06-18 on), MCP121 (2024-11-05) or MCP123 (2025-03-26) covers every version the
+    message may speak."""
+    versions = possible_versions(m)
+    return versions <= _L3_UP or versions <= _L1_ONLY or versions <= _L2_ONLY
 
 
 @rule("MCP104", "unclassifiable", Severity.ERROR, kinds=INVALID, spec="JSON-RPC §4, §4.1, §5")

@@ -63,7 +63,7 @@ def modern_error_status(rec: Record, m: Analysed | None, s):
         return None
     code = (m.error or {}).get("code")
     status = rec.http.get("status")
-    if code in _MUST_BE_400 and status != 400:
+    if type(code) is int and code in _MUST_BE_400 and status != 400:
         return Hit(f"error {code} ({_MUST_BE_400[code]}) sent with HTTP {status}; it must come with 400",
                    path="$.error.code")
     return None

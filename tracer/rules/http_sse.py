@@ -37,7 +37,7 @@ def _stream_cur(rec: Record, s, transport: str = HTTP):
     if rec.transport != transport:
         return None
     cur = current(rec, s)
-    return cur if cur is not None and cur.flow.stream else None
+    return cur if cur is not None and cur.flow is not None and cur.flow.stream else None
 
 
 @rule("MCP707", "sse-data-not-one-message", Severity.ERROR, versions=L2_UP, phase="http", scope="http",

@@ -28,6 +28,7 @@ from __future__ import annotations
 from tracer.model import Analysed, Era, Hit, Kind, Severity
 from tracer.protocol import ALL_NOTIFICATION_METHODS, ALL_REQUEST_METHODS, LEGACY_VERSIONS, MODERN_VERSION
 from tracer.rules.registry import rule
+from tracer.safejson import tame
 from tracer.schemas.dispatch import CODES_WITH_DEFINITIONS, COMPLETE, INPUT_REQUIRED, Catalog, Target, catalog
 from tracer.schemas.errors import SchemaProblem, explained_by, loose_path, problems
 from tracer.session import Session
@@ -132,12 +133,24 @@ def _check(m: Analysed, key: tuple, cede_id: bool = False) -> list[Hit] | None:
             if target.validator.is_valid(obj):
                 return None
         except (ValueError, RecursionError, OverflowError):
-            return None  # a value jsonschema-rs cannot take in; the envelope rules judge such messages
+            # jsonschema-rs takes no lone surrogate (not UTF-8): check the same value with each one
+            # written as its escape, which no schema type tells apart; too deep a value stays unjudged
+            if obj is not m.obj:
+                return None
+            try:
+                obj = tame(obj, 10_000)
+            except RecursionError:
+                return None
+            try:
+                if target.validator.is_valid(obj):
+                    return None
+            except (ValueError, RecursionError, OverflowError):
+                return None  # the envelope rules judge such messages
         if shown is None:
             shown = target
     if shown is None:
         return None
-    return _report(m, _as_shown(shown, key, m), versions, cede_id)
+    return _report(m, _as_shown(shown, key, m), versions, cede_id, obj)
 
 
 def _as_shown(target: Target, key: tuple, m: Analysed) -> Target:
@@ -186,10 +199,10 @@ def _remember(shape: tuple, m: Analysed, key: tuple) -> None:
             _FAST[shape] = target.validator.is_valid
 
 
-def _report(m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool) -> list[Hit] | None:
+def _report(m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool, obj=None) -> list[Hit] | None:
     """The slow path, for invalid messages only: what exactly is wrong, minus what is explained."""
     try:
-        found = problems(shown.validator.iter_errors(m.obj))
+        found = problems(shown.validator.iter_errors(m.obj if obj is None else obj))
     except (ValueError, RecursionError, OverflowError):
         # is_valid said no, but jsonschema-rs cannot describe an error inside a value nested past its
         # recursion limit or holding lone surrogates (it renders the value into the error): say so

@@ -432,7 +432,7 @@ def log_message_malformed(m: Analysed, s):
     level = params.get("level", MISSING)
     if level is MISSING:
         out.append(Hit("level is missing", path="$.params"))
-    elif level not in LOG_LEVEL_RANK:
+    elif type(level) is not str or level not in LOG_LEVEL_RANK:
         out.append(Hit(f"level {level!r} is not one of {', '.join(LOGGING_LEVELS)}", path="$.params.level"))
     if m.method == "notifications/message" and "data" not in params:
         out.append(Hit("data is missing", path="$.params"))
@@ -460,7 +460,7 @@ def invalid_log_level_accepted(m: Analysed, s):
             return None
     else:
         return None
-    if level in LOG_LEVEL_RANK:
+    if type(level) is str and level in LOG_LEVEL_RANK:
         return None
     return Hit(f"the request at seq {req.seq} has the invalid log level {level!r}; expected a -32602 error",
                related_seq=req.seq)
