@@ -50,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-redact", action="store_true", help="keep credentials (Authorization, Cookie...) in the capture")
     p.add_argument("--set", dest="settings", action="append", type=_setting, default=[], metavar="NAME=VALUE",
                    help="any other mitmproxy option, e.g. --set ssl_insecure=true (repeatable)")
+    p.add_argument("--otlp", nargs="?", const="", metavar="URL",
+                   help="also export the traffic live as OpenTelemetry spans over OTLP/HTTP to URL (default: "
+                        "$OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); never slows the proxy")
     p.add_argument("--no-ui", action="store_true",
                    help="no live viewer: print where to connect, capture until Ctrl-C")
 
@@ -73,12 +76,14 @@ def run(args: argparse.Namespace) -> int:
                       output=args.output, overwrite=args.overwrite, redact=not args.no_redact,
                       flow_filter=args.filter, label=args.label, settings=dict(args.settings))
     runner = ProxyRunner(cfg)
+    otlp = _start_otlp(args, runner)
     if not args.no_ui and sys.stdin.isatty() and sys.stdout.isatty():
         # In a terminal: mitmproxy runs in a thread and the viewer follows its capture file
         # (tracer/cli/view.py says why). --no-ui, or no terminal: headless, as below.
         from tracer.cli.view import run_proxy_with_viewer
 
         code = run_proxy_with_viewer(runner)
+        _finish_otlp(otlp)
         for line in runner.notices:  # (kept off the screen while the viewer ran)
             sys.stderr.write(f"mcptrace: {line}\n")
         return code
@@ -102,4 +107,29 @@ def run(args: argparse.Namespace) -> int:
     written = runner.addon.writer.records_written if runner.addon.writer is not None else 0
     if runner.info is not None:
         sys.stderr.write(f"mcptrace: stopped; {written} records in {runner.info.capture}\n")
+    _finish_otlp(otlp)
     return 0
+
+
+def _start_otlp(args: argparse.Namespace, runner):
+    """--otlp: every record the addon writes also goes to the live exporter (a queue: the exporter's
+    work runs in its own thread, never on mitmproxy's event loop)."""
+    if args.otlp is None:
+        return None
+    from tracer.export.live import LiveExporter, where
+
+    exporter = LiveExporter(args.otlp or None, source_of=lambda: runner.addon.path or "")
+    runner.listeners.append(exporter.offer_one)
+    return exporter, where(args.otlp or None)
+
+
+def _finish_otlp(otlp) -> None:
+    if otlp is None:
+        return
+    from tracer.export.live import summary
+
+    exporter, where = otlp
+    stats = exporter.close()
+    line = summary(stats, where)
+    if line:
+        sys.stderr.write(f"mcptrace: {line}\n")

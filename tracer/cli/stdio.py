@@ -42,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queue-mb", type=float, default=64.0, metavar="MB",
                    help="bytes the capture may fall behind the relay before it drops (and records) "
                         "chunks; the relay never waits for the capture (default: 64)")
+    p.add_argument("--otlp", nargs="?", const="", metavar="URL",
+                   help="also export the traffic live as OpenTelemetry spans over OTLP/HTTP to URL (default: "
+                        "$OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); never slows the relay")
     # (not "command": the top-level parser keeps the subcommand's name under that dest)
     p.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                    help="the server command and its arguments")
@@ -86,6 +89,10 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         writer = open_capture(path, command, label, redact=not args.no_redact, overwrite=args.overwrite)
     except OSError as exc:
         raise UsageError(f"cannot write the capture {path}: {exc.strerror or exc}") from None
+    if args.otlp is not None:  # the capture's writer (in the capture process) feeds the live exporter
+        from tracer.export.live import wrap_writer
+
+        writer = wrap_writer(writer, args.otlp or None, path, quiet=args.quiet)
     notes = Notes(2, quiet=args.quiet, capture=path)
     budget = int(args.queue_mb * 1024 * 1024)
     feed = None
