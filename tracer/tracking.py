@@ -123,6 +123,8 @@ class ListChain:
     next_cursor: str | None = None
     names: list[str] = field(default_factory=list)  # tools/list: tool names in order
     tools: dict[str, dict] = field(default_factory=dict)
+    # resources/list: the resources' uris; resources/templates/list: the uriTemplates (None: too many)
+    uris: set[str] | None = field(default_factory=set)
 
 
 @dataclass(slots=True, eq=False)
@@ -133,6 +135,9 @@ class Tracking:
     modern_results: int = 0  # results to modern requests other than server/discover
     tools: dict[str, dict] | None = None  # name -> Tool, from the last complete tools/list
     tools_order: tuple[str, ...] | None = None
+    # from the last complete resources/list and resources/templates/list (None: not seen, or too long)
+    resources: frozenset[str] | None = None
+    templates: tuple[str, ...] | None = None
     chains: dict[str, ListChain] = field(default_factory=dict)
     cursors: BoundedMap = field(default_factory=BoundedMap)  # (method, cursor) -> seq that issued it
     progress: dict[tuple, ProgressEntry] = field(default_factory=dict)  # (dir, token) -> active entry
@@ -392,6 +397,9 @@ def _page(m: Analysed, t: Tracking, req: PendingRequest, method: str, result: di
     chain.next_cursor = nc if type(nc) is str else None
     if chain.next_cursor is not None:
         t.cursors.put((method, nc), m.seq)
+    if method == "resources/list" or method == "resources/templates/list":
+        _resource_page(t, chain, method, result)
+        return
     if method != "tools/list":
         return
     tools = result.get("tools")
@@ -403,6 +411,26 @@ def _page(m: Analysed, t: Tracking, req: PendingRequest, method: str, result: di
     if chain.next_cursor is None:
         t.tools = chain.tools
         t.tools_order = tuple(chain.names)
+
+
+RESOURCE_LIST_CAP = 10_000  # uris or templates a session remembers from one list (memory stays bounded)
+
+
+def _resource_page(t: Tracking, chain: ListChain, method: str, result: dict) -> None:
+    items = result.get("resources" if method == "resources/list" else "resourceTemplates")
+    field_name = "uri" if method == "resources/list" else "uriTemplate"
+    for item in items if type(items) is list else ():
+        value = item.get(field_name) if type(item) is dict else None
+        if type(value) is str and chain.uris is not None:
+            chain.uris.add(value)
+            if len(chain.uris) > RESOURCE_LIST_CAP:
+                chain.uris = None  # too many to judge by: the rules that read the list stay silent
+    if chain.next_cursor is not None:
+        return
+    if method == "resources/list":
+        t.resources = frozenset(chain.uris) if chain.uris is not None else None
+    else:
+        t.templates = tuple(sorted(chain.uris)) if chain.uris is not None else None
 
 
 def listen_of(m: Analysed, t: Tracking) -> Listen | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import binascii
+import functools
+import re
 
 from tracer.era import possible_versions
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
@@ -226,6 +228,45 @@ def read_result_malformed(m: Analysed, s):
         if "text" not in item and "blob" not in item:
             out.append(Hit("a contents item needs text or blob", path=path))
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _template_re(template: str) -> re.Pattern:
+    """An RFC 6570 URI template as a pattern any expansion of it matches: the literal parts as
+    written, each `{...}` expression as anything (generous on purpose: a URI that may be an
+    expansion counts as a resource)."""
+    parts = re.split(r"\{[^{}]*\}", template)
+    return re.compile(".*".join(re.escape(p) for p in parts), re.S)
+
+
+def _listed(uri: str, resources: frozenset[str], templates: tuple[str, ...]) -> bool:
+    return uri in resources or any(_template_re(tpl).fullmatch(uri) for tpl in templates)
+
+
+@rule("MCP631", "missing-resource-empty-contents", Severity.ERROR, kinds=RESULT, methods=("resources/read",),
+      versions=frozenset({M}), scope="pairing", spec="spec/2026-07-28/server/resources.mdx:L404-410")
+def missing_resource_empty_contents(m: Analysed, s):
+    """A `resources/read` of a URI that is not a resource (the capture's complete `resources/list`
+    does not list it and no template of its complete `resources/templates/list` can expand to it)
+    is answered with an empty `contents` array instead of an error. Reads are only judged once both
+    lists were captured.
+
+    "If the requested resource does not exist, servers MUST return a JSON-RPC error with code
+    -32602 (Invalid Params)." "Servers MUST NOT return an empty contents array for a non-existent
+    resource." Example: `resources/read` of `file:///nope.txt`, answered `{"contents": []}`.
+    """
+    r = complete(m)
+    if r is None or r.get("contents") != []:
+        return None
+    t = s.track
+    resources, templates = t.resources, t.templates
+    req = m.request
+    uri = (req.params or {}).get("uri") if req is not None else None
+    if resources is None or templates is None or type(uri) is not str or _listed(uri, resources, templates):
+        return None
+    return Hit(f"{uri!r} is not a listed resource and matches no template, yet the read answered an empty "
+               "contents array; a missing resource is a -32602 error (with the uri in data)",
+               path="$.result.contents")
 
 
 @rule("MCP621", "prompt-malformed", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT), methods=("prompts/get",),
