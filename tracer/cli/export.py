@@ -93,12 +93,13 @@ def _spans(args: argparse.Namespace, opened, emit) -> int:
 
 
 def _otlp(args: argparse.Namespace, opened) -> int:
-    from tracer.export.otel import OtelSink, env_endpoint, signal_url
+    from tracer.export.live import where as endpoint_of
+    from tracer.export.otel import OtelSink
 
     sink = OtelSink(args.output)
     messages = _spans(args, opened, sink)
     finished = sink.close(args.timeout)
-    where = signal_url(args.output, "traces") or env_endpoint()
+    where = endpoint_of(args.output)
     if sink.dropped or not finished:
         sys.stderr.write(f"mcptrace: {sink.spans - sink.dropped} of {sink.spans} spans from {messages} messages "
                          f"reached {where}; {sink.dropped} dropped (backend down, slow or refusing)\n")

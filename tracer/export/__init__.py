@@ -27,24 +27,39 @@ def identity_of(header: dict | None, fallback: str) -> str:
     return fallback
 
 
+class SpanFeed:
+    """Records in (in capture order), finished spans out: the analyser, then the span builder."""
+
+    def __init__(self, emit: Callable[[Span], None], analyser: Analyser, *, source: str, identity: str,
+                 include_bodies: bool = False):
+        self.analyser = analyser
+        self.identity = identity
+        self.builder = SpanBuilder(emit, identity=identity, source=source, include_bodies=include_bodies)
+
+    def feed(self, rec: Record) -> None:
+        a = self.analyser.feed(rec)
+        builder = self.builder
+        if a is not None:
+            builder.message(a)
+            return
+        if rec.type is RecordType.HEADER:
+            builder.identity = identity_of(rec.data, self.identity)
+            return
+        found = self.analyser.take_end_findings()
+        if found:
+            builder.findings(found, rec.t_ns, rec.conn)
+        builder.record(rec)
+
+    def finish(self) -> None:
+        self.builder.finish(self.analyser.finish(), self.analyser.last_t_ns)
+
+
 def build_spans(records: Iterable[Record | ReadProblem], emit: Callable[[Span], None], *, source: str,
                 identity: str, analyser: Analyser, include_bodies: bool = False) -> SpanBuilder:
     """Analyse a stream of records and hand every finished span to `emit`, in the order spans end."""
-    builder = SpanBuilder(emit, identity=identity, source=source, include_bodies=include_bodies)
-    feed = analyser.feed
+    feed = SpanFeed(emit, analyser, source=source, identity=identity, include_bodies=include_bodies)
     for item in records:
-        if isinstance(item, ReadProblem):
-            continue
-        a = feed(item)
-        if a is not None:
-            builder.message(a)
-            continue
-        if item.type is RecordType.HEADER:
-            builder.identity = identity_of(item.data, identity)
-            continue
-        found = analyser.take_end_findings()
-        if found:
-            builder.findings(found, item.t_ns, item.conn)
-        builder.record(item)
-    builder.finish(analyser.finish(), analyser.last_t_ns)
-    return builder
+        if not isinstance(item, ReadProblem):
+            feed.feed(item)
+    feed.finish()
+    return feed.builder

@@ -11,8 +11,8 @@ full, backend down or slow): the count is what `mcptrace` reports, never a stall
 from __future__ import annotations
 
 import logging
-import os
 import threading
+import time
 from typing import Any
 
 from opentelemetry import trace as trace_api
@@ -38,25 +38,12 @@ from opentelemetry.trace import (
 
 from tracer import __version__
 from tracer.export import mapping as M
+from tracer.export.live import signal_url
 from tracer.export.otlp_json import service_name
 from tracer.export.spans import Span
 
-DEFAULT_ENDPOINT = "http://localhost:4318"
+STUCK_S = 1.0  # an export still retrying after this long, at the end: the backend is down or hung
 _KINDS = {"client": SpanKind.CLIENT, "internal": SpanKind.INTERNAL, "server": SpanKind.SERVER}
-
-
-def signal_url(base: str | None, signal: str) -> str | None:
-    """The OTLP/HTTP URL of a signal ("traces", "metrics") under a base URL given on the command line
-    (`--otlp http://collector:4318`); a URL that already names the signal's path is kept. None: let the
-    exporter read OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT (default http://localhost:4318)."""
-    if not base:
-        return None
-    path = f"/v1/{signal}"
-    if base.rstrip("/").endswith(path):
-        return base
-    if base.rstrip("/").endswith(("/v1/traces", "/v1/metrics", "/v1/logs")):
-        base = base.rstrip("/").rsplit("/v1/", 1)[0]
-    return base.rstrip("/") + path
 
 
 def quiet_sdk_logs() -> None:
@@ -88,17 +75,29 @@ class _Counting(SpanExporter):
         self.inner = inner
         self.exported = 0
         self.failed = 0
+        self.last_failed = False
+        self.busy_since: float | None = None  # an export under way (retrying, maybe) since then
 
     def export(self, spans) -> SpanExportResult:
+        self.busy_since = time.monotonic()
         try:
             result = self.inner.export(spans)
         except Exception:  # (the exporter's own bug or an unexpected transport error: a failed batch)
             result = SpanExportResult.FAILURE
+        finally:
+            self.busy_since = None
         if result is SpanExportResult.SUCCESS:
             self.exported += len(spans)
+            self.last_failed = False
         else:
             self.failed += len(spans)
+            self.last_failed = True
         return result
+
+    def failing(self, stuck_s: float = 1.0) -> bool:
+        """The backend refused the last batch, or the current one has been retrying for a while."""
+        busy = self.busy_since
+        return self.last_failed or (busy is not None and time.monotonic() - busy > stuck_s)
 
     def shutdown(self) -> None:
         self.inner.shutdown()
@@ -186,13 +185,14 @@ class OtelSink:
                 done.set()
 
         threading.Thread(target=stop, name="mcptrace-otlp-close", daemon=True).start()
-        finished = done.wait(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        finished = False
+        while not finished and time.monotonic() < deadline:
+            # a backend that refuses or hangs shows as an export retrying for more than a second: then
+            # the rest is dropped now (a host that ends its server waits for the tee, not for retries)
+            finished = done.wait(min(0.05, max(0.0, deadline - time.monotonic())))
+            if not finished and self.exporter.failing(STUCK_S):
+                break
         if not finished:
             self.exporter.inner.shutdown()
         return finished
-
-
-def env_endpoint() -> str:
-    """Where the exporter sends when no URL is given (for messages)."""
-    return (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            or DEFAULT_ENDPOINT)

@@ -1,0 +1,121 @@
+"""A test OTLP/HTTP receiver on 127.0.0.1: what a collector would get, decoded with the official
+opentelemetry-proto messages. Waits are on conditions with a bound, never sleeps.
+
+    with OtlpReceiver() as rx:          # rx.url: http://127.0.0.1:PORT (the base URL)
+        ...                              # export to it
+        rx.wait_for(lambda spans: len(spans) >= 3)
+        rx.spans                         # every span received, as {"name", "trace_id", ..., "attrs"}
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+BOUND_S = 60
+
+
+def _value(v) -> Any:
+    which = v.WhichOneof("value")
+    return getattr(v, which) if which else None
+
+
+def _attrs(kvs) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in kvs}
+
+
+def decode_spans(req: ExportTraceServiceRequest) -> list[dict[str, Any]]:
+    out = []
+    for rs in req.resource_spans:
+        resource = _attrs(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                out.append({
+                    "name": s.name, "trace_id": s.trace_id.hex(), "span_id": s.span_id.hex(),
+                    "parent": s.parent_span_id.hex() or None, "kind": s.kind, "start": s.start_time_unix_nano,
+                    "end": s.end_time_unix_nano, "attrs": _attrs(s.attributes), "trace_state": s.trace_state,
+                    "events": [{"name": e.name, "t": e.time_unix_nano, "attrs": _attrs(e.attributes)} for e in s.events],
+                    "status": (s.status.code, s.status.message), "resource": resource, "scope": ss.scope.name,
+                })
+    return out
+
+
+class OtlpReceiver:
+    def __init__(self) -> None:
+        self.spans: list[dict[str, Any]] = []
+        self.metrics: list[ExportMetricsServiceRequest] = []
+        self.requests = 0
+        self._cv = threading.Condition()
+        rx = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                encoding = (self.headers.get("Content-Encoding") or "").lower()
+                if encoding == "gzip":
+                    body = gzip.decompress(body)
+                elif encoding == "deflate":
+                    body = zlib.decompress(body)
+                if self.path.endswith("/v1/traces"):
+                    req = ExportTraceServiceRequest.FromString(body)
+                    with rx._cv:
+                        rx.spans.extend(decode_spans(req))
+                        rx.requests += 1
+                        rx._cv.notify_all()
+                    reply = ExportTraceServiceResponse().SerializeToString()
+                elif self.path.endswith("/v1/metrics"):
+                    with rx._cv:
+                        rx.metrics.append(ExportMetricsServiceRequest.FromString(body))
+                        rx._cv.notify_all()
+                    reply = b""
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> OtlpReceiver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop listening (a backend going down): later exports find the port closed."""
+        if self._thread.is_alive():
+            self.server.shutdown()
+        self.server.server_close()
+
+    def wait_for(self, predicate, what: str = "spans") -> list[dict[str, Any]]:
+        with self._cv:
+            if not self._cv.wait_for(lambda: predicate(self.spans), timeout=BOUND_S):
+                raise AssertionError(f"the receiver did not get the {what} within {BOUND_S}s; "
+                                     f"got {[s['name'] for s in self.spans]}")
+            return list(self.spans)
+
+    def metric_names(self) -> set[str]:
+        with self._cv:
+            return {m.name for req in self.metrics for rm in req.resource_metrics for sm in rm.scope_metrics
+                    for m in sm.metrics}
