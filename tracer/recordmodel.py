@@ -76,7 +76,7 @@ def _headers_ok(v: Any) -> bool:
 HTTP_MEMBERS: dict[str, frozenset] = {
     "method": _STR, "url": _STR, "status": _INT, "flow": _KEY, "content_type": _STR,
     "request_t_ns": _INT, "req_headers": _HEADERS, "resp_headers": _HEADERS, "error": _STR,
-    "body_bytes": _INT,
+    "body_bytes": _INT, "server": _STR,
 }
 SSE_MEMBERS: dict[str, frozenset] = {"id": _STR, "event": _STR, "stream": _KEY, "retry": _INT}
 DATA_MEMBERS: dict[str, frozenset] = {

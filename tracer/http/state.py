@@ -57,6 +57,7 @@ class FlowFacts:
     resp_map: dict[str, str] = field(default_factory=dict)
     content_type: str | None = None
     head_seq: int | None = None  # the record that carried the response head
+    server: str | None = None  # "ip:port" the server was really reached at (the proxy's connection)
     stream: bool = False
     t_open: int = 0
     events: int = 0  # SSE events (messages, endpoint, data-less events)
@@ -219,6 +220,8 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         facts.resp_headers = http["resp_headers"]
         facts.resp_map = header_map(facts.resp_headers)
         facts.content_type = http.get("content_type")
+        server = http.get("server")
+        facts.server = server if type(server) is str else None
         cur.head = True
         _response_head(rec, facts, st)
     if rec.type is RecordType.EVENT:

@@ -100,6 +100,8 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
         return steps
     ex.status = status
     ex.resp_headers = _headers(resp.get("headers"))
+    server = entry.get("serverIPAddress")  # where the server was reached (DNS rebinding: MCP706)
+    ex.server = server if isinstance(server, str) and len(server) <= 64 else ""
     ex.t_resp_ns = head
     steps.append(Step(head, HEAD, index, ex))
     content = resp.get("content")

@@ -22,9 +22,10 @@ from tracer.http.headers import (
     media_type,
     needs_encoding,
 )
+from tracer.http.origin import foreign_origin
 from tracer.http.state import current, endpoint_tool, req_header
 from tracer.http.tools import NAMED_METHODS, param_header_problems
-from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
+from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, L3, META_PROTOCOL_VERSION, MODERN, since
 from tracer.rules.registry import rule
 
@@ -33,7 +34,7 @@ SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
 L2_UP = since("2025-03-26")
 HTTP = "http"
 RESPONSES = (Kind.RESULT, Kind.ERROR)
-LOOPBACK = ("localhost", "127.0.0.1", "::1", "[::1]")
+MODERN_VERSION = "2026-07-28"
 
 
 def _post_message(rec: Record, m: Analysed | None) -> bool:
@@ -156,37 +157,41 @@ def modern_response_posted(rec: Record, m: Analysed | None, s):
     return None
 
 
-def _host(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
 @rule("MCP706", "cross-origin-served", Severity.WARNING, versions=ALL, phase="http", scope="http",
       spec=f"{ST_L2}:L78-80; {SH_M}:L58-62; spec/2024-11-05/basic/transports.mdx:L55")
 def cross_origin_served(rec: Record, m: Analysed | None, s):
-    """(Inferred detection.) A request whose `Origin` names another, non-loopback host is served
-    with a 2xx: the server may not validate `Origin`, which exposes it to DNS rebinding.
+    """(Inferred detection.) A request whose `Origin` is foreign is served (2xx), or, from
+    2025-11-25 on, answered with anything but 403 (a 500, a 401...; a 421 refusing the `Host` is
+    not judged). Foreign: a non-loopback host
+    that differs from the endpoint's, or any non-loopback host when the server was reached at a
+    loopback address (DNS rebinding: the attacker's name is in `Host` too, so `Host` proves
+    nothing; the address the proxy really connected to, recorded with the answer, does).
 
     "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding
-    attacks"; from 2025-11-25 an invalid Origin MUST get 403. Example: `Origin: https://evil.example`
-    on a POST to `http://127.0.0.1:8765/mcp`, answered 200.
+    attacks"; "If the Origin header is present and invalid, servers MUST respond with HTTP 403
+    Forbidden." Example: `Origin: https://evil.example` on a POST to `http://127.0.0.1:8765/mcp`,
+    answered 200 (or 500).
     """
     cur = current(rec, s)
     if cur is None or not cur.head:
         return None
     f = cur.flow
     origin = req_header(f, "origin")
-    if not origin or origin == "null" or f.status is None or not 200 <= f.status < 300:
+    status = f.status
+    # 421: the server refused the request's Host (its own DNS-rebinding defence, as the official
+    # Python SDK's): nothing was served, and which of two invalid headers it names first is its call
+    if not origin or status is None or status in (403, 421):
         return None
-    o_host, target = _host(origin), _host(f.url)
-    if not o_host or o_host == target or o_host in LOOPBACK or o_host.startswith("127."):
+    why = foreign_origin(origin, f.url, f.server)
+    if why is None:
         return None
-    return Hit(f"Origin {origin} differs from the endpoint's host {target} and was served {f.status}; "
-               "servers must validate Origin (403 for an invalid one)")
+    if 200 <= status < 300:
+        return Hit(f"Origin {origin} {why} and was served {status}; servers must validate Origin "
+                   "(403 for an invalid one)")
+    version = f.req_map.get("mcp-protocol-version") or (MODERN_VERSION if f.era is Era.MODERN else s.legacy_version)
+    if type(version) is str and version >= "2025-11-25":
+        return Hit(f"Origin {origin} {why} and was answered {status}; an invalid Origin must get 403 Forbidden")
+    return None
 
 
 # -- modern request metadata headers (MCP740-MCP745) ------------------------------------------------
