@@ -166,3 +166,20 @@ def test_a_reader_that_a_file_trips_up_is_an_input_error_not_an_internal_one(tmp
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error" not in err
     assert f"{path}: cannot be read as a fragile format: KeyError" in err
+
+
+def test_replay_reads_its_capture_from_a_pipe_as_from_the_file(tmp_path):
+    from tests.replay_support import mcptrace
+    from tests.sdk_peers import CAPTURES, server_cmd
+
+    legacy = CAPTURES / "sdk-stdio-legacy.jsonl"
+    runs = [mcptrace("replay", src, "-o", str(tmp_path / f"new{i}.jsonl"), "--format", "json", "--", *server_cmd(),
+                     stdin=legacy.read_text()) for i, src in enumerate((str(legacy), "-"))]
+    assert [p.returncode for p in runs] == [0, 0], runs[1].stderr
+    from_file, from_pipe = ([(r["request"], r["outcome"]) for r in json.loads(p.stdout)["requests"]] for p in runs)
+    assert from_pipe == from_file and ("initialize", "same") in from_pipe
+
+
+def test_a_stdio_mock_refuses_a_capture_on_standard_input_in_one_line():
+    p = subprocess.run([sys.executable, "-m", "tracer", "mock", "-"], input=b"", capture_output=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"--listen" in p.stderr

@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     listen = parse_listen(args.listen) if args.listen else None
+    if listen is None and args.capture == "-":
+        # over stdio the host speaks on standard input: it cannot also carry the capture
+        raise UsageError("a stdio mock reads its host on standard input, so the capture cannot come from "
+                         "there; give a file, or serve it over HTTP with --listen")
     register_optional_inputs()
     recording = load_recording(args.capture, args.input_format, side="server")
     if recording is None:
