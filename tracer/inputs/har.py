@@ -31,16 +31,26 @@ def sniff(head: bytes) -> bool:
 
 def _ns(started: str) -> int:
     try:
-        return int(datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp() * 1e9)
-    except (ValueError, AttributeError, TypeError):
+        t = int(datetime.fromisoformat(started.replace("Z", "+00:00")).timestamp() * 1e9)
+    except (ValueError, AttributeError, TypeError, OverflowError, OSError):
         return 0
+    return t if 0 <= t < 1 << 62 else 0  # (year 9999 is past what a 64-bit nanosecond clock holds)
+
+
+# A timing beyond a year is no timing (a hostile HAR writes 1e308): it is left out, as if absent,
+# so nanosecond arithmetic never overflows.
+MAX_MS = 365 * 86_400_000
+
+
+def _ok_ms(v: Any) -> bool:
+    return type(v) in (int, float) and 0 <= v <= MAX_MS
 
 
 def _ms(timings: dict, *names: str) -> float:
     total = 0.0
     for name in names:
         v = timings.get(name)
-        if isinstance(v, int | float) and v > 0:
+        if _ok_ms(v) and v > 0:
             total += v
     return total
 
@@ -83,13 +93,15 @@ def _sse_bytes(content: Any, body: bytes | None) -> bytes | None:
 
 def _entry_steps(entry: dict, index: int) -> list[Step]:
     req = entry.get("request") or {}
-    resp = entry.get("response") or {}
+    resp = entry.get("response")
+    if not isinstance(resp, dict):  # a string, a number, a list: no response was recorded
+        resp = {}
     timings = entry.get("timings") if isinstance(entry.get("timings"), dict) else {}
     t0 = _ns(entry.get("startedDateTime", ""))
     sent = t0 + int(_ms(timings, "blocked", "dns", "connect", "send") * 1e6)  # ssl is inside connect
     head = sent + int(_ms(timings, "wait") * 1e6)
     total = entry.get("time")
-    end = t0 + int(total * 1e6) if isinstance(total, int | float) and total >= 0 else head
+    end = t0 + int(total * 1e6) if _ok_ms(total) else head
     ex = Exchange(id=f"har-{index}", client="", method=str(req.get("method", "GET")), url=str(req.get("url", "")),
                   req_headers=_headers(req.get("headers")), req_body=_text(req.get("postData")), t_ns=sent)
     steps = [Step(sent, REQUEST, index, ex)]
