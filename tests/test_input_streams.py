@@ -183,3 +183,10 @@ def test_replay_reads_its_capture_from_a_pipe_as_from_the_file(tmp_path):
 def test_a_stdio_mock_refuses_a_capture_on_standard_input_in_one_line():
     p = subprocess.run([sys.executable, "-m", "tracer", "mock", "-"], input=b"", capture_output=True, timeout=60)
     assert p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"--listen" in p.stderr
+
+
+def test_standard_input_given_twice_is_one_line_and_exit_2(tmp_path):
+    path = tmp_path / "c.jsonl"
+    _capture(path)
+    p = _lint("-", "-", stdin=path.read_bytes())
+    assert p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"once per run" in p.stderr

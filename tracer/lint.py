@@ -91,6 +91,8 @@ def lint_paths(
     stats = LintStats()
     started = time.perf_counter()
     paths = list(paths)
+    if paths.count("-") > 1:  # both would read one stream, each a part of it
+        raise InputError("standard input ('-') can be linted once per run")
     opened = []
     for path in paths:  # open all first, so an unreadable input fails before any output
         opened.append(open_input(path, fmt=fmt))
