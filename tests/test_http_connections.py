@@ -197,3 +197,19 @@ def test_a_request_on_a_bare_flow_without_client_identity_still_gets_a_connectio
     addon.responseheaders(f)
     addon.response(f)
     assert {r.conn for r in records(path)} == {"client→127.0.0.1:8765/mcp"}
+
+
+def test_a_deprecated_feature_of_a_stateless_endpoint_is_noted_once_across_tcp_connections(capture):
+    addon, path = capture
+    from tests.addon_helpers import exchange
+
+    meta = {**META, "io.modelcontextprotocol/logLevel": "info"}
+    for port, rid in ((50001, 1), (50002, 2), (50003, 3)):
+        req = {"jsonrpc": "2.0", "id": rid, "method": "tools/list", "params": {"_meta": meta}}
+        resp = {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", "tools": [], **CACHE,
+                                                        "_meta": SERVER_META}}
+        exchange(addon, post(req, resp=resp, client=("127.0.0.1", port),
+                             headers=(ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2026-07-28"),
+                                      (b"mcp-method", b"tools/list"))))
+    assert len({r.conn for r in records(path)}) == 3
+    assert _findings(path) == ["MCP905"]

@@ -105,11 +105,17 @@ class HttpState:
     current: Current = field(default_factory=Current)
 
 
-def _listers(s: Session, url: str | None, create: bool) -> deque | None:
-    """The trackers (tracer.tracking.Tracking) of the connections that last sent a modern
-    `tools/list` to the endpoint of URL, newest first. Modern Streamable HTTP is stateless: a tool
-    list fetched on one TCP connection (or with another User-Agent) describes the server every
-    connection to that endpoint talks to."""
+@dataclass(slots=True, eq=False)
+class EndpointFacts:
+    """What every connection to one modern (stateless) endpoint shares: Streamable HTTP 2026-07-28
+    has no session, so a tool list fetched on one TCP connection (or with another User-Agent)
+    describes the server the others talk to, and a deprecated feature is noted once per server."""
+
+    listers: deque = field(default_factory=lambda: deque(maxlen=LISTERS))  # Tracking, newest first
+    deprecated: set[str] = field(default_factory=set)  # MCP905: features already reported
+
+
+def _endpoint(s: Session, url: str | None, create: bool) -> EndpointFacts | None:
     shared = s.extra.get("shared")
     if shared is None or not url:
         return None
@@ -121,7 +127,7 @@ def _listers(s: Session, url: str | None, create: bool) -> deque | None:
     key = endpoint_of(url)
     found = endpoints.get(key)
     if found is None and create:
-        found = deque(maxlen=LISTERS)
+        found = EndpointFacts()
         endpoints.put(key, found)
     return found
 
@@ -129,7 +135,8 @@ def _listers(s: Session, url: str | None, create: bool) -> deque | None:
 def endpoint_tool(s: Session, facts: FlowFacts | None, name: Any) -> dict | None:
     """The tool NAME as a modern request over HTTP may rely on: from the newest complete
     `tools/list` any connection got from the same endpoint, else from this session's own."""
-    for track in _listers(s, facts.url if facts is not None else None, False) or ():
+    ep = _endpoint(s, facts.url if facts is not None else None, False)
+    for track in ep.listers if ep is not None else ():
         if track.tools is not None or "tools/list" in track.chains:
             return track.tool(name)
     return s.track.tool(name)
@@ -208,12 +215,8 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         if m.kind is Kind.REQUEST and m.era is Era.MODERN and rec.transport == "http":
             tool = endpoint_tool(s, facts, (m.params or {}).get("name")) if m.method == "tools/call" else None
             facts.header_problem = header_problem(m, facts.req_headers, tool)
-            if m.method == "tools/list":
-                listers = _listers(s, facts.url, True)
-                if listers is not None:
-                    if s.track in listers:
-                        listers.remove(s.track)
-                    listers.appendleft(s.track)
+            if facts.req_map.get("mcp-session-id") is None:
+                _stateless_request(s, facts, m)
     if "resp_headers" in http and facts.head_seq is None:
         facts.head_seq = rec.seq
         facts.status = http.get("status")
@@ -230,6 +233,20 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         _cancelled_by_client(rec, facts, s)  # a JSON answer the client did not wait for
     elif rec.type is RecordType.MESSAGE and rec.dir is Direction.S2C:
         _server_message(rec, m, facts, st, cur)
+
+
+def _stateless_request(s: Session, facts: FlowFacts, m: Analysed) -> None:
+    """A modern request without a session: its connection joins its endpoint's shared facts."""
+    ep = _endpoint(s, facts.url, True)
+    if ep is None:
+        return
+    if s.track.deprecated is not ep.deprecated:
+        ep.deprecated |= s.track.deprecated
+        s.track.deprecated = ep.deprecated
+    if m.method == "tools/list":
+        if s.track in ep.listers:
+            ep.listers.remove(s.track)
+        ep.listers.appendleft(s.track)
 
 
 def _request_head(rec: Record, facts: FlowFacts, st: HttpState, cur: Current) -> None:

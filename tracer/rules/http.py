@@ -162,10 +162,10 @@ def modern_response_posted(rec: Record, m: Analysed | None, s):
 def cross_origin_served(rec: Record, m: Analysed | None, s):
     """(Inferred detection.) A request whose `Origin` is foreign is served (2xx), or, from
     2025-11-25 on, answered with anything but 403 (a 500, a 401...; a 421 refusing the `Host` is
-    not judged). Foreign: a non-loopback host
-    that differs from the endpoint's, or any non-loopback host when the server was reached at a
-    loopback address (DNS rebinding: the attacker's name is in `Host` too, so `Host` proves
-    nothing; the address the proxy really connected to, recorded with the answer, does).
+    not judged). Foreign: a non-loopback host that differs from the endpoint's, or any
+    non-loopback host when the server was reached at a loopback address (DNS rebinding: the
+    attacker's name is in `Host` too, so `Host` proves nothing; the address the proxy really
+    connected to, recorded with the answer, does).
 
     "Servers MUST validate the Origin header on all incoming connections to prevent DNS rebinding
     attacks"; "If the Origin header is present and invalid, servers MUST respond with HTTP 403
