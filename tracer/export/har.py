@@ -43,6 +43,9 @@ class _Flow:
     sse: list[tuple[int, dict]] | None = None  # (t_ns, event fields)
     error: str | None = None
     truncated: int | None = None
+    conn: str = ""  # the capture's connection: the HAR entry's `connection`
+    server: str | None = None  # where the server was reached (HAR: serverIPAddress)
+    ended: str | None = None  # how an SSE stream ended (stream-closed reason)
 
 
 def _iso(t_ns: int) -> str:
@@ -121,9 +124,15 @@ class HarBuilder:
             f.head_t = rec.t_ns
         if type(http.get("error")) is str:
             f.error = http["error"]
+        if type(http.get("server")) is str:
+            f.server = http["server"]
         f.end_t = max(f.end_t, rec.t_ns)
+        if not f.conn:
+            f.conn = rec.conn
         data = rec.data if type(rec.data) is dict else {}
         event = data.get("event")
+        if event == "stream-closed" and type(data.get("reason")) is str:
+            f.ended = data["reason"]
         if rec.type is RecordType.MESSAGE and rec.dir is Direction.C2S:
             f.req_body = rec.raw
             f.req_type = _content_type(f.req_headers)
@@ -184,15 +193,19 @@ class HarBuilder:
         }
         if f.error is not None:
             response["_error"] = f.error
+        elif f.ended is not None and f.ended != "end":
+            response["_error"] = f.ended  # (read back as the stream's end reason)
         head = f.head_t or f.end_t
         end = max(f.end_t, head)
         wait = max(0.0, (head - start) / 1e6)
         entry: dict[str, Any] = {
-            "startedDateTime": _iso(start), "time": max(0.0, (end - start) / 1e6),
+            "startedDateTime": _iso(start), "time": max(0.0, (end - start) / 1e6), "connection": f.conn,
             "request": request, "response": response, "cache": {},
             "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": wait,
                         "receive": max(0.0, (end - head) / 1e6)},
         }
+        if f.server:
+            entry["serverIPAddress"] = f.server  # (as recorded: mcptrace's HAR reader reads it back)
         if messages is not None:
             entry["_eventSourceMessages"] = messages
         if failed and f.error is not None:

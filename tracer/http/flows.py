@@ -21,7 +21,7 @@ class Step:
     index: int  # the exchange's position in the file (1-based): findings point at it
     ex: Exchange
     body: bytes | None = None  # END: the response body
-    why: str = ""  # FAILED: what went wrong
+    why: str = ""  # FAILED: what went wrong; END: how a stream ended, when not by the server finishing it
 
 
 def replay(steps: list[Step], source: str, *, redact: bool = True):
@@ -36,7 +36,7 @@ def replay(steps: list[Step], source: str, *, redact: bool = True):
         elif step.what == HEAD:
             recorder.response_headers(ex)
         elif step.what == END:
-            recorder.response(ex, step.body, step.t_ns)
+            recorder.response(ex, step.body, step.t_ns, why=step.why)
         else:
             recorder.failed(ex, step.why, step.t_ns)
         for rec in out:

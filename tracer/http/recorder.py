@@ -144,9 +144,10 @@ class HttpRecorder:
         f.tee = SseTee(self, f, _now(ex.t_resp_ns))
         return f.tee
 
-    def response(self, ex: Exchange, body: bytes | None, t_ns: int = 0) -> None:
+    def response(self, ex: Exchange, body: bytes | None, t_ns: int = 0, why: str = "") -> None:
         """A whole response body (not teed): a JSON answer, an error page, or a buffered SSE body
-        (an importer, or a proxy that did not stream it)."""
+        (an importer, or a proxy that did not stream it). `why`: how a buffered SSE body's stream
+        ended when that was not the server finishing it (a HAR's `_error`: the client closed it...)."""
         f = self._flows.get(ex.id)
         if f is None:  # never saw its request (or already finished)
             return
@@ -155,7 +156,7 @@ class HttpRecorder:
         if f.tee is not None:
             if not f.tee.ended:  # buffered SSE: replay it through the tee
                 f.tee.feed(body or b"", t_ns)
-                f.tee.end("end", t_ns)
+                f.tee.end((why if why in _STREAM_ENDS else _reason(why)) if why else "end", t_ns)
             self._forget(f)
             return
         body = body or b""
@@ -317,6 +318,9 @@ class HttpRecorder:
             if ct is not None:
                 http["content_type"] = ct
         return http
+
+
+_STREAM_ENDS = ("end", "client-closed", "server-closed", "capture-stopped")  # stream-closed reasons as recorded
 
 
 def _reason(why: str) -> str:

@@ -104,6 +104,9 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
     end = t0 + int(total * 1e6) if _ok_ms(total) else head
     ex = Exchange(id=f"har-{index}", client="", method=str(req.get("method", "GET")), url=str(req.get("url", "")),
                   req_headers=_headers(req.get("headers")), req_body=_text(req.get("postData")), t_ns=sent)
+    conn = entry.get("connection")  # HAR 1.2: the id of the client's TCP connection, when the writer knew it
+    if isinstance(conn, str) and len(conn) <= 256:
+        ex.client_id = conn
     steps = [Step(sent, REQUEST, index, ex)]
     status = resp.get("status")
     if not isinstance(status, int) or status <= 0:  # aborted, blocked, never answered
@@ -121,7 +124,8 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
     ctype = next((v for k, v in ex.resp_headers if k.lower() == "content-type"), "")
     if ctype.split(";", 1)[0].strip().lower() == "text/event-stream" and "charset" not in ctype.lower():
         body = _sse_bytes(content, body)
-    steps.append(Step(max(end, head), END, index, ex, body=body))
+    why = resp.get("_error")  # a stream that ended otherwise than by the server finishing it
+    steps.append(Step(max(end, head), END, index, ex, body=body, why=why if isinstance(why, str) else ""))
     return steps
 
 
