@@ -190,3 +190,17 @@ def test_standard_input_given_twice_is_one_line_and_exit_2(tmp_path):
     _capture(path)
     p = _lint("-", "-", stdin=path.read_bytes())
     assert p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"once per run" in p.stderr
+
+
+def test_an_input_error_met_anywhere_in_a_command_is_one_line_and_exit_2(monkeypatch, capsys):
+    import tracer.cli.rules as rules_cmd
+    from tracer.cli import main
+    from tracer.inputs import InputError
+
+    def reads_late(args):  # a command that meets an unreadable input after it has started
+        raise InputError("late.jsonl: cannot be read")
+
+    monkeypatch.setattr(rules_cmd, "run", reads_late)
+    assert main(["rules"]) == 2
+    err = capsys.readouterr().err
+    assert err == "mcptrace: error: late.jsonl: cannot be read\n"

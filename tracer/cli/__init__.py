@@ -97,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             pass
         return 0
     except Exception as exc:  # last line of defence: one line, never a traceback
+        from tracer.inputs import InputError
+
+        if isinstance(exc, InputError):  # an unreadable input, wherever a command met it: exit 2
+            sys.stderr.write(f"mcptrace: error: {exc}\n")
+            return 2
         if os.environ.get("MCPTRACE_DEBUG"):
             raise
         sys.stderr.write(f"mcptrace: internal error: {type(exc).__name__}: {exc} "
