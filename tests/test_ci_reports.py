@@ -30,6 +30,7 @@ LISTED = {"s2c": {"jsonrpc": "2.0", "id": 3, "result": {"tools": []}}}
 
 
 def capture(path, entries) -> str:
+    path.unlink(missing_ok=True)  # these tests re-record a file: a writer would append a new session
     write_records(str(path), header_record("stdio"), build_records(entries))
     return str(path)
 
