@@ -23,6 +23,7 @@ until its stdin closes; without, it stops at the end of the file, after the end-
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import stat
 import sys
@@ -96,6 +97,7 @@ class Annotator:
         self._summary_rows = -1
         self._eof_reported = False
         self._patched = False
+        self.analysis_errors = 0  # rows whose analysis raised (see unreadable)
 
     # -- main loop ---------------------------------------------------------------------------
 
@@ -123,7 +125,10 @@ class Annotator:
     def process(self, upto: int) -> None:
         for row, line in self.index.lines(self.row, upto):
             self.row = row + 1
-            self.analyse_row(row, line)
+            try:
+                self.analyse_row(row, line)
+            except Exception as exc:  # a record this version cannot analyse costs its row, not the rest
+                self.unreadable(row, exc)
             if self.row - self.flushed >= FLUSH_ROWS:
                 now = time.monotonic()
                 if now - self._last_flush >= FLUSH_SECONDS or self.row - self.flushed >= 16 * FLUSH_ROWS:
@@ -177,6 +182,16 @@ class Annotator:
             self.attach_end_finding(f)
         if rec.type is RecordType.EVENT and self.stash and rec.conn not in self.analyser.sessions:
             self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != rec.conn}
+
+    def unreadable(self, row: int, exc: Exception) -> None:
+        """The row whose analysis raised: shown as broken, with the reason, in its details and counted
+        in the summary (the analysis goes on with the next row)."""
+        self.analysis_errors += 1
+        why = f"the analysis could not read this record ({type(exc).__name__}: {str(exc)[:300]})"
+        fields = empty_row()
+        fields[0] = RTYPE_CODE["broken"]
+        fields[11] = self.write_details({"broken": why})
+        self.put(row, fields)
 
     def sse_timing(self, rec: Record) -> dict[str, Any] | None:
         """For a record of an SSE stream: its place in the stream and the gaps (SSE timing)."""
@@ -434,6 +449,7 @@ class Annotator:
         snap = self.summary.snapshot(analyser_cells(self.analyser))
         snap["capture_findings"] = self.capture_findings[:1000]
         snap["analysed_rows"] = self.flushed
+        snap["unreadable_rows"] = self.analysis_errors
         return snap
 
     def close(self) -> None:
@@ -460,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("workdir")
     p.add_argument("--follow", action="store_true")
     args = p.parse_args(argv)
+    faulthandler.enable()  # a fatal signal (native code) still says why on stderr, which the viewer shows
     ann = Annotator(args.capture, args.workdir, follow=args.follow, emit=_stdout_emitter())
 
     def watch_stdin() -> None:  # the viewer closes our stdin (or dies): stop
@@ -476,6 +493,12 @@ def main(argv: list[str] | None = None) -> int:
         ann.run()
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # say why on the progress channel the viewer reads, then stop
+        try:
+            ann.emit({"error": f"analysis stopped: {type(exc).__name__}: {str(exc)[:300]}"})
+        except OSError:
+            pass
+        return 1
     return 0
 
 

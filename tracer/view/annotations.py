@@ -94,8 +94,13 @@ class Annotations:
         cmd = [sys.executable, "-m", "tracer.view.annotate", self.capture, self.workdir]
         if self.follow:
             cmd.append("--follow")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, close_fds=True)
+        # its stderr goes to a file in the work directory, so that a process that dies can say why
+        err_fd = os.open(os.path.join(self.workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err_fd, close_fds=True)
+        finally:
+            os.close(err_fd)
         self._thread = threading.Thread(target=self._read, name="mcptrace-annotations", daemon=True)
         self._thread.start()
 
@@ -108,12 +113,40 @@ class Annotations:
                 continue
             self._apply(msg)
         with self.cond:
-            if not self.done and self.error is None and self.proc.poll() not in (None, 0):
-                self.error = f"analysis stopped (exit code {self.proc.returncode})"
+            if not self.done and self.error is None and self._exit_code() not in (None, 0):
+                why = self._last_stderr_line()
+                self.error = f"analysis stopped (exit code {self.proc.returncode})" + (f": {why}" if why else "")
             self.eof = True
             self.cond.notify_all()
         if self.on_progress:
             self.on_progress(self)
+
+    def _exit_code(self) -> int | None:
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout=5)  # (its stdout just closed: it is exiting)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _last_stderr_line(self) -> str:
+        """The last line the analysis process wrote on stderr (its last 4 KB), or ""."""
+        try:
+            with open(os.path.join(self.workdir, "stderr.txt"), "rb") as fh:
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4096))
+                lines = [x for x in fh.read().decode("utf-8", "replace").splitlines() if x.strip()]
+        except OSError:
+            return ""
+        # a fatal signal's report (faulthandler) says what happened on its first line, before the frames
+        fatal = [x for x in lines if x.startswith("Fatal Python error")]
+        top = [x for x in lines if not x.startswith((" ", "Traceback", "Current thread", "Thread 0x"))]
+        pick = fatal[-1] if fatal else top[-1] if top else ""
+        return pick.strip()[:300]
+
+    @property
+    def unreadable_rows(self) -> int:
+        """Rows whose analysis raised (they show as broken, with the reason in their detail)."""
+        n = (self.summary or {}).get("unreadable_rows")
+        return n if type(n) is int else 0
 
     def _apply(self, msg: dict[str, Any]) -> None:
         with self.cond:

@@ -1,9 +1,17 @@
-"""The whole body of one message (`e`): loaded in a worker, shown in a read-only text area that
-draws only the visible lines, so a 10 MB message scrolls without freezing the terminal."""
+"""The whole body of one message (`e`): loaded and formatted in a worker, shown in a read-only text
+area that draws only the visible lines.
+
+Up to `PRETTY_MAX` bytes the body is pretty JSON (or text, or a hex dump). Above it, formatting
+would hold several copies of the body and hand the text area hundreds of megabytes at once (a
+100 MB message froze the UI for 23 s at 2.7 GB), so the screen shows the capture line raw, one page
+of `PAGE` bytes at a time, read with one positional read per page: n / p (or PageDown / PageUp) turn
+pages, g / G go to the first and last.
+"""
 
 from __future__ import annotations
 
-import orjson
+import os
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,9 +20,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
 from tracer.view.viewdata import CaptureView
-from ui.widgets.detail_render import hexdump
+from ui.widgets.detail_render import hexdump, pretty_body
 
-FULL_CAP = 256 << 20  # even "everything" stops somewhere: 256 MB
+PRETTY_MAX = 8 << 20  # bytes of a capture line formatted whole; longer ones are paged raw
+PAGE = 256 << 10  # bytes of a raw page
 
 
 class BodyLoaded(Message):
@@ -25,32 +34,49 @@ class BodyLoaded(Message):
 
 
 def full_text(view: CaptureView, row: int) -> tuple[str, str]:
-    d = view.detail(row, cap=FULL_CAP)
+    d = view.detail(row, cap=PRETTY_MAX)
     rec = d.record
     if rec is None:
         return f"row {row:,}: capture line", d.line.decode("utf-8", "replace")
     raw = rec.raw
     if rec.type.value == "message":
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            return (f"#{rec.seq}: JSON ({len(raw):,} bytes)",
-                    orjson.dumps(value, option=orjson.OPT_INDENT_2).decode())
+        text = pretty_body(raw)
+        if text is not None:
+            return f"#{rec.seq}: JSON ({len(raw):,} bytes)", text
     try:
         return f"#{rec.seq}: text ({len(raw):,} bytes)", raw.decode("utf-8")
     except UnicodeDecodeError:
         return f"#{rec.seq}: hex dump ({len(raw):,} bytes, not UTF-8)", hexdump(raw, limit=len(raw))
 
 
+def raw_page(view: CaptureView, row: int, page: int) -> tuple[str, str, int]:
+    """(title, text, pages) of one raw page of a row's capture line (one positional read)."""
+    start, end = view.index.span(row)
+    size = end - start
+    pages = max(1, -(-size // PAGE))
+    page = min(max(page, 0), pages - 1)
+    data = os.pread(view.index.fd, min(PAGE, size - page * PAGE), start + page * PAGE)
+    title = (f"row {row:,}: the capture line raw ({size:,} bytes, too large to format), page {page + 1:,} of "
+             f"{pages:,} — n/p turn pages, g/G first/last")
+    return title, data.decode("utf-8", "replace"), pages
+
+
 class BodyScreen(Screen):
-    BINDINGS = [Binding("escape,q,e", "app.pop_screen", "Back")]
+    BINDINGS = [
+        Binding("escape,q,e", "app.pop_screen", "Back"),
+        Binding("n,pagedown", "page(1)", "Next page", show=False),
+        Binding("p,pageup", "page(-1)", "Previous page", show=False),
+        Binding("g", "first", "First page", show=False),
+        Binding("G", "last", "Last page", show=False),
+    ]
 
     def __init__(self, view: CaptureView, row: int) -> None:
         super().__init__()
         self.view = view
         self.row = row
+        self.paged = view.index.length(row) > PRETTY_MAX
+        self.page = 0
+        self.pages = 1
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="body-title")
@@ -60,9 +86,12 @@ class BodyScreen(Screen):
     def on_mount(self) -> None:
         self.load()
 
-    @work(thread=True)
+    @work(thread=True, exclusive=True)
     def load(self) -> None:
-        title, text = full_text(self.view, self.row)
+        if self.paged:
+            title, text, self.pages = raw_page(self.view, self.row, self.page)
+        else:
+            title, text = full_text(self.view, self.row)
         self.post_message(BodyLoaded(title, text))
 
     def on_body_loaded(self, msg: BodyLoaded) -> None:
@@ -70,3 +99,18 @@ class BodyScreen(Screen):
         area = self.query_one(TextArea)
         area.load_text(msg.text)
         area.focus()
+
+    def _go(self, page: int) -> None:
+        page = min(max(page, 0), self.pages - 1)
+        if self.paged and page != self.page:
+            self.page = page
+            self.load()
+
+    def action_page(self, step: int) -> None:
+        self._go(self.page + step)
+
+    def action_first(self) -> None:
+        self._go(0)
+
+    def action_last(self) -> None:
+        self._go(self.pages - 1)

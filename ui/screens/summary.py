@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tracer.safejson import dumps_text
 from ui.format import duration, when
 from ui.widgets.detail_render import rule_info
 
@@ -25,7 +25,7 @@ def _caps(value: Any) -> str:
         return "—"
     if isinstance(value, dict) and not value:
         return "{} (none declared)"
-    return orjson.dumps(value).decode()
+    return dumps_text(value)
 
 
 def _info(value: Any) -> str:

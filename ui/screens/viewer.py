@@ -210,7 +210,7 @@ class ViewerScreen(Screen):
         ann = view.ann
         caught_up = ann.eof and ann.rows_done >= len(view)  # follow mode: analysed up to the end so far
         self.status.set(analysed=ann.rows_done, analysis_done=ann.done or caught_up, analysis_error=ann.error,
-                        findings_rows=len(ann.finding_rows))
+                        findings_rows=len(ann.finding_rows), unreadable=ann.unreadable_rows)
         self.list.refresh_selection()
         row = self.list.selected_row
         if row is not None:

@@ -7,6 +7,7 @@ whole body in a scrolling view that draws only what is visible.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import orjson
@@ -15,6 +16,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from tracer.classify import exact_json
+from tracer.safejson import dumps_text
 from tracer.view.viewdata import RowDetail
 from ui.format import DIR_WORDS, ERA_STYLE, SEVERITY_NAME, SEVERITY_STYLE, duration, when
 
@@ -38,17 +41,33 @@ def rule_names() -> dict[str, str]:
     return {name: rid for rid, (name, _) in rule_info().items()}
 
 
+_LONG_INT = re.compile(rb"\d{19}")  # orjson gives integers beyond 64 bits as floats: re-read those
+
+
 def section(title: str) -> Text:
     return Text(f"\n{title}", style="bold underline")
 
 
-def pretty_json(raw: bytes) -> tuple[str | None, bool]:
-    """(indented JSON text or None when it is not JSON, truncated?)."""
+def pretty_body(raw: bytes) -> str | None:
+    """Indented JSON of a message's bytes (integers exact, any depth, lone surrogates escaped),
+    or None when they are not JSON."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
+        value = exact_json(raw, None)  # lone surrogate escapes: the standard library reads them
+        if value is None:
+            return None
+    else:
+        if _LONG_INT.search(raw):
+            value = exact_json(raw, value)
+    return dumps_text(value, orjson.OPT_INDENT_2)
+
+
+def pretty_json(raw: bytes) -> tuple[str | None, bool]:
+    """(indented JSON text or None when it is not JSON, truncated?)."""
+    text = pretty_body(raw)  # (integers beyond 64 bits exact, deep values and lone surrogates safe)
+    if text is None:
         return None, False
-    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
     truncated = False
     if len(text) > MAX_JSON_CHARS:
         text = text[:MAX_JSON_CHARS]
@@ -120,7 +139,7 @@ def render_detail(d: RowDetail, *, analysed_upto: int | None = None, ended: bool
         parts.extend(_body(rec.raw, rtype == "message"))
     elif rec.data:
         parts.append(section("Record"))
-        parts.append(Syntax(orjson.dumps(rec.data, option=orjson.OPT_INDENT_2).decode(), "json",
+        parts.append(Syntax(dumps_text(rec.data, orjson.OPT_INDENT_2), "json",
                             theme=THEME, word_wrap=True, background_color="default"))
     return Group(*parts)
 
@@ -147,7 +166,7 @@ def _title(d: RowDetail) -> Text:
     if label:
         t.append(f"  {'answers ' if a.get('answers') and not a.get('method') else ''}{label}")
     if "id" in a:
-        t.append(f"  id {orjson.dumps(a['id']).decode()}")
+        t.append(f"  id {dumps_text(a['id'])}")
     t.append(f"\n{when(rec.t_ns)}  ·  {rec.transport} connection {rec.conn}  ·  {len(rec.raw):,} bytes"
              f"  ·  {d.where or f'capture line {d.row + 1:,}'}", style="dim")
     return t
@@ -222,7 +241,7 @@ def _analysis(a: dict[str, Any], d: RowDetail, ended: bool = False) -> list[Rend
         out.append(section(f"Batch ({len(members)} members)"))
         for i, m in enumerate(members):
             label = m.get("method") or (f"answers {m['answers']}" if m.get("answers") else "")
-            ident = f" id {orjson.dumps(m['id']).decode()}" if "id" in m else ""
+            ident = f" id {dumps_text(m['id'])}" if "id" in m else ""
             pair = f" · {m['pr']}" if m.get("pr") else ""
             out.append(Text(f"  [{i}] {m.get('kind')} {label}{ident}{pair}"))
     return out

@@ -16,6 +16,7 @@ class StatusState:
     analysed: int = 0
     analysis_done: bool = False
     analysis_error: str | None = None
+    unreadable: int = 0  # rows the analysis could not read (each says why in its detail)
     findings_rows: int = 0
     filter: str = ""
     matches: int | None = None
@@ -54,6 +55,9 @@ class StatusBar(Static):
         elif s.rows:
             pct = min(100.0, 100.0 * s.analysed / max(1, s.rows))
             t.append(f"  analysing {pct:.0f}%", style="yellow")
+        if s.unreadable:
+            t.append(f"  {s.unreadable:,} row{'s' if s.unreadable > 1 else ''} not analysable (see the detail)",
+                     style="red")
         if s.findings_rows:
             t.append(f"  {s.findings_rows:,} with findings", style="red")
         if s.filter:
