@@ -193,3 +193,19 @@ def test_no_credential_argument_reaches_the_capture_stderr_lint_or_viewer_throug
     assert head["command"][-1] == "API_TOKEN=<redacted>"
     text, js = lint_outputs(cap)
     assert leaks(cap.read_text() + p.stderr + text + json.dumps(js) + viewer_details(cap), secret) == []
+
+
+def test_replay_keeps_its_header_and_url_credentials_out_of_the_new_capture_and_its_report(tmp_path):
+    from tests.sdk_peers import CAPTURES, sdk_http_server
+
+    new = tmp_path / "replayed.jsonl"
+    with sdk_http_server() as url:
+        p = subprocess.run([*MCPTRACE, "replay", str(CAPTURES / "sdk-stdio-legacy.jsonl"), "--url",
+                            f"{url}?api_key=replay-SECRET-14", "-H", "X-Client-Secret: replay-SECRET-15",
+                            "-H", "Authorization: Bearer replay-SECRET-16", "-o", str(new)],
+                           cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert p.returncode in (0, 1), p.stderr
+    secret = ["replay-SECRET-14", "replay-SECRET-15", "replay-SECRET-16"]
+    stored = new.read_text()
+    assert "X-Client-Secret" in stored and "tools/list" in stored, "the headers and the traffic are there"
+    assert leaks(stored + p.stdout + p.stderr, secret) == []

@@ -23,6 +23,7 @@ from tracer.framing import LineFramer, SseParser
 from tracer.http.wire import HttpError, Url, iter_body, open_request
 from tracer.model import Direction, Record, RecordType
 from tracer.protocol import META_PROTOCOL_VERSION
+from tracer.redact import PROCESS_HASHER, redact_argv, redact_url
 
 GRACE_S = 2.0  # after closing the server's stdin: how long it gets to exit before SIGTERM, then SIGKILL
 
@@ -72,7 +73,7 @@ class StdioPeer(Peer):
     def __init__(self, command: list[str], tap: Tap):
         super().__init__(tap)
         self.command = command
-        self.label = " ".join(command)
+        self.label = " ".join(redact_argv(command))
         self.proc: asyncio.subprocess.Process | None = None
         self._readers: list[asyncio.Task] = []
         self._out_offset = 0
@@ -178,7 +179,7 @@ class HttpPeer(Peer):
     def __init__(self, url: str, tap: Tap, *, headers: list[tuple[str, str]] | None = None, timeout: float = 10.0):
         super().__init__(tap)
         self.url = Url.parse(url)
-        self.label = url
+        self.label = redact_url(url, PROCESS_HASHER)
         self.extra = headers or []
         self.timeout = timeout
         self.session_id: str | None = None
@@ -216,7 +217,7 @@ class HttpPeer(Peer):
             reader_writer = await asyncio.wait_for(asyncio.open_connection(self.url.host, self.url.port), self.timeout)
         except (OSError, TimeoutError) as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
-            raise PeerError(f"cannot connect to {self.url.text}: {reason}") from None
+            raise PeerError(f"cannot connect to {self.label}: {reason}") from None
         reader_writer[1].close()
 
     async def send(self, data: bytes, obj: Any) -> None:

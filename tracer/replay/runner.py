@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from tracer.capture import CaptureWriter
 from tracer.classify import id_key
+from tracer.redact import PROCESS_HASHER, redact_argv, redact_url
 from tracer.replay.driver import Replayer, RunResult
 from tracer.replay.peers import HttpPeer, Peer, StdioPeer, Tap
 from tracer.replay.recording import Conversation, Recording
@@ -24,7 +25,8 @@ class Target:
 
     @property
     def label(self) -> str:
-        return self.url or " ".join(self.command or [])
+        """The server as the report names it: credentials in its URL or command line redacted."""
+        return redact_url(self.url, PROCESS_HASHER) if self.url else " ".join(redact_argv(self.command or []))
 
 
 def plans_for(recording: Recording, conns: list[str] | None = None) -> list[Plan]:
