@@ -201,14 +201,19 @@ def _remember(shape: tuple, m: Analysed, key: tuple) -> None:
 
 def _report(m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool, obj=None) -> list[Hit] | None:
     """The slow path, for invalid messages only: what exactly is wrong, minus what is explained."""
+    value = m.obj if obj is None else obj
     try:
-        found = problems(shown.validator.iter_errors(m.obj if obj is None else obj))
+        found = problems(shown.validator.iter_errors(value))
     except (ValueError, RecursionError, OverflowError):
-        # is_valid said no, but jsonschema-rs cannot describe an error inside a value nested past its
-        # recursion limit or holding lone surrogates (it renders the value into the error): say so
+        # jsonschema-rs renders the value into each error, and a lone surrogate is no UTF-8: describe
+        # the copy with each one written as its escape; past its recursion limit nothing helps, say so
+        try:
+            found = problems(shown.validator.iter_errors(tame(value, 10_000)))
+        except (ValueError, RecursionError, OverflowError):
+            found = None
+    if found is None:
         return [Hit(f"does not validate against schema {shown.version} {shown.definition}; the validator "
-                    "cannot say where (a value nested too deeply or holding lone surrogate escapes)",
-                    path="$")]
+                    "cannot say where (a value nested past its recursion limit)", path="$")]
     if cede_id:  # see MCP152's docstring: the catalog's MCP117/MCP118 own the id of such errors
         found = [p for p in found if p.segments[:1] != ("id",)]
     covered = [loose_path(f.path) for f in m.findings if f.path and f.rule not in SCHEMA_RULES]
