@@ -19,7 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _split_at_double_dash(p)
     p.add_argument("--url", help="a Streamable HTTP endpoint instead of a command, e.g. http://127.0.0.1:8000/mcp")
     p.add_argument("--output", "-o", metavar="NEW_CAPTURE",
-                   help="write the new traffic here (default: a new file in $XDG_STATE_HOME/mcptrace/captures/)")
+                   help="write the new traffic here (default: a new file in $XDG_STATE_HOME/mcptrace/captures/; "
+                        "an existing capture gets it appended as a new session)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing -o file instead of appending")
     p.add_argument("--ignore", nargs="+", action="append", metavar="PATH", default=[],
                    help="answer paths not to compare: '$.result._meta', '$..timestamp', '$.result.content[*].text' "
                         "(ids, requestState and timestamps are always ignored)")
@@ -157,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     head = header_record(target.transport, command=command or None, upstream=args.url,
                          label=f"replay of {args.capture}", extra={"replay_of": args.capture})
     try:
-        writer = CaptureWriter(out_path, head, redact=not args.no_redact)
+        writer = CaptureWriter(out_path, head, redact=not args.no_redact, overwrite=args.overwrite)
     except OSError as exc:
         sys.stderr.write(f"mcptrace: error: cannot write {out_path}: {exc.strerror or exc}\n")
         return 2
