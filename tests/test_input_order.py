@@ -97,3 +97,26 @@ def test_settling_keeps_every_record_and_the_order_of_everything_it_does_not_mov
             Record(RecordType.MESSAGE, seq=4, t_ns=t0 + 3, dir=Direction.C2S, raw=LIST.encode()),
             Record(RecordType.MESSAGE, seq=5, t_ns=t0 + 4, dir=Direction.S2C, raw=b'{"jsonrpc":"2.0","id":9,"result":{}}')]
     assert [r.seq for r in settle(recs)] == [2, 3, 4, 1, 5]
+
+
+def test_settling_any_mix_of_requests_and_answers_yields_every_record_exactly_once():
+    import random
+
+    rnd = random.Random(11)
+    t0 = 1_780_000_000_000_000_000
+    for _ in range(200):
+        recs, t = [], t0
+        for seq in range(1, rnd.randint(1, 80)):
+            t += rnd.choice((0, 1_000_000, 30_000_000, 80_000_000))
+            i = rnd.randint(1, 6)
+            raw = (f'{{"jsonrpc":"2.0","id":{i},"method":"ping"}}' if rnd.random() < 0.5
+                   else f'{{"jsonrpc":"2.0","id":{i},"result":{{}}}}')
+            recs.append(Record(RecordType.MESSAGE, seq=seq, t_ns=rnd.choice((t, 0)),
+                               dir=rnd.choice((Direction.C2S, Direction.S2C)), raw=raw.encode(),
+                               conn=rnd.choice(("a", "b"))))
+        out = [r.seq for r in settle(recs)]
+        assert sorted(out) == [r.seq for r in recs]
+        moved = {r.seq for r in recs if r.raw.find(b'"result"') > 0} & {s for k, s in enumerate(out)
+                                                                          if k and out[k - 1] > s}
+        kept = [s for s in out if s not in moved]
+        assert kept == sorted(kept), "only answers move, and only after their request"

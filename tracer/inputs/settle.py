@@ -49,12 +49,13 @@ def _shape(rec: Record) -> tuple[str, tuple] | None:
 
 
 class _Held:
-    __slots__ = ("key", "rec", "since")
+    __slots__ = ("gone", "key", "rec", "since")
 
     def __init__(self, rec: Record, key: tuple, since: int):
         self.rec = rec
         self.key = key
         self.since = since  # how many records had been read when it was held
+        self.gone = False  # moved after its request: its place in the buffer is empty
 
 
 def _within(held: _Held, now: int, n: int) -> bool:
@@ -67,9 +68,9 @@ def _within(held: _Held, now: int, n: int) -> bool:
     return n - held.since < UNTIMED_WINDOW
 
 
-def _matches(held: _Held, req: Record, key: tuple, n: int) -> bool:
+def _matches(held: _Held, req: Record, n: int) -> bool:
     resp = held.rec
-    if held.key != key or resp.conn != req.conn or not _within(held, req.t_ns, n):
+    if held.gone or not _within(held, req.t_ns, n):
         return False
     if resp.dir_inferred or req.dir_inferred or resp.dir is None or req.dir is None:
         return True
@@ -79,8 +80,8 @@ def _matches(held: _Held, req: Record, key: tuple, n: int) -> bool:
 def settle(items: Iterable) -> Iterator:
     """`items` (Records and read problems) with each early response moved after its request."""
     buf: deque = deque()  # records read but not yet yielded; _Held marks a response waiting
-    held = 0
-    pending = BoundedMap(_PENDING_CAP)  # (conn, idkey) of requests seen and not yet answered
+    waiting: dict[tuple, list[_Held]] = {}  # (conn, idkey) -> the held responses with that id
+    pending = BoundedMap(_PENDING_CAP)  # (conn, dir, idkey) of requests seen and not yet answered
     for n, item in enumerate(items, 1):
         is_rec = type(item) is Record
         now = item.t_ns if is_rec else 0
@@ -88,30 +89,51 @@ def settle(items: Iterable) -> Iterator:
         if shape is not None:
             what, key = shape
             if what == "req":
-                if not (held and _release(buf, item, key, n)):
+                if not (waiting and _release(buf, waiting, item, key, n)):
                     pending.put((item.conn, item.dir, key), True)
                     buf.append(item)
-                else:
-                    held -= 1
             elif not _answers_pending(pending, item, key):
-                buf.append(_Held(item, key, n))
-                held += 1
+                h = _Held(item, key, n)
+                buf.append(h)
+                waiting.setdefault((item.conn, key), []).append(h)
             else:
                 buf.append(item)
         else:
             buf.append(item)
+        if not waiting:  # nothing held: everything read goes out (a moved answer's old place stays empty)
+            while buf:
+                x = buf.popleft()
+                if type(x) is not _Held:
+                    yield x
+            continue
         while buf:
             head = buf[0]
             if type(head) is _Held:
+                if head.gone:
+                    buf.popleft()
+                    continue
                 if _within(head, now, n):
                     break
-                held -= 1
                 buf.popleft()
+                _forget(waiting, head)
                 yield head.rec
             else:
                 yield buf.popleft()
     for rest in buf:
-        yield rest.rec if type(rest) is _Held else rest
+        if type(rest) is not _Held:
+            yield rest
+        elif not rest.gone:
+            yield rest.rec
+
+
+def _forget(waiting: dict[tuple, list[_Held]], h: _Held) -> None:
+    k = (h.rec.conn, h.key)
+    lst = waiting.get(k)
+    if lst is not None:
+        if h in lst:
+            lst.remove(h)
+        if not lst:
+            del waiting[k]
 
 
 _OTHER = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}
@@ -124,12 +146,13 @@ def _answers_pending(pending: BoundedMap, resp: Record, key: tuple) -> bool:
     return any(pending.pop((resp.conn, d, key), None) is not None for d in (Direction.C2S, Direction.S2C, None))
 
 
-def _release(buf: deque, req: Record, key: tuple, n: int) -> bool:
+def _release(buf: deque, waiting: dict[tuple, list[_Held]], req: Record, key: tuple, n: int) -> bool:
     """If a held response answers REQ, put REQ then that response at the end of BUF (the response
     leaves its place; the records between keep theirs, before the request). Returns whether."""
-    for i, h in enumerate(buf):
-        if type(h) is _Held and _matches(h, req, key, n):
-            del buf[i]
+    for h in waiting.get((req.conn, key), ()):
+        if _matches(h, req, n):
+            h.gone = True
+            _forget(waiting, h)
             resp = h.rec
             if resp.dir_inferred and req.dir is not None:
                 resp.dir = _OTHER[req.dir]
