@@ -140,3 +140,18 @@ def test_redact_in_the_config_adds_header_names_the_captures_hide(project, monke
     assert redact.redact_headers([["x-tenant-secret", "s3"], ["accept", "a"]]) == [
         ["x-tenant-secret", "<redacted>"], ["accept", "a"]]
     monkeypatch.setattr(redact, "_extra", None)  # the next test reads its own config
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({"fingerprint": "f", "rule": "MCP203", "count": -1}, "findings[0].count: input should be greater than or equal to 1"),
+    ({"fingerprint": 7, "rule": "MCP203"}, "findings[0].fingerprint: input should be a valid string (got 7)"),
+    ({"rule": "MCP203"}, "findings[0].fingerprint: field required"),
+])
+def test_a_baseline_entry_of_the_wrong_shape_is_refused_naming_the_field(project, capsys, entry, expected):
+    # (before the baseline model, a count of -1 suppressed matching findings without end)
+    base = project / "base.json"
+    base.write_text(json.dumps({"tool": "mcptrace", "baseline": 1, "findings": [entry]}))
+    rc = main(["lint", "--no-config", "--baseline", str(base), "demo.jsonl"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert f"baseline {base} has a malformed entry: {expected}" in err

@@ -134,13 +134,15 @@ def load_baseline(path: str) -> Baseline:
         raise BaselineError(f"{path} is not an mcptrace baseline (write one with --write-baseline)")
     if doc.get("baseline") != FORMAT_VERSION:
         raise BaselineError(f"baseline {path} has format {doc.get('baseline')!r}; this mcptrace reads {FORMAT_VERSION}")
+    from tracer.config_model import baseline_entries  # (pydantic: imported only when a baseline is used)
+
+    try:
+        items = baseline_entries(doc["findings"], path)
+    except ValueError as exc:
+        raise BaselineError(str(exc)) from None
     known: dict[str, Entry] = {}
-    for item in doc["findings"]:
-        try:
-            e = Entry(str(item["fingerprint"]), str(item["rule"]), str(item.get("file", "")),
-                      str(item.get("message", "")), int(item.get("count", 1)))
-        except (KeyError, TypeError, ValueError):
-            raise BaselineError(f"baseline {path} has a malformed entry: {item!r}") from None
+    for item in items:
+        e = Entry(item.fingerprint, item.rule, item.file, item.message, item.count)
         if e.fingerprint in known:
             known[e.fingerprint].count += e.count
         else:

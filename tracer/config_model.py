@@ -1,7 +1,8 @@
-"""The pydantic model of `[tool.mcptrace]`, and its one-line error messages.
+"""The pydantic models of the files mcptrace reads besides captures: `[tool.mcptrace]` and
+baseline files, with their one-line error messages.
 
 Kept apart from tracer/config.py so that finding a config file never imports pydantic: only a file
-that exists is validated.
+that exists is validated. (Capture records are read on the hot path by their own typed reader.)
 """
 
 from __future__ import annotations
@@ -9,7 +10,16 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 _RULE_ID = re.compile(r"^MCP\d{0,3}$")
 Severity = Literal["info", "warning", "error"]
@@ -105,3 +115,33 @@ def validate(table: Any, source: str) -> dict[str, Any]:
         raise ConfigError(f"{source}: [tool.mcptrace] {_describe(first)}") from None
     dumped = model.model_dump(by_alias=True)
     return {k: dumped[k] for k in table}
+
+
+class BaselineEntry(BaseModel):
+    """One entry of a baseline file (tracer/baseline.py). Keys a later mcptrace may add are ignored."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+    fingerprint: StrictStr
+    rule: StrictStr
+    file: StrictStr = ""
+    message: StrictStr = ""
+    count: StrictInt = Field(default=1, ge=1)  # a count below 1 would suppress without end
+
+
+_BASELINE_ENTRIES = TypeAdapter(list[BaselineEntry])
+
+
+def baseline_entries(items: Any, source: str) -> list[BaselineEntry]:
+    """A baseline's `findings` list, checked; ValueError naming the first bad entry and field."""
+    try:
+        return _BASELINE_ENTRIES.validate_python(items)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = err.get("loc", ())
+        where = "findings" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+        got = err.get("input")
+        shown = repr(got) if isinstance(got, (str, int, float, bool)) or got is None else type(got).__name__
+        what = "a value" if err.get("type") == "missing" else shown
+        raise ValueError(f"baseline {source} has a malformed entry: {where}: {err.get('msg', 'invalid').lower()} "
+                         f"(got {what})") from None
