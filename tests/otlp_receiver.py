@@ -119,3 +119,18 @@ class OtlpReceiver:
         with self._cv:
             return {m.name for req in self.metrics for rm in req.resource_metrics for sm in rm.scope_metrics
                     for m in sm.metrics}
+
+
+def main() -> None:
+    """Serve in a process of its own (benchmarks: decoding must not share the measuring process's
+    interpreter): prints 'listening on URL', then counts spans until stdin closes, and prints them."""
+    import sys
+
+    with OtlpReceiver() as rx:
+        print(f"listening on {rx.url}", flush=True)
+        sys.stdin.read()
+        print(f"spans {len(rx.spans)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
