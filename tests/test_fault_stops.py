@@ -1,7 +1,8 @@
 """Stopping a recorder mid-session loses nothing: a real SDK client's session through `mcptrace
 proxy` (SIGINT) and through `mcptrace stdio` (SIGTERM) while a streamed tools/call is in flight
 leaves every message exchanged so far in the capture, the open stream closed with reason
-`capture-stopped`, and no traceback on stderr."""
+`capture-stopped`, and no traceback on stderr. The mock, stopped with a host's stream open, ends as
+cleanly."""
 
 from __future__ import annotations
 
@@ -124,3 +125,37 @@ def test_sigterm_to_the_tee_mid_session_keeps_every_message_and_ends_the_capture
     events = [r.data for r in records if r.type is RecordType.EVENT]
     assert {"event": "signal", "signal": "SIGTERM", "forwarded": True} in events
     assert events[-1]["event"] == "exit", events
+
+
+def test_sigint_to_the_http_mock_with_the_hosts_stream_open_ends_it_cleanly():
+    import http.client
+    from urllib.parse import urlsplit
+
+    capture = REPO / "fixtures" / "captures" / "sdk-stdio-legacy.jsonl"
+    mock = subprocess.Popen([sys.executable, "-m", "tracer", "mock", str(capture), "--listen", "127.0.0.1:0"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = _Lines(mock.stderr)
+    try:
+        u = urlsplit(_Lines(mock.stdout).wait_for(r"^http://\S+", "mcptrace mock").group(0))
+        post = http.client.HTTPConnection(u.hostname, u.port, timeout=BOUND_S)
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}
+        post.request("POST", u.path, body=orjson.dumps(init), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        answer = post.getresponse()
+        sid = answer.getheader("mcp-session-id")
+        answer.read()
+        post.close()
+        stream = http.client.HTTPConnection(u.hostname, u.port, timeout=BOUND_S)
+        stream.request("GET", u.path, headers={"Accept": "text/event-stream", "Mcp-Session-Id": sid or ""})
+        assert stream.getresponse().status == 200  # the host's stream is open, waiting for events
+        assert _stop(mock, signal.SIGINT) == 0
+        stream.close()
+    finally:
+        if mock.poll() is None:
+            mock.kill()
+            mock.wait()
+    text = "\n".join(err.rest())
+    assert "Traceback" not in text and "Error" not in text, text
+    mock.stdout.close()
+    mock.stderr.close()
