@@ -142,7 +142,8 @@ def load_baseline(path: str) -> Baseline:
         raise BaselineError(str(exc)) from None
     known: dict[str, Entry] = {}
     for item in items:
-        e = Entry(item.fingerprint, item.rule, item.file, item.message, item.count)
+        e = Entry(item["fingerprint"], item["rule"], item.get("file", ""), item.get("message", ""),
+                  item.get("count", 1))
         if e.fingerprint in known:
             known[e.fingerprint].count += e.count
         else:
