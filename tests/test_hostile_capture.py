@@ -96,3 +96,27 @@ def test_integer_connection_ids_and_null_members_stay_readable():
     rec = {**GOOD, "conn": 7, "offset": None, "sse": None, "http": {**GOOD["http"], "status": None}}
     (item,) = [x for x in read_capture(io.BytesIO(_capture(rec)), "c") if x.type.value == "message"]
     assert item.conn == "7" and item.http["method"] == "POST"
+
+
+def test_a_record_the_analysis_cannot_read_costs_its_line_and_the_report_stays_whole(tmp_path, monkeypatch):
+    # No input known to this version makes the analyser raise (the fuzz tests hold it to that), so
+    # one is made to, to show that lint then reports the line and keeps its report a JSON document.
+    from tracer.analyser import RuleSet
+    from tracer.lint import lint_paths
+    from tracer.report.jsonfmt import JsonReporter
+
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(_capture(GOOD, {**GOOD, "seq": 2}, {**GOOD, "seq": 3}))
+    feed = Analyser.feed
+
+    def feed_failing_once(self, rec):
+        if rec.seq == 2:
+            raise KeyError("boom")
+        return feed(self, rec)
+
+    monkeypatch.setattr(Analyser, "feed", feed_failing_once)
+    out = io.StringIO()
+    stats = lint_paths([str(path)], RuleSet(), JsonReporter(out))
+    report = json.loads(out.getvalue())
+    assert stats.messages == 2 and stats.problems == 1
+    assert report["problems"][0]["line"] == 3 and "KeyError" in report["problems"][0]["message"]

@@ -131,7 +131,13 @@ def lint_paths(
                 reporter.problem(item)
                 continue
             n += 1
-            a = feed(item)
+            try:
+                a = feed(item)
+            except Exception as exc:  # a record this version cannot analyse costs its line, not the report
+                stats.problems += 1
+                reporter.problem(ReadProblem(item.source or path, item.line, "the analysis could not read this "
+                                             f"record ({type(exc).__name__}: {str(exc)[:200]}); skipped"))
+                continue
             if a is not None:
                 if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
                     on_message(a)
