@@ -117,7 +117,18 @@ class OtlpReceiver:
 
     def metric_names(self) -> set[str]:
         with self._cv:
-            return {m.name for req in self.metrics for rm in req.resource_metrics for sm in rm.scope_metrics
+            return self._names()
+
+    def _names(self) -> set[str]:
+        return {m.name for req in self.metrics for rm in req.resource_metrics for sm in rm.scope_metrics
+                for m in sm.metrics}
+
+    def wait_for_metrics(self, names: set[str]) -> dict[str, object]:
+        """Wait until every metric in `names` arrived; returns the last data point seen of each."""
+        with self._cv:
+            if not self._cv.wait_for(lambda: names <= self._names(), timeout=BOUND_S):
+                raise AssertionError(f"metrics {names - self._names()} did not arrive within {BOUND_S}s")
+            return {m.name: m for req in self.metrics for rm in req.resource_metrics for sm in rm.scope_metrics
                     for m in sm.metrics}
 
 

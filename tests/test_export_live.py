@@ -54,6 +54,12 @@ def test_live_stdio_export_delivers_one_span_per_request_with_the_conventions_at
     with OtlpReceiver() as rx:
         run_client(era, command=[*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()])
         spans = _all_in(rx)
+        wanted = {"mcp.client.operation.duration"} | ({"mcp.client.session.duration"} if era == "legacy" else set())
+        metrics = rx.wait_for_metrics(wanted)
+    duration = metrics["mcp.client.operation.duration"]
+    assert duration.unit == "s"
+    assert list(duration.histogram.data_points[0].explicit_bounds) == [
+        0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
     requests = _requests(cap)
     got = _request_spans(spans)
     assert sorted(s["attrs"]["mcptrace.capture.seq"] for s in got) == sorted(m.seq for m in requests)
