@@ -1,6 +1,6 @@
 """The findings mcptrace reports on the real peers' clean sessions, each a real deviation from the
-spec (README "Findings on real peers"). Tests of live sessions accept exactly these, checked on the
-message they point at, and nothing else."""
+spec (README "Findings on real peers"), as predicates on the finding and the records it points at.
+Tests of live sessions accept exactly these and nothing else."""
 
 from __future__ import annotations
 
@@ -17,24 +17,85 @@ def _body(rec: Record | None) -> dict:
     return obj if isinstance(obj, dict) else {}
 
 
-def logging_without_capability(f, by_seq: dict[int, Record]) -> bool:
-    """mcp 2.3.0's client asks for log messages (`_meta` logLevel, deprecated Logging: MCP905 info)."""
-    meta = (_body(by_seq.get(f.seq)).get("params") or {}).get("_meta") or {}
-    return f.rule == "MCP905" and f.severity.label == "info" and "io.modelcontextprotocol/logLevel" in meta
+def _meta(rec: Record | None) -> dict:
+    params = _body(rec).get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def deprecated_logging(f, by_seq: dict[int, Record]) -> bool:
+    """mcp 2.3.0's client asks for log messages in modern requests (`_meta` logLevel): Logging is
+    deprecated in 2026-07-28 (MCP905, info)."""
+    return f.rule == "MCP905" and "io.modelcontextprotocol/logLevel" in _meta(by_seq.get(f.seq))
+
+
+def no_discover_probe(f, by_seq: dict[int, Record]) -> bool:
+    """mcp 2.3.0's client in mode "2026-07-28" starts a stdio session without the RECOMMENDED
+    `server/discover` probe (MCP808, info)."""
+    return f.rule == "MCP808" and "io.modelcontextprotocol/protocolVersion" in _meta(by_seq.get(f.seq))
+
+
+def log_without_capability(f, by_seq: dict[int, Record]) -> bool:
+    """mcp 2.3.0's MCPServer, as configured by default, sends `notifications/message` without
+    declaring `logging` (MCP419)."""
+    return f.rule == "MCP419" and _body(by_seq.get(f.seq)).get("method") == "notifications/message"
 
 
 def answer_after_cancel(f, by_seq: dict[int, Record]) -> bool:
     """mcp 2.3.0's Streamable HTTP server answers a cancelled 2025-era request with error -32800
-    (MCP504: receivers SHOULD "Not send a response for the cancelled request"). It reaches the
-    capture only when the client has not closed the request's stream yet: timing decides."""
+    (MCP504). It reaches the capture only when the client has not closed the request's stream yet:
+    timing decides, so it is allowed, not required."""
     answer, cancel = _body(by_seq.get(f.seq)), _body(by_seq.get(f.related_seq))
     return (f.rule == "MCP504" and (answer.get("error") or {}).get("code") == -32800
             and cancel.get("method") == "notifications/cancelled")
 
 
-SDK_HTTP = (logging_without_capability, answer_after_cancel)
+def progress_after_cancel(f, by_seq: dict[int, Record]) -> bool:
+    """server-everything's trigger-long-running-operation ignores the cancellation and keeps
+    reporting progress (MCP504)."""
+    return (f.rule == "MCP504" and _body(by_seq.get(f.seq)).get("method") == "notifications/progress"
+            and _body(by_seq.get(f.related_seq)).get("method") == "notifications/cancelled")
 
 
-def unexpected(findings, by_seq: dict[int, Record], known=SDK_HTTP) -> list:
+def foreign_origin_served(f, by_seq: dict[int, Record]) -> bool:
+    """server-everything (Streamable HTTP) serves a request whose Origin is foreign (MCP706)."""
+    rec = by_seq.get(f.seq)
+    if f.rule != "MCP706" or rec is None or not rec.http or rec.http.get("status") != 200:
+        return False
+    flow = rec.http.get("flow")
+    origins = {v for r in by_seq.values() if r.http and r.http.get("flow") == flow
+               for k, v in r.http.get("req_headers") or () if k.lower() == "origin"}
+    return origins == {"https://evil.example"}
+
+
+def _probe_rejection(rec: Record | None) -> bool:
+    body = _body(rec)
+    return (rec is not None and (rec.http or {}).get("status") == 400 and "id" in body and body["id"] is None
+            and (body.get("error") or {}).get("code") == -32000)
+
+
+def probe_rejected_without_id(f, by_seq: dict[int, Record]) -> bool:
+    """server-everything answers the `server/discover` probe with HTTP 400 and a -32000 error whose
+    id is null although the request's id was readable (MCP117)."""
+    return f.rule == "MCP117" and _probe_rejection(by_seq.get(f.seq))
+
+
+def probe_rejected_with_legacy_code(f, by_seq: dict[int, Record]) -> bool:
+    """... and that error's code, -32000, is in the sub-range 2026-07-28 tells new implementations
+    not to use (MCP352)."""
+    return f.rule == "MCP352" and _probe_rejection(by_seq.get(f.seq))
+
+
+def http_sse_deprecated(f, by_seq: dict[int, Record]) -> bool:
+    """The 2024-11-05 HTTP+SSE transport is deprecated (MCP904, info)."""
+    return f.rule == "MCP904"
+
+
+def unexpected(findings, by_seq: dict[int, Record], known) -> list:
     """The findings that are none of KNOWN."""
     return [f for f in findings if not any(k(f, by_seq) for k in known)]
+
+
+def missing(findings, by_seq: dict[int, Record], required) -> list:
+    """The REQUIRED predicates no finding satisfies."""
+    return [k.__name__ for k in required if not any(k(f, by_seq) for f in findings)]
