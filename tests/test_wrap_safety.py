@@ -28,6 +28,8 @@ def test_a_backup_of_the_original_bytes_is_written_before_the_file_changes(home,
     with open(backup, "rb") as fh:
         assert fh.read() == original
     assert os.stat(backup).st_mode & 0o777 == 0o600  # configs hold API keys
+    (ledger,) = (home / ".local" / "state" / "mcptrace" / "wrap").iterdir()  # what unwrap restores from
+    assert ledger.stat().st_mode & 0o777 == 0o600
 
 
 def test_wrapping_twice_changes_nothing_the_second_time(home, capsys):

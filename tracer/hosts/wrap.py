@@ -87,8 +87,10 @@ def _write_ledger(config: Path, entries: dict) -> None:
     if not entries:
         path.unlink(missing_ok=True)
         return
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"config": str(config.resolve()), "entries": entries}, indent=1), "utf-8")
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the entries' text: API keys too
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"config": str(config.resolve()), "entries": entries}, fh, indent=1)
     os.replace(tmp, path)
 
 
