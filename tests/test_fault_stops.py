@@ -159,3 +159,32 @@ def test_sigint_to_the_http_mock_with_the_hosts_stream_open_ends_it_cleanly():
     assert "Traceback" not in text and "Error" not in text, text
     mock.stdout.close()
     mock.stderr.close()
+
+
+def test_quitting_the_live_viewer_mid_call_closes_the_call_into_the_capture_without_an_addon_error(
+        tmp_path, caplog):
+    # `q` in the viewer ends `run_proxy_with_viewer`, which stops the proxy thread like this
+    from addons.proxy import ProxyConfig, ProxyRunner
+    from tracer.cli.view import start_proxy_thread
+
+    cap = tmp_path / "live.jsonl"
+    with sdk_http_server("--slow-step", "60", "--json-response") as upstream:
+        runner = ProxyRunner(ProxyConfig(upstream=upstream, listen_port=0, output=str(cap)))
+        info = start_proxy_thread(runner)
+        client, out = _client("--url", info.client_url)
+        try:
+            out.wait_for("calling slow", "the SDK client")
+            _wait_for_record(cap, "slow tools/call", _is_slow_call)
+            with caplog.at_level("WARNING"):
+                runner.stop()
+                info.thread.join(timeout=BOUND_S)
+        finally:
+            client.kill()
+            client.wait()
+            client.stdout.close()
+    assert not info.thread.is_alive()
+    assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")], caplog.text
+    records = capture_records(cap)
+    [slow] = [r for r in records if _is_slow_call(r)]
+    [failed] = [r.http for r in records if r.type is RecordType.HTTP and r.http.get("flow") == slow.http["flow"]]
+    assert failed["error"] == "capture-stopped"
