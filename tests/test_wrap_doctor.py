@@ -25,7 +25,7 @@ def test_doctor_lists_each_host_file_and_server_wrapped_or_not(home, capsys):
     assert "  sdk: stdio, WRAPPED (captured by mcptrace): " in out
     assert "Codex (codex): " in out and "  sdk: stdio, not wrapped: " in out
     assert "  docs: remote https://mcp.example.com/mcp; to capture it: mcptrace wrap --host codex --remote docs" in out
-    assert "(mcptrace lint reads these logs: mcptrace lint FILE)" in out  # Claude Desktop's mcp*.log
+    assert "(mcptrace lint reads these logs, e.g. mcptrace lint ~/Library/Logs/Claude/mcp*.log)" in out
     assert "Cursor" not in out  # no file, not listed
 
 
@@ -38,6 +38,8 @@ def test_doctor_flags_commands_missing_from_path_and_relative_paths(home, capsys
     assert "command: no-such-mcp-server-xyz NOT on PATH" in out
     assert "relative path(s) ./build/index.js: the host starts the server from its own working directory" in out
     assert "command: /bin/sh exists" in out
+    only = doctor(capsys, "--host", "cursor", "abs")
+    assert "  abs: stdio" in only and "  local:" not in only
 
 
 def test_doctor_shows_the_recent_captures_of_a_wrapped_server(home, capsys):

@@ -21,6 +21,6 @@ def run(args: argparse.Namespace) -> int:
     from tracer.cli.wrap import targets
     from tracer.hosts.doctor import report, searched_paths
 
-    for line in report(targets(args), searched_paths()):
+    for line in report(targets(args), searched_paths(), list(args.servers) or None):
         sys.stdout.write(line + "\n")
     return 0

@@ -80,8 +80,8 @@ def _entry_lines(doc: Document, e: Entry, scope: str) -> list[str]:
     return lines
 
 
-def report(targets: Iterable[tuple[str, Path, str]], searched: list[str]) -> list[str]:
-    """The doctor's lines for each (host id, config file, scope)."""
+def report(targets: Iterable[tuple[str, Path, str]], searched: list[str], names: list[str] | None = None) -> list[str]:
+    """The doctor's lines for each (host id, config file, scope); NAMES: only these servers."""
     lines: list[str] = []
     seen_hosts: set[str] = set()
     for host_id, path, scope in targets:
@@ -95,10 +95,12 @@ def report(targets: Iterable[tuple[str, Path, str]], searched: list[str]) -> lis
         if not doc.entries:
             lines.append("  no MCP servers in it")
         for e in doc.entries:
-            lines.extend(_entry_lines(doc, e, scope))
+            if names is None or e.name in names:
+                lines.extend(_entry_lines(doc, e, scope))
         if host_id not in seen_hosts:
             seen_hosts.add(host_id)
-            lint = " (mcptrace lint reads these logs: mcptrace lint FILE)" if host.logs_lintable else ""
+            lint = (" (mcptrace lint reads these logs, e.g. mcptrace lint ~/Library/Logs/Claude/mcp*.log)"
+                    if host.logs_lintable else "")
             lines.append(f"  logs: {host.logs}{lint}")
     if not seen_hosts:
         lines.append("no host config found; looked for:")
