@@ -157,10 +157,11 @@ def basics_from_line(row: int, line: bytes) -> RowBasics:
         raw = _raw_of(obj)
         c = classify_raw(raw)
         b.kind = c.kind.value
-        b.method = c.method
-        b.id = c.id
+        # (a method or preview may hold lone surrogates, legal JSON escapes no terminal can write)
+        b.method = safe_text(c.method) if c.method is not None else None
+        b.id = safe_text(c.id) if type(c.id) is str else c.id
         b.has_id = c.id is not None or c.idkey is not None
-        b.preview = preview(c.obj, b.kind, c.reason)
+        b.preview = safe_text(preview(c.obj, b.kind, c.reason))
     elif b.rtype == "stderr":
         b.label = _raw_of(obj).decode("utf-8", "replace")[:PREVIEW]
     elif b.rtype == "http":
@@ -170,7 +171,7 @@ def basics_from_line(row: int, line: bytes) -> RowBasics:
         data = obj.get("data") if type(obj.get("data")) is dict else {}
         name = data.get("event", "event")
         rest = ", ".join(f"{k} {v}" for k, v in data.items() if k != "event")
-        b.label = f"{name}: {rest}" if rest else str(name)
+        b.label = safe_text(f"{name}: {rest}" if rest else str(name))
     elif b.rtype == "header":
         what = obj.get("command") or obj.get("upstream") or ""
         if isinstance(what, list):
@@ -228,14 +229,17 @@ def preview(obj: Any, kind: str, reason: str | None = None) -> str:
                     extra = " " + _short(params["data"], 60)
                 return params[key] + extra
         if "progress" in params:
-            total = f"/{params['total']}" if "total" in params else ""
-            return f"progress {params['progress']}{total}" + (f" {params['message']}" if params.get("message") else "")
+            # (any of these may be any JSON value: _short writes each safely, and short)
+            total = f"/{_short(params['total'], 20)}" if "total" in params else ""
+            return f"progress {_short(params['progress'], 20)}{total}" + (
+                f" {_short(params['message'], 60)}" if params.get("message") else "")
         if "requestId" in params:
-            return f"request {_short(params['requestId'])}" + (f": {params['reason']}" if params.get("reason") else "")
+            return f"request {_short(params['requestId'])}" + (
+                f": {_short(params['reason'], 60)}" if params.get("reason") else "")
         return ""
     if kind == "error":
         err = obj.get("error") if isinstance(obj.get("error"), dict) else {}
-        return f"{err.get('code', '')} {_short(err.get('message', ''), 70)}".strip()
+        return f"{_short(err.get('code', ''), 20)} {_short(err.get('message', ''), 70)}".strip()
     result = obj.get("result")
     if not isinstance(result, dict):
         return _short(result) if result is not None else ""
@@ -245,13 +249,13 @@ def preview(obj: Any, kind: str, reason: str | None = None) -> str:
     content = result.get("content")
     if isinstance(content, list) and content and isinstance(content[0], dict):
         first = content[0]
-        text = first.get("text") if isinstance(first.get("text"), str) else f"[{first.get('type')}]"
+        text = first.get("text") if isinstance(first.get("text"), str) else f"[{_short(first.get('type'), 20)}]"
         return ("error: " if result.get("isError") else "") + _short(text)
     for key in ("tools", "resources", "prompts", "resourceTemplates", "contents"):
         if isinstance(result.get(key), list):
             return f"{len(result[key])} {key}"
     if "protocolVersion" in result:
-        return f"protocolVersion {result['protocolVersion']}"
+        return f"protocolVersion {_short(result['protocolVersion'], 40)}"
     if "supportedVersions" in result:
         return "supports " + _short(result["supportedVersions"])
     return ""
