@@ -173,16 +173,14 @@ class Analyser:
         """An HTTP exchange without a JSON-RPC body that answers a request (a 403 page, a 500): the
         request is answered with an error, and a handshake or probe it carried has failed."""
         s = self.sessions.get(rec.conn)
-        req = answered_at_http_level(rec, s) if s is not None else None
-        if req is None:
-            return
-        init = s.init
-        if req.method == "initialize" and init is not None and init.request_seq == req.seq:
-            init.error_seq = rec.seq
-        disc = s.discover
-        if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
-            disc.outcome = "error"
-            disc.error_code = None
+        for req in answered_at_http_level(rec, s) if s is not None else ():
+            init = s.init
+            if req.method == "initialize" and init is not None and init.request_seq == req.seq:
+                init.error_seq = rec.seq
+            disc = s.discover
+            if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
+                disc.outcome = "error"
+                disc.error_code = None
 
     def _run_http_rules(self, rec: Record, m: Analysed | None, s: Session) -> None:
         """Rules about a record's HTTP facts: `fn(rec, m, session)`, `m` the analysed message or None

@@ -37,14 +37,15 @@ def _fmt_id(idkey: tuple) -> str:
 def match_response(m: Analysed, s: Session) -> None:
     """Pair a result/error with the request it answers (before era labelling)."""
     if m.idkey is None:
-        req = answered_at_http_level(m.rec, s) if m.rec.http is not None and m.kind is Kind.ERROR else None
-        if req is None:
+        answered = answered_at_http_level(m.rec, s) if m.rec.http is not None and m.kind is Kind.ERROR else None
+        if not answered:
             m.pair_status = PairStatus.NO_ID
             return
+        req = answered[0]
         m.request = req
         m.answers_method = req.method
         m.partner_seq = req.seq
-        m.latency_ns = m.rec.t_ns - req.t_ns
+        m.latency_ns = m.rec.t_ns - req.t_ns if m.rec.t_ns and req.t_ns else None
         m.pair_status = PairStatus.AFTER_CANCEL if req.cancelled_seq is not None else PairStatus.PAIRED
         m.pair_reason = (f"an error without id on the HTTP exchange of the {req.method} request (seq {req.seq}), "
                          f"status {m.rec.http.get('status')}: answered at the HTTP level")
@@ -129,37 +130,36 @@ def _logged_before(m: Analysed, req: PendingRequest) -> None:
                      "so they are paired")
 
 
-def answered_at_http_level(rec, s: Session) -> PendingRequest | None:
+def answered_at_http_level(rec, s: Session) -> list[PendingRequest]:
     """A POST answered with an HTTP error status (4xx/5xx) and no JSON-RPC response of its own (a
-    non-JSON body, or an error without id) is answered by that exchange: the request leaves the
-    pending table as answered with an error, and learns why. Returns it, or None when REC is no
-    such answer."""
+    non-JSON body, or an error without id) is answered by that exchange: each request the POST
+    carried (one, or a batch's) leaves the pending table as answered with an error, and learns why.
+    Returns them (none when REC is no such answer)."""
     http = rec.http
     status = http.get("status")
     if type(status) is not int or status < 400 or rec.dir is Direction.C2S:
-        return None
+        return []
     fid = http.get("flow")
     if type(fid) is not str and type(fid) is not int:
-        return None
-    known = s.flow_requests.get(fid)
-    if known is None:
-        return None
-    key, seq = known
-    req = s.pending.get(key)
-    if req is None or req.seq != seq:
-        return None
-    del s.pending[key]
-    del s.flow_requests[fid]
-    req.response_seq = rec.seq
-    req.response_t_ns = rec.t_ns
-    req.response_kind = Kind.ERROR
-    if req.msg is not None:
-        req.msg.partner_seq = rec.seq
-        req.msg.latency_ns = rec.t_ns - req.t_ns
-        req.msg.pair_reason = f"answered at the HTTP level, status {status} (seq {rec.seq})"
-        req.msg = None
-    s.answered.put(key, req)
-    return req
+        return []
+    known = s.flow_requests.pop(fid, None)
+    out = []
+    for key, seq in known or ():
+        req = s.pending.get(key)
+        if req is None or req.seq != seq:
+            continue
+        del s.pending[key]
+        req.response_seq = rec.seq
+        req.response_t_ns = rec.t_ns
+        req.response_kind = Kind.ERROR
+        if req.msg is not None:
+            req.msg.partner_seq = rec.seq
+            req.msg.latency_ns = rec.t_ns - req.t_ns if rec.t_ns and req.t_ns else None
+            req.msg.pair_reason = f"answered at the HTTP level, status {status} (seq {rec.seq})"
+            req.msg = None
+        s.answered.put(key, req)
+        out.append(req)
+    return out
 
 
 def register_request(m: Analysed, s: Session) -> None:
@@ -187,7 +187,11 @@ def register_request(m: Analysed, s: Session) -> None:
     if http is not None and direction is Direction.C2S:
         fid = http.get("flow")
         if type(fid) is str or type(fid) is int:
-            s.flow_requests.put(fid, (key, rec.seq))
+            known = s.flow_requests.get(fid) if m.batch_seq is not None else None
+            if known and known[0][1] == rec.seq:  # another request of the same batch POST
+                known.append((key, rec.seq))
+            else:
+                s.flow_requests.put(fid, [(key, rec.seq)])
     if m.era is not Era.MODERN:  # only legacy forbids reuse after the answer
         used = s.used_ids
         used[key] = req
