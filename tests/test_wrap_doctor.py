@@ -75,3 +75,4 @@ def test_a_config_that_does_not_parse_is_reported_not_fatal(home, capsys):
     (home / ".gemini" / "settings.json").write_text('{"mcpServers": {"a": }')
     out = doctor(capsys)
     assert "cannot read it: " in out and "not valid JSON" in out
+    assert "no host config found" not in out

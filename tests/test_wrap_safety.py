@@ -161,3 +161,21 @@ def test_a_remote_server_is_explained_and_with_remote_pointed_at_a_working_proxy
     assert b"tools/call" in cap.read_bytes()
     assert main(["unwrap", "--host", "gemini", "github"]) == 0
     assert json.loads(path.read_text())["mcpServers"]["github"]["httpUrl"] == upstream
+
+
+@pytest.mark.parametrize("text", [
+    '{"mcpServers": []}',
+    '{"mcpServers": {"a": 1, "b": {"command": 5}, "c": {"command": "x", "args": [1]}, "d": {"url": 3}, "e": {}}}',
+    "[1, 2]", "", '{"mcpServers": {"a": {"command": "x"}}} trailing', '{"a": "\\ud800"}', "{" * 5000,
+    '{"mcpServers": {"a": {"command": "x", "args": "y"}}}', '\ufeff{"mcpServers": {}}',
+])
+def test_hostile_config_content_never_breaks_wrap_or_doctor(home, capsys, text):
+    path = home / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text(text)
+    before = path.read_bytes()
+    assert main(["wrap", "--host", "cursor"]) in (0, 2)
+    assert main(["doctor", "--host", "cursor"]) == 0
+    out, err = capsys.readouterr()
+    assert "internal error" not in err and "Traceback" not in out + err
+    assert path.read_bytes() == before  # nothing in these is a wrappable server

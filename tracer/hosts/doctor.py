@@ -84,7 +84,9 @@ def report(targets: Iterable[tuple[str, Path, str]], searched: list[str], names:
     """The doctor's lines for each (host id, config file, scope); NAMES: only these servers."""
     lines: list[str] = []
     seen_hosts: set[str] = set()
+    found_any = False
     for host_id, path, scope in targets:
+        found_any = True
         host = HOSTS[host_id]
         lines.append(f"{host.title} ({host_id}): {path} [{scope}]")
         try:
@@ -102,7 +104,7 @@ def report(targets: Iterable[tuple[str, Path, str]], searched: list[str], names:
             lint = (" (mcptrace lint reads these logs, e.g. mcptrace lint ~/Library/Logs/Claude/mcp*.log)"
                     if host.logs_lintable else "")
             lines.append(f"  logs: {host.logs}{lint}")
-    if not seen_hosts:
+    if not found_any:
         lines.append("no host config found; looked for:")
         lines.extend(f"  {p}" for p in searched)
     lines.append(f"captures directory: {captures_dir(create=False)}")

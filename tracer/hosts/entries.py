@@ -191,8 +191,11 @@ def _toml_entries(path: Path, text: str, host: Host) -> list[Entry]:
             kv = table.find("url") if table else None
             if kv is not None and isinstance(url, str):
                 e.url_span = Span(kv.value_start, kv.value_end)
+            elif url is None:
+                e.problem = "no command"
             else:
-                e.problem = "no command" if url is None else f"not in a [mcp_servers.{name}] table of its own"
+                e.problem = ("url is not a string" if not isinstance(url, str)
+                             else f"not in a [mcp_servers.{name}] table of its own")
             out.append(e)
             continue
         command, args = spec.get("command"), spec.get("args", [])
