@@ -62,6 +62,7 @@ CONNECTION = "mcptrace.connection"
 END_REASON = "mcptrace.end_reason"  # response, cancelled, connection-closed, end-of-capture
 KIND = "mcptrace.kind"  # of a short span of its own: notification, invalid, unpaired response
 OP_ROUNDS = "mcptrace.mrtr.rounds"
+EVENTS_DROPPED = "mcptrace.events.dropped"  # events past the per-span bound, counted
 OP_SPAN_NAME = "mcptrace.mrtr.operation"  # prefix of an MRTR operation's parent span name
 
 # span events

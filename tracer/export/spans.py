@@ -15,7 +15,6 @@ children of their connection's root span, one trace per connection.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,15 +24,13 @@ import orjson
 
 from tracer.classify import id_key
 from tracer.export import mapping as M
+from tracer.export.tracecontext import traceparent, valid_tracestate
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 
 _PAIRED = ("paired", "after-cancel")
+MAX_TEXT = 1024  # characters of a name or value taken from the wire
+MAX_EVENTS = 1000  # events kept on one span (OTLP backends cap them lower still)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
-_TRACEPARENT = re.compile(r"\A([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?\Z")
-_TS_KEY = re.compile(r"\A(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})\Z")
-_TS_VALUE = re.compile(r"\A[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]\Z")
-_ZERO_TRACE = b"\0" * 16
-_ZERO_SPAN = b"\0" * 8
 
 
 @dataclass(slots=True)
@@ -63,51 +60,33 @@ class Span:
     _cancel_t: int | None = None
 
 
-def traceparent(value: Any) -> tuple[bytes, bytes, bool] | None:
-    """(trace id, parent span id, sampled) of a valid W3C traceparent, else None."""
-    if type(value) is not str:
-        return None
-    m = _TRACEPARENT.match(value)
-    if m is None:
-        return None
-    version, trace, parent, flags, rest = m.groups()
-    if version == "ff" or (version == "00" and rest):
-        return None
-    tid, pid = bytes.fromhex(trace), bytes.fromhex(parent)
-    if tid == _ZERO_TRACE or pid == _ZERO_SPAN:
-        return None
-    return tid, pid, bool(int(flags, 16) & 1)
-
-
-def valid_tracestate(value: Any) -> bool:
-    """A W3C tracestate: at most 32 list members `key=value`, keys unique."""
-    if type(value) is not str or len(value) > 512:
-        return False
-    keys = set()
-    members = [p.strip(" \t") for p in value.split(",")]
-    members = [p for p in members if p]
-    if not members or len(members) > 32:
-        return False
-    for member in members:
-        key, sep, val = member.partition("=")
-        if not sep or not _TS_KEY.match(key) or not _TS_VALUE.match(val) or key in keys:
-            return False
-        keys.add(key)
-    return True
-
-
 def _digest(size: int, *parts: str) -> bytes:
     out = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=size).digest()
     return out if any(out) else out[:-1] + b"\1"  # an all-zero id is invalid
 
 
+def _cap(text: str) -> str:
+    """A peer's string as a span name or attribute: bounded (a backend, and memory, need not hold a
+    megabyte method name)."""
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+
+
 def _id_text(value: Any) -> str | None:
     t = type(value)
     if t is str:
-        return value
+        return _cap(value)
     if t is int or t is float:
         return orjson.dumps(value).decode()
     return None
+
+
+def _add_event(span: Span, event: SpanEvent) -> None:
+    """Events of one span are bounded (a call open for hours may see a million progress
+    notifications): findings always go in, others past MAX_EVENTS are only counted."""
+    if len(span.events) < MAX_EVENTS or (event.name == M.FINDING_EVENT and len(span.events) < 2 * MAX_EVENTS):
+        span.events.append(event)
+    else:
+        span.attrs[M.EVENTS_DROPPED] = span.attrs.get(M.EVENTS_DROPPED, 0) + 1
 
 
 def _header(headers: Any, name: str) -> str | None:
@@ -154,7 +133,7 @@ class SpanBuilder:
         for f in found:
             span = self.open.get(f.seq) if f.seq else None
             if span is not None:
-                span.events.append(self._finding_event(f, t_ns))
+                _add_event(span, self._finding_event(f, t_ns))
             else:
                 loose.append(f)
         if loose:
@@ -222,20 +201,21 @@ class SpanBuilder:
 
     def _base_attrs(self, m: Analysed, method: str) -> dict[str, Any]:
         rec = m.rec
+        method = _cap(method)
         attrs: dict[str, Any] = {M.METHOD: method}
         if m.version is not None:
             attrs[M.PROTOCOL_VERSION] = m.version
         obj = m.obj
         if type(obj) is dict and type(obj.get("jsonrpc")) is str and obj["jsonrpc"] != "2.0":
-            attrs[M.JSONRPC_VERSION] = obj["jsonrpc"]
+            attrs[M.JSONRPC_VERSION] = _cap(obj["jsonrpc"])
         params = m.params or {}
         target = M.TARGETS.get(method)
         if target is not None and type(params.get(target[0])) is str:
-            attrs[target[1]] = params[target[0]]
+            attrs[target[1]] = _cap(params[target[0]])
         if method in M.OPERATIONS:
             attrs[M.OPERATION] = M.OPERATIONS[method]
         if method in M.RESOURCE_METHODS and type(params.get("uri")) is str:
-            attrs[M.RESOURCE_URI] = params["uri"]
+            attrs[M.RESOURCE_URI] = _cap(params["uri"])
         transport = M.NETWORK_TRANSPORT.get(rec.transport)
         if transport is not None:
             attrs[M.NET_TRANSPORT] = transport
@@ -251,7 +231,7 @@ class SpanBuilder:
                     attrs[M.SERVER_PORT] = port
             sid = _header(http.get("req_headers"), "mcp-session-id")
             if sid is not None and m.era.value == "legacy":
-                attrs[M.SESSION_ID] = sid
+                attrs[M.SESSION_ID] = _cap(sid)
         attrs[M.ERA] = m.era.value
         attrs[M.ERA_REASON] = m.era_reason
         if self.source:
@@ -270,7 +250,8 @@ class SpanBuilder:
         if self.include_bodies and method == "tools/call" and m.params is not None and "arguments" in m.params:
             attrs[M.TOOL_ARGUMENTS] = orjson.dumps(m.params["arguments"]).decode()
         span = self._new_span(m, attrs)
-        span.events.extend(self._finding_event(f, rec.t_ns) for f in m.findings)
+        for f in m.findings:
+            _add_event(span, self._finding_event(f, rec.t_ns))
         if m.op_seq is not None and m.op_seq != rec.seq:  # a later round of an MRTR operation
             op = self._ops.get((rec.conn, m.op_seq))
             if op is not None:
@@ -305,7 +286,7 @@ class SpanBuilder:
                 span.attrs[M.ERROR_TYPE] = "_OTHER"
             span.is_error = True
             msg = err.get("message")
-            span.error = msg if type(msg) is str else None
+            span.error = _cap(msg) if type(msg) is str else None
         elif m.kind is Kind.ERROR:
             span.attrs[M.ERROR_TYPE] = "_OTHER"
             span.is_error = True
@@ -319,7 +300,8 @@ class SpanBuilder:
             if self.include_bodies:
                 span.attrs[M.TOOL_RESULT] = orjson.dumps(result).decode()
         self._sse_event(span, m)
-        span.events.extend(self._finding_event(f, rec.t_ns) for f in m.findings)
+        for f in m.findings:
+            _add_event(span, self._finding_event(f, rec.t_ns))
         if m.op_seq is not None:
             self._round(span, m, input_required=result is not None and result.get("resultType") == "input_required")
         self._emit(span)
@@ -369,16 +351,17 @@ class SpanBuilder:
         if span is None:
             self._short(m, "notification", m.findings)
             return
-        attrs: dict[str, Any] = {M.NOTIFICATION_METHOD: method, M.NOTIFICATION_SEQ: rec.seq}
+        attrs: dict[str, Any] = {M.NOTIFICATION_METHOD: _cap(method), M.NOTIFICATION_SEQ: rec.seq}
         for name in ("progress", "total"):
             value = params.get(name)
             if type(value) in (int, float):
                 attrs[f"mcptrace.{name}"] = value
-        span.events.append(SpanEvent(M.NOTIFICATION_EVENT, rec.t_ns, attrs))
+        _add_event(span, SpanEvent(M.NOTIFICATION_EVENT, rec.t_ns, attrs))
         if method == "notifications/cancelled" and span._cancel_t is None:
             span._cancel_t = rec.t_ns
         self._sse_event(span, m)
-        span.events.extend(self._finding_event(f, rec.t_ns) for f in m.findings)
+        for f in m.findings:
+            _add_event(span, self._finding_event(f, rec.t_ns))
 
     def _short(self, m: Analysed, what: str, found: list[Finding]) -> None:
         """A message that belongs to no request span: a zero-length span of its own."""
@@ -392,9 +375,10 @@ class SpanBuilder:
         rid = _id_text(m.id)
         if rid is not None and what != "notification":
             attrs[M.REQUEST_ID] = rid
-        span = self._new_span(m, attrs, name=method or f"mcptrace.{what}")
+        span = self._new_span(m, attrs, name=attrs.get(M.METHOD) or f"mcptrace.{what}")
         self._sse_event(span, m)
-        span.events.extend(self._finding_event(f, rec.t_ns) for f in found)
+        for f in found:
+            _add_event(span, self._finding_event(f, rec.t_ns))
         self._emit(span)
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -466,13 +450,13 @@ class SpanBuilder:
             return
         attrs: dict[str, Any] = {M.CAPTURE_SEQ: m.rec.seq}
         if type(sse.get("id")) is str:
-            attrs[M.SSE_ID] = sse["id"]
+            attrs[M.SSE_ID] = _cap(sse["id"])
         if type(sse.get("event")) is str:
-            attrs[M.SSE_NAME] = sse["event"]
+            attrs[M.SSE_NAME] = _cap(sse["event"])
         opened = self._streams.get(sse.get("stream")) if type(sse.get("stream")) is str else None
         if opened is not None:
             attrs[M.SSE_OFFSET_MS] = round((m.rec.t_ns - opened) / 1e6, 3)
-        span.events.append(SpanEvent(M.SSE_EVENT, m.rec.t_ns, attrs))
+        _add_event(span, SpanEvent(M.SSE_EVENT, m.rec.t_ns, attrs))
 
     def _server(self, url: Any) -> tuple[str | None, int | None]:
         if type(url) is not str:

@@ -1,0 +1,67 @@
+"""`mcptrace export` on the command line: OTLP/HTTP to a backend (up or down), usage and input errors,
+and untrusted input that stays bounded."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+from tests.cases import build_records
+from tests.otlp_receiver import OtlpReceiver
+from tests.sdk_peers import CAPTURES, REPO
+from tests.test_export_otlp_json import META, attrs, spans_of
+
+AUTO = CAPTURES / "sdk-stdio-auto.jsonl"
+
+
+def mcptrace(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tracer", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_export_otlp_sends_the_same_spans_otlp_json_writes():
+    written = mcptrace("export", "-f", "otlp-json", str(AUTO))
+    ids = {(s["traceId"], s["spanId"]) for line in written.stdout.splitlines()
+           for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]}
+    with OtlpReceiver() as rx:
+        done = mcptrace("export", "-f", "otlp", "-o", rx.url, str(AUTO))
+        got = rx.wait_for(lambda spans: len(spans) >= len(ids))
+    assert done.returncode == 0, done.stderr
+    assert f"{len(ids)} spans" in done.stderr and done.stdout == ""
+    assert {(s["trace_id"], s["span_id"]) for s in got} == ids
+
+
+def test_export_otlp_to_a_backend_that_is_down_exits_1_and_counts_the_drops():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    done = mcptrace("export", "-f", "otlp", "-o", f"http://127.0.0.1:{port}", "--timeout", "3", str(AUTO))
+    assert done.returncode == 1
+    assert "dropped" in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+def test_usage_and_input_errors_are_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "x.bin"
+    bad.write_bytes(b"\x00\x01 not a capture")
+    for args in (["export", str(AUTO)], ["export", "-f", "otlp-json", str(bad)],
+                 ["export", "-f", "otlp-json", str(tmp_path / "missing.jsonl")]):
+        done = mcptrace(*args)
+        assert done.returncode == 2, args
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_hostile_names_and_a_progress_flood_stay_bounded():
+    long_name = "t" * 100_000
+    entries = [{"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": long_name, "arguments": {}, "_meta": {**META, "progressToken": "p"}}}}]
+    entries += [{"s2c": {"jsonrpc": "2.0", "method": "notifications/progress",
+                         "params": {"progressToken": "p", "progress": i}}} for i in range(3000)]
+    entries.append({"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "content": []}}})
+    call = spans_of(build_records(entries))[0]
+    assert len(call["name"]) < 2000 and len(attrs(call)["gen_ai.tool.name"]) < 2000
+    notes = [e for e in call["events"] if e["name"] == "mcptrace.notification"]
+    assert len(call["events"]) <= 1000 + 1  # (a finding still gets in past the bound)
+    assert int(attrs(call)["mcptrace.events.dropped"]) == 3000 - len(notes)
