@@ -42,6 +42,7 @@ _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 LINGER_S = 0.002
 UNPARK_NS = 1_000_000
 LINGER_BELOW = 64 * _NOTE.size
+ORPHAN_GRACE_S = 3.0  # after the tee died: how long the server has after SIGTERM before SIGKILL
 # While the session runs, the capture process takes only CPU time nobody else wants (SCHED_IDLE,
 # and nice 19 where that is missing): framing a batch of records then never delays the relay, the
 # server or the host (p99 latency 4x lower here), and under a flood it falls behind and drops,
@@ -333,8 +334,10 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
     sink = CaptureSink(writer, "stdio", budget=budget, analyser=analyser,
                        on_finding=lambda f: tell({"finding": [f.rule, f.severity.label, f.message]}))
     sink.start()
-    _read_notes(ctl, caps, sink)
+    server = _Server()
+    _read_notes(ctl, caps, sink, server.note)
     _background(False)
+    server.end_if_orphaned(sink)
     finished = sink.close(None)
     sink.finish_analysis()
     try:
@@ -347,6 +350,50 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
                      "findings": dict(sink.findings), "analysis_error": sink.analysis_error,
                      "write_error": (err.strerror or str(err)) if err is not None else None}})
     return 0 if finished else 1
+
+
+class _Server:
+    """The tee's server, as the capture process learns of it from the `started` and `exit` events.
+
+    When the control pipe closes without the server's `exit`, the tee died (SIGKILL: nothing ran in
+    it). The server got SIGTERM from the kernel (PR_SET_PDEATHSIG, see tracer.stdio.tee.spawn); this
+    process, which outlives the tee, finishes the job the tee's escalation would have done: SIGTERM
+    to the server's process group (a launcher's children too), SIGKILL after ORPHAN_GRACE_S."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.fd: int | None = None  # a pidfd: waits for the exit, never signals a reused pid
+        self.exited = False
+
+    def note(self, data: dict) -> None:
+        name = data.get("event")
+        if name == "started" and type(data.get("pid")) is int and self.pid is None:
+            self.pid = data["pid"]
+            try:
+                self.fd = os.pidfd_open(self.pid)
+            except (AttributeError, OSError):
+                self.fd = None
+        elif name == "exit":
+            self.exited = True
+
+    def end_if_orphaned(self, sink: CaptureSink) -> None:
+        if self.pid is None or self.exited or self.fd is None:
+            return
+        try:
+            sent = []
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                if select.select([self.fd], [], [], 0 if sig == signal.SIGTERM else ORPHAN_GRACE_S)[0]:
+                    break  # the server has exited
+                try:
+                    os.killpg(self.pid, sig)
+                except OSError:
+                    break
+                sent.append(sig.name)
+            if sent:
+                sink.event_at(time.time_ns(), {"event": "tee-died", "signals": sent,
+                                               "reason": "the tee ended before its server; the capture ended it"})
+        finally:
+            os.close(self.fd)
 
 
 def _background(on: bool) -> None:
@@ -366,7 +413,7 @@ def _background(on: bool) -> None:
         pass  # (refused: it stays in the background, slower to finish on a busy machine)
 
 
-def _read_notes(ctl: int, caps: list[int], sink: CaptureSink) -> None:
+def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None) -> None:
     size = _NOTE.size
     unpack = _NOTE.unpack_from
     buf = b""
@@ -413,7 +460,10 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink) -> None:
                 if kind == _INLINE:
                     sink.offer(stream, t, payload)
                 elif kind == _EVENT:
-                    sink.event_at(t, orjson.loads(payload))
+                    data = orjson.loads(payload)
+                    if on_event is not None:
+                        on_event(data)
+                    sink.event_at(t, data)
                 else:
                     sink.conn = payload.decode()
         buf = buf[pos:]
