@@ -67,6 +67,21 @@ def test_a_test_with_a_spec_violating_server_fails_and_names_the_rule(project):
     ])
 
 
+def test_a_test_failing_its_own_assertion_shows_the_server_stderr(project):
+    project.makepyfile(test_own="""
+        import sys
+        from raw_client import drive
+
+        def test_wrong_expectation(mcp_stdio):
+            cap = mcp_stdio([sys.executable, "bad_server.py"], name="chatty")
+            assert drive(cap, "ping") == "something else"
+    """)
+    result = run(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*assert *== 'something else'*", "*mcptrace: chatty server stderr*",
+                                 "answering ping with a string id"])
+
+
 def test_findings_below_the_threshold_are_warnings_and_filterwarnings_error_fails_the_test(project):
     project.makepyfile(test_slow='''
         import sys
