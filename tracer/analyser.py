@@ -253,6 +253,7 @@ class Analyser:
                         caps = params.get("capabilities")
                         s.init = InitState(rec.seq, m.id, pv if type(pv) is str else None,
                                            caps if type(caps) is dict else None, params.get("clientInfo"))
+                        s.init.modern_before = s.modern_requests
             elif method == "server/discover" and s.discover is None:
                 s.discover = DiscoverState(rec.seq, before_initialize=s.init is None)
             elif (direction is Direction.C2S and method != "ping" and s.init is not None

@@ -82,6 +82,7 @@ class InitState:
     initialized_seq: int | None = None  # notifications/initialized
     # the first client request (not ping) after the result while initialized was not yet sent (MCP407)
     early_request: PendingRequest | None = None
+    modern_before: int = 0  # the session's modern requests when this initialize was sent
 
 
 @dataclass(slots=True)
@@ -133,6 +134,9 @@ class Session:
     def compatibility(self) -> str:
         """The session's cell in the spec's compatibility matrix (RULES.md Appendix B)."""
         init, disc = self.init, self.discover
+        if (init is not None and init.error_seq is not None and init.result_seq is None
+                and self.modern_requests > init.modern_before):
+            return "modern (2026-07-28; the server rejected an initialize)"
         if init is not None and disc is not None and disc.before_initialize:
             how = f"probe answered with {disc.outcome}" if disc.outcome else "probe unanswered"
             ver = self.legacy_version or "unknown version"
