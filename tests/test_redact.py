@@ -1,0 +1,125 @@
+"""Redaction rules one by one: which names are credentials, what is kept readable, session ids as a
+stable keyed hash, and that redaction is total (any value) and idempotent."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracer.capture import record_to_dict
+from tracer.model import Direction, Record, RecordType
+from tracer.redact import (
+    PROCESS_HASHER,
+    REDACTED,
+    SessionHasher,
+    is_secret,
+    redact_argv,
+    redact_event_data,
+    redact_header_record,
+    redact_headers,
+    redact_http,
+    redact_url,
+)
+
+
+@pytest.mark.parametrize("name", ["Authorization", "Proxy-Authorization", "Authentication", "X-Auth", "Token",
+                                  "apikey", "X-Api-Key", "X-Client-Secret", "X-Api-Secret", "Cookie", "Set-Cookie",
+                                  "X-Amz-Signature", "Mcp-Session-Id", "password", "X-Access-Token", "sig", "pat"])
+def test_names_containing_a_credential_word_are_secret(name):
+    assert is_secret(name)
+
+
+@pytest.mark.parametrize("name", ["Content-Type", "Accept", "User-Agent", "MCP-Protocol-Version", "Host",
+                                  "WWW-Authenticate", "Last-Event-ID", "Keep-Alive", "author", "page", None, 3])
+def test_ordinary_names_and_auth_challenges_are_not(name):
+    assert not is_secret(name)
+
+
+def test_headers_keep_what_a_reader_needs_and_nothing_secret():
+    out = redact_headers([["Authorization", "Bearer abc"], ["Cookie", "a=1; b=2"],
+                          ["Set-Cookie", "s=3; Path=/; HttpOnly"], ["Authentication", "t"], ["Accept", "x"]])
+    assert out == [["Authorization", f"Bearer {REDACTED}"], ["Cookie", f"a={REDACTED}; b={REDACTED}"],
+                   ["Set-Cookie", f"s={REDACTED}; Path=/; HttpOnly"], ["Authentication", REDACTED], ["Accept", "x"]]
+
+
+def test_a_session_id_is_the_same_hash_each_time_and_differs_from_another_id():
+    h = SessionHasher()
+    assert h("abc") == h("abc") != h("abd")
+    assert h("abc").startswith("hmac:") and "abc" not in h("abc")
+    assert SessionHasher()("abc") != h("abc"), "the key is random: the hash says nothing outside this process"
+    assert h(h("abc")) == h("abc") and h("") == ""
+
+
+def test_a_session_id_outside_visible_ascii_stays_flagged_for_mcp720():
+    assert PROCESS_HASHER("a b").endswith(" (not visible ASCII)")
+    assert not PROCESS_HASHER("ab").endswith(")")
+
+
+def test_session_ids_are_kept_for_analysis_unless_a_hasher_is_given():
+    pairs = [["Mcp-Session-Id", "s-1"]]
+    assert redact_headers(pairs) == pairs
+    assert redact_headers(pairs, PROCESS_HASHER) == [["Mcp-Session-Id", PROCESS_HASHER("s-1")]]
+
+
+def test_urls_lose_userinfo_and_credential_parameters_but_stay_readable():
+    url = "https://u:pw@h.example:8443/mcp?access_token=t&api_key=k&page=2&sessionId=s#id_token=x&y=1"
+    assert redact_url(url) == (f"https://u:{REDACTED}@h.example:8443/mcp?access_token={REDACTED}&api_key={REDACTED}"
+                               f"&page=2&sessionId=s#id_token={REDACTED}&y=1")
+    assert f"sessionId={PROCESS_HASHER('s')}" in redact_url(url, PROCESS_HASHER)
+    assert redact_url("https://ghp_token@github.com/x") == f"https://{REDACTED}@github.com/x"
+    assert redact_url("not a url") == "not a url" and redact_url(None) is None
+
+
+@pytest.mark.parametrize(("argv", "shown"), [
+    (["-p", "s", "--port", "80"], ["-p", REDACTED, "--port", "80"]),
+    (["--auth", "s", "--author", "me"], ["--auth", REDACTED, "--author", "me"]),
+    (["--key", "s", "--pat", "s", "-k", "s"], ["--key", REDACTED, "--pat", REDACTED, "-k", REDACTED]),
+    (["--header", "X-Custom-Auth: s", "-H", "Accept: x"], ["--header", f"X-Custom-Auth: {REDACTED}", "-H", "Accept: x"]),
+    (["--header=X-Api-Key: s"], [f"--header=X-Api-Key: {REDACTED}"]),
+    (["https://h/x?api_key=s&q=1"], [f"https://h/x?api_key={REDACTED}&q=1"]),
+    (["--url=https://u:s@h/"], [f"--url=https://u:{REDACTED}@h/"]),
+    (["--token", "--verbose"], ["--token", "--verbose"]),  # no value to hide: the next word is a flag
+    (["API_KEY=s", "Bearer s"], [f"API_KEY={REDACTED}", f"Bearer {REDACTED}"]),
+])
+def test_command_lines_hide_the_values_of_credential_flags_headers_and_urls(argv, shown):
+    assert redact_argv(argv) == shown
+
+
+def test_the_writer_redacts_urls_endpoint_events_and_the_header_record():
+    rec = Record(RecordType.MESSAGE, 1, 1, Direction.C2S, b"{}", "http", "c",
+                 http={"method": "POST", "url": "http://h/m?sessionId=s&token=t",
+                       "req_headers": [["Mcp-Session-Id", "s"], ["X-Auth", "a"]]})
+    d = record_to_dict(rec)
+    assert d["http"]["url"] == f"http://h/m?sessionId={PROCESS_HASHER('s')}&token={REDACTED}"
+    assert d["http"]["req_headers"] == [["Mcp-Session-Id", PROCESS_HASHER("s")], ["X-Auth", REDACTED]]
+    assert record_to_dict(rec, redact=False)["http"] == rec.http and rec.http["req_headers"][1][1] == "a"
+    ev = redact_event_data({"event": "endpoint", "uri": "/m?sessionId=s", "url": "http://h/m?sessionId=s"})
+    assert ev["uri"] == f"/m?sessionId={PROCESS_HASHER('s')}"
+    head = redact_header_record({"type": "header", "upstream": "https://u:p@h/?key=k", "command": ["x", "--token", "t"]})
+    assert head["upstream"] == f"https://u:{REDACTED}@h/?key={REDACTED}" and head["command"][-1] == REDACTED
+
+
+anything = st.recursive(st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=False),
+                        lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+                        max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(anything, st.text(), st.lists(st.text(max_size=30), max_size=8))
+def test_redaction_never_raises_and_a_second_pass_changes_nothing(headers, url, argv):
+    once = redact_http({"url": url, "req_headers": headers, "resp_headers": headers}, PROCESS_HASHER)
+    assert redact_http(once, PROCESS_HASHER) == once
+    shown = redact_argv(argv)
+    assert redact_argv(shown) == shown and len(shown) == len(argv)
+    assert redact_url(redact_url(url, PROCESS_HASHER), PROCESS_HASHER) == redact_url(url, PROCESS_HASHER)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["Authorization", "Cookie", "X-Api-Key", "Token", "Mcp-Session-Id",
+                                           "X-Client-Secret", "Accept"]), st.text(min_size=6)), max_size=6))
+def test_no_credential_value_survives_in_a_header_list(pairs):
+    out = redact_headers([list(p) for p in pairs], PROCESS_HASHER)
+    for (name, value), (_, stored) in zip(pairs, out, strict=True):
+        if name != "Accept" and value.strip() not in ("", REDACTED) and not value.startswith("hmac:"):
+            assert value.strip() not in stored or stored == value == REDACTED
