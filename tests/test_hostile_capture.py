@@ -120,3 +120,13 @@ def test_a_record_the_analysis_cannot_read_costs_its_line_and_the_report_stays_w
     report = json.loads(out.getvalue())
     assert stats.messages == 2 and stats.problems == 1
     assert report["problems"][0]["line"] == 3 and "KeyError" in report["problems"][0]["message"]
+
+
+@pytest.mark.parametrize(("member", "value"), [("version", "1"), ("transport", ["stdio"]), ("command", "python x"),
+                                               ("command", [["python"]]), ("label", {"l": 1}), ("t_ns", 1.5)])
+def test_a_header_member_of_the_wrong_type_is_a_broken_line_and_the_records_are_read(member, value):
+    data = ("\n".join(json.dumps(r) for r in ({**HEAD, member: value}, GOOD)) + "\n").encode()
+    items = list(read_capture(io.BytesIO(data), "cap.jsonl"))
+    assert isinstance(items[0], ReadProblem)
+    assert f"'{'header.' if member != 't_ns' else ''}{member}'" in items[0].message
+    assert [x.seq for x in items if not isinstance(x, ReadProblem)] == [1]

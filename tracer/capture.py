@@ -20,9 +20,8 @@ import orjson
 
 from tracer import __version__
 from tracer.model import Direction, Record, RecordType
-from tracer.recordmodel import check_envelope, check_int64
 from tracer.output import open_output
-from tracer.recordmodel import check_envelope, check_int64
+from tracer.recordmodel import check_envelope, check_header, check_int64
 from tracer.redact import redact_event_data, redact_header_record, redact_http
 
 FORMAT_NAME = "mcptrace"
@@ -152,6 +151,7 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
     if rtype is RecordType.HEADER:
         t_ns = get("t_ns", 0)
         check_int64("t_ns", t_ns)
+        check_header(obj)
         return Record(RecordType.HEADER, data=obj, line=line, source=source, t_ns=t_ns)
     text = get("text")
     if text is not None:

@@ -137,6 +137,20 @@ def check_envelope(obj: dict) -> tuple[str, str, int | None, bool, bool, dict | 
             _object(obj, "sse", SSE_MEMBERS), _object(obj, "data", DATA_MEMBERS))
 
 
+HEADER_MEMBERS: dict[str, frozenset] = {
+    "format": _STR, "version": _INT, "tool": _STR, "started": _STR, "transport": _STR, "upstream": _STR,
+    "label": _STR, "redacted": _BOOL,
+}
+
+
+def check_header(obj: dict) -> None:
+    """The members of a header record that the summary, the viewer and the exporters show."""
+    _members(obj, "header", HEADER_MEMBERS)
+    command = obj.get("command")
+    if command is not None and (type(command) is not list or any(type(x) is not str for x in command)):
+        raise RecordFieldError(f"'header.command' is {_what(command)}, not a list of strings")
+
+
 def check_int64(name: str, v: Any) -> None:
     if not is_int64(v):
         raise RecordFieldError(f"'{name}' is {_what(v)}, not an integer")
