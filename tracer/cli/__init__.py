@@ -55,6 +55,7 @@ def build_parser() -> Parser:
             "examples:\n"
             "  mcptrace demo                         run a bundled server and client, open the viewer\n"
             "  mcptrace stdio -- python server.py    tee a stdio server (usable in a host's config)\n"
+            "  mcptrace wrap                         put the tee in front of the servers of every host config found\n"
             "  mcptrace lint capture.jsonl           check recorded traffic against the spec\n"
             "  mcptrace rules MCP310                 explain one rule\n"
             "\nrun 'mcptrace COMMAND --help' for a command's options and examples."
