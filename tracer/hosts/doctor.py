@@ -11,7 +11,7 @@ from pathlib import Path
 from tracer.hosts.entries import ConfigFileError, Document, Entry, load
 from tracer.hosts.hosts import HOSTS, user_files
 from tracer.hosts.wrap import proxied
-from tracer.paths import captures_dir, safe_label
+from tracer.paths import APP, captures_dir, safe_label, state_home
 
 _SCRIPT = re.compile(r"\.(py|js|mjs|cjs|ts|sh|rb|jar|exe|bat|cmd|ps1)$", re.I)
 
@@ -38,12 +38,17 @@ def command_status(command: str) -> str:
 
 
 def recent_captures(name: str, directory: Path | None = None) -> list[Path]:
-    d = directory if directory is not None else captures_dir(create=False)
+    """The server's captures, newest first: in the captures directory, and in the default one too
+    when a project config moved it (a GUI host starts the tee outside the project)."""
+    dirs = [directory] if directory is not None else list(dict.fromkeys(
+        [captures_dir(create=False), state_home() / APP / "captures"]))
     rx = re.compile(rf"^\d{{8}}-\d{{6}}-{re.escape(safe_label(name))}-\d+\.jsonl$")
-    try:
-        files = [p for p in d.iterdir() if rx.match(p.name)]
-    except OSError:
-        return []
+    files: list[Path] = []
+    for d in dirs:
+        try:
+            files.extend(p for p in d.iterdir() if rx.match(p.name))
+        except OSError:
+            continue
     return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
