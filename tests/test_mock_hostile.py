@@ -8,6 +8,8 @@ import json
 import logging
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.replay_support import recording, req, res
 from tests.test_mock_cli import serve, small_capture
@@ -155,3 +157,36 @@ async def test_request_bodies_held_at_once_are_bounded_in_total():
         assert head.status == 200 and server.bodies.held == 0
     finally:
         await server.close()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80) | st.floats(allow_nan=False)
+    | st.text(alphabet=st.characters(codec=None, exclude_categories=())),  # lone surrogates included
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(["name", "arguments", "_meta", "k"]),
+                                                             kids, max_size=3),
+    max_leaves=10)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.integers(min_value=-(2**80), max_value=2**80), st.text()),
+       st.sampled_from(["tools/call", "tools/list", "ping", "initialize", "\ud800"]), json_values,
+       st.integers(min_value=0, max_value=400))
+def test_any_request_gets_exactly_one_complete_answer_with_its_id(rid, method, params, depth):
+    for _ in range(depth):
+        params = [params]
+    line = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
+
+    async def run() -> list[dict]:
+        session = MockServer(_recording()).session()
+        out: list[bytes] = []
+
+        async def emit(data: bytes) -> None:
+            out.append(data)
+
+        await session.receive(line, emit)
+        await session.drain(5)
+        await session.close()
+        return [json.loads(d) for d in out]
+
+    answers = [m for m in asyncio.run(run()) if "method" not in m]
+    assert len(answers) == 1 and answers[0]["id"] == rid
