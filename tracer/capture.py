@@ -97,7 +97,6 @@ def record_to_dict(rec: Record, *, redact: bool = True) -> dict[str, Any]:
 _RTYPES = {t.value: t for t in RecordType}
 _DIRS = {d.value: d for d in Direction}
 _MESSAGE = RecordType.MESSAGE
-_I64_MAX = (1 << 63) - 1
 
 
 # The members the writer gives a plain stdio message record (record_to_dict): by far the most
@@ -125,8 +124,8 @@ def _fast_record(obj: dict[str, Any], line: int, source: str) -> Record | None:
         return None
     if (rtype != "message" or type(d) is not str or type(text) is not str or type(seq) is not int
             or type(t_ns) is not int or type(conn) is not str or type(transport) is not str
-            or seq > _I64_MAX or t_ns > _I64_MAX):  # (orjson reads up to 2**64-1; below -2**63 is a float)
-        return None
+            or (seq | t_ns) >> 63):  # either beyond 2**63-1 (orjson reads to 2**64-1) or negative: the
+        return None  # general path decides
     direction = _DIRS.get(d)
     if direction is None:
         return None
