@@ -134,3 +134,25 @@ def test_a_dead_upstream_gives_the_host_a_502_naming_it_and_the_capture_the_fail
     errors = [r.http for r in records if r.type is RecordType.HTTP and r.http.get("error")]
     assert len(requests) == 3 and len(errors) == 3
     assert {e["flow"] for e in errors} == {r.http["flow"] for r in requests}
+
+
+def test_two_tees_appending_to_one_capture_at_once_keep_every_message_of_both(tmp_path):
+    from tests.test_tee_servers import request, server
+
+    cap = tmp_path / "shared.jsonl"
+    n = 2000
+    stdin = b"".join(request(i) for i in range(n))
+    tees = [subprocess.Popen([*MCPTRACE, "stdio", "-q", "-o", str(cap), "--", *server("echo")], cwd=REPO,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outs = [t.communicate(stdin, timeout=BOUND_S) for t in tees]
+    assert [t.returncode for t in tees] == [0, 0], [o[1] for o in outs]
+    lines = cap.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(json.loads(line) for line in lines[:-1])  # no line torn or interleaved
+    with open(cap, "rb") as fh:
+        recs = [r for r in read_capture(fh, str(cap)) if isinstance(r, Record)]
+    assert len([r for r in recs if r.type is RecordType.HEADER]) == 2
+    conns = {r.conn for r in recs if r.type is RecordType.MESSAGE}
+    assert len(conns) == 2
+    for conn in conns:
+        mine = [r for r in recs if r.type is RecordType.MESSAGE and r.conn == conn]
+        assert len(mine) == 2 * n  # every request and every answer of this tee
