@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
+from tracer.safejson import dumps_text
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNIONS = frozenset({"anyOf", "oneOf"})
@@ -74,10 +74,7 @@ def explained_by(problem: SchemaProblem, finding_path: str) -> bool:
 
 
 def _brief(value: Any) -> str:
-    try:
-        text = orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        text = repr(value)
+    text = dumps_text(value)  # (any value a peer sent: 65-bit integers, lone surrogates, 1,000 deep)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
