@@ -213,3 +213,20 @@ def test_a_deprecated_feature_of_a_stateless_endpoint_is_noted_once_across_tcp_c
                                       (b"mcp-method", b"tools/list"))))
     assert len({r.conn for r in records(path)}) == 3
     assert _findings(path) == ["MCP905"]
+
+
+def test_a_request_that_forgets_the_session_id_on_the_session_tcp_connection_is_flagged_by_mcp721(capture):
+    addon, path = capture
+    client = _client(50001)
+    legacy = (ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2025-11-25"))
+    for f in (post(INIT, resp=INIT_RESULT, resp_headers=_init_result(b"s-1")),
+              post({"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"", status=202,
+                   resp_headers=[], headers=_with_session(b"s-1")),
+              post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=legacy,
+                   resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})):
+        _on(f, client)
+        addon.request(f)
+        addon.responseheaders(f)
+        addon.response(f)
+    assert len({r.conn for r in records(path)}) == 1
+    assert "MCP721" in _findings(path)
