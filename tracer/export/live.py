@@ -86,6 +86,8 @@ class LiveExporter:
         self.sink = None
         self._thread: threading.Thread | None = None
         self._pid = -1
+        self._closing = False  # close() began: catch up at normal priority
+        self._abandon = False  # close() stopped waiting: count what is left as dropped
 
     # -- the door's side: never blocks -----------------------------------------------------------
 
@@ -129,10 +131,19 @@ class LiveExporter:
             self.error = f"{type(exc).__name__}: {exc}"
             self._drain()
             return
+        boosted = False
         while True:
             recs = self._q.get()
             if recs is _STOP:
                 break
+            if self._abandon:  # close() gave up waiting: the rest is counted, not exported
+                with self._lock:
+                    self._queued -= len(recs)
+                    self.dropped_records += len(recs)
+                continue
+            if self._closing and not boosted:
+                boosted = True
+                _normal_scheduling()
             try:
                 for rec in recs:
                     feed.feed(rec)
@@ -165,8 +176,12 @@ class LiveExporter:
         if self._thread is None or self._pid != os.getpid():
             return {"spans": 0, "exported": 0, "dropped": 0, "dropped_records": self.dropped_records,
                     "error": self.error, "finished": True}
+        self._closing = True
         self._q.put(_STOP)
         self._thread.join(CLOSE_TIMEOUT_S)
+        if self._thread.is_alive():
+            self._abandon = True
+            self._thread.join(FAILING_TIMEOUT_S)
         sink = self.sink
         if sink is None:
             return {"spans": 0, "exported": 0, "dropped": 0, "dropped_records": self.dropped_records,
@@ -175,6 +190,17 @@ class LiveExporter:
         finished = sink.close(timeout) and not self._thread.is_alive()
         return {"spans": sink.spans, "exported": sink.exporter.exported, "dropped": sink.dropped,
                 "dropped_records": self.dropped_records, "error": self.error, "finished": finished}
+
+
+def _normal_scheduling() -> None:
+    """The calling thread back from the tee capture process's idle-only scheduling (it inherited
+    it): at the end of a session the exporter catches up promptly instead of being dropped. Linux
+    applies both calls to the calling thread only; an unprivileged thread keeps nice 19."""
+    try:
+        if hasattr(os, "SCHED_IDLE") and os.sched_getscheduler(0) == os.SCHED_IDLE:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except OSError:
+        pass
 
 
 def summary(stats: dict, where: str) -> str | None:
