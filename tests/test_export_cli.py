@@ -65,3 +65,22 @@ def test_hostile_names_and_a_progress_flood_stay_bounded():
     notes = [e for e in call["events"] if e["name"] == "mcptrace.notification"]
     assert len(call["events"]) <= 1000 + 1  # (a finding still gets in past the bound)
     assert int(attrs(call)["mcptrace.events.dropped"]) == 3000 - len(notes)
+
+
+def test_ndjson_and_host_logs_export_like_captures(tmp_path):
+    init = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}'
+    result = ('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},'
+              '"serverInfo":{"name":"fs","version":"1.0"}}}')
+    nd = tmp_path / "traffic.ndjson"
+    nd.write_text(f"{init}\n{result}\n")
+    log = tmp_path / "mcp-server-fs.log"
+    log.write_text(f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {init} {{ metadata: undefined }}\n"
+                   f"2025-06-13T14:44:30.001Z [fs] [info] Message from server: {result}\n")
+    for path in (nd, log):
+        done = mcptrace("export", "-f", "otlp-json", str(path))
+        assert done.returncode == 0, done.stderr
+        spans = [s for line in done.stdout.splitlines() for rs in json.loads(line)["resourceSpans"]
+                 for ss in rs["scopeSpans"] for s in ss["spans"]]
+        init_span = next(s for s in spans if s["name"] == "initialize")
+        assert attrs(init_span)["mcptrace.end_reason"] == "response"
+        assert attrs(init_span)["mcptrace.capture.file"] == str(path)
