@@ -156,18 +156,30 @@ def pytest_runtest_call(item: pytest.Item):
     if not caps:
         return result
     policy = _Policy(item)
+    where = _location(item)
     failing: list[str] = []
     for cap in caps:
         cap.close()  # the proxy finishes its capture before it is read
         high, low = at_or_above(cap.lint(), policy.fail_on)
         for f in low:
-            warnings.warn(McpSpecWarning(f"{cap.name}: " + format_findings([f]).rstrip("\n")), stacklevel=1)
+            # Attributed to the test function, so the warnings summary points at the user's code.
+            warnings.warn_explicit(McpSpecWarning(f"{cap.name}: " + format_findings([f]).rstrip("\n")),
+                                   McpSpecWarning, *where)
         if high:
             failing.append(f"{cap.name} ({cap.path}):\n" + format_findings(high))
     if failing:
         _show_stderr(item)
-        pytest.fail(f"MCP traffic has findings at or above {policy.fail_on}:\n" + "".join(failing), pytrace=False)
+        keep = "" if item.config.getoption("--mcptrace-keep") else "(pytest --mcptrace-keep keeps the capture files)\n"
+        __tracebackhide__ = False  # (with pytrace=False there is no traceback to show at all)
+        pytest.fail(f"MCP traffic has findings at or above {policy.fail_on}:\n" + "".join(failing) + keep,
+                    pytrace=False)
     return result
+
+
+def _location(item: pytest.Item) -> tuple[str, int, str]:
+    path, lineno, _ = item.reportinfo()
+    module = getattr(getattr(item, "module", None), "__name__", "mcptrace")
+    return str(path), (lineno or 0) + 1, module
 
 
 def _show_stderr(item: pytest.Item) -> None:
