@@ -27,7 +27,7 @@ from mitmproxy.proxy import mode_specs
 
 from addons.mcp_capture import McpCapture
 from tracer.model import Record
-from tracer.redact import PROCESS_HASHER, redact_url
+from tracer.redact import PROCESS_HASHER, redact_text, redact_url
 
 DEFAULT_PORT = 8788
 CA_CERT = "~/.mitmproxy/mitmproxy-ca-cert.pem"
@@ -176,7 +176,8 @@ class ProxyRunner:
             try:
                 mode_specs.ProxyMode.parse(m)
             except ValueError as exc:
-                raise ProxyError(f"invalid mitmproxy mode {m!r}: {exc}") from None
+                # (the error may quote the mode's URL, cut short: its credentials are hidden wherever they show)
+                raise ProxyError(redact_text(f"invalid mitmproxy mode {m!r}: {exc}", m)) from None
         return modes
 
     def _label(self) -> str:
@@ -207,7 +208,7 @@ class ProxyRunner:
             if cfg.settings:
                 opts.set(*[f"{k}={v}" for k, v in cfg.settings.items()])
         except Exception as exc:  # OptionsError, KeyError for an unknown option
-            raise ProxyError(f"mitmproxy option: {exc}") from None
+            raise ProxyError(redact_text(f"mitmproxy option: {exc}", *cfg.settings.values())) from None
         self.addon.header_extra = {"upstream": cfg.upstream, "label": self._label(), "modes": modes}
         return m
 
@@ -225,7 +226,7 @@ class ProxyRunner:
         finally:
             mlog.removeHandler(handler)
         if self.error:
-            raise ProxyError(self.error)
+            raise ProxyError(redact_text(self.error, self.cfg.upstream or "", *self.cfg.modes))
 
     def run(self, ready: Callable[[ProxyInfo], Any] | None = None, *, handle_signals: bool = True) -> None:
         async def main() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from tests.proxy_peers import REPO, _Lines, _stop, capture_records
@@ -161,11 +162,14 @@ def test_the_session_rules_find_the_same_on_a_redacted_capture_as_on_a_clear_one
     assert rules[0] == rules[1]
 
 
-def test_an_upstream_with_a_password_is_refused_without_printing_it(tmp_path):
-    p = subprocess.run([*MCPTRACE, "proxy", "--upstream", "http://alice:pw-SECRET-12@127.0.0.1:9/mcp?api_key=k-SECRET-13",
-                        "--no-ui", "-o", str(tmp_path / "c.jsonl")], cwd=REPO, capture_output=True, text=True,
-                       timeout=120, stdin=subprocess.DEVNULL)
-    assert p.returncode == 2 and "user:password@" in p.stderr and "alice:<redacted>@" in p.stderr
+@pytest.mark.parametrize(("args", "says"), [
+    (["--upstream", "http://alice:pw-SECRET-12@127.0.0.1:9/mcp?api_key=k-SECRET-13"], "user:password@"),
+    (["--mode", "upstream:http://alice:pw-SECRET-12@127.0.0.1:3128?api_key=k-SECRET-13"], "invalid mitmproxy mode"),
+])
+def test_a_proxy_url_with_a_password_is_refused_without_printing_it(tmp_path, args, says):
+    p = subprocess.run([*MCPTRACE, "proxy", *args, "--no-ui", "-o", str(tmp_path / "c.jsonl")], cwd=REPO,
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and says in p.stderr and "alice:<redacted>@" in p.stderr
     assert leaks(p.stdout + p.stderr, ["pw-SECRET-12", "k-SECRET-13"]) == []
 
 

@@ -157,6 +157,36 @@ def redact_url(url: Any, hasher: SessionHasher | None = None) -> Any:
     return base
 
 
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
+
+def _url_secrets(url: str) -> list[str]:
+    """The credential values in a URL: its userinfo password (or lone user) and secret parameters."""
+    found = []
+    m = _USERINFO.match(url)
+    if m is not None:
+        user, colon, pw = m.group(2).partition(":")
+        found.append(pw if colon else user)
+    for part in re.split(r"[?&#]", url.split("?", 1)[1]) if "?" in url else []:
+        name, eq, value = part.partition("=")
+        if eq and is_secret(unquote(name)):
+            found.append(value)
+    return [s for s in found if s and s != REDACTED]
+
+
+def redact_text(text: str, *sources: str) -> str:
+    """A message for a terminal (an error line quoting a URL, perhaps cut short by the library that
+    wrote it): the credentials of every URL in it, and of the URLs in `sources` wherever they show
+    up in it, are redacted."""
+    known: list[str] = []
+    for src in sources:
+        for url in _URL_IN_TEXT.findall(src or ""):
+            known.extend(_url_secrets(url))
+    for secret in sorted(set(known), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0), PROCESS_HASHER), text)
+
+
 def _redact_params(text: str, hasher: SessionHasher | None) -> str:
     parts = []
     for part in text.split("&"):
