@@ -125,6 +125,23 @@ def test_the_marker_and_the_option_choose_rules_and_threshold(project):
     result.stdout.fnmatch_lines(["*MCP209 [[]info[]]*", "*MCP211 [[]warning[]]*"])
 
 
+def test_the_project_config_sets_the_plugin_s_threshold_and_rules(project):
+    project.makepyfile(test_cfg="""
+        import sys
+        from raw_client import drive
+
+        def test_never_answered(mcp_stdio):
+            drive(mcp_stdio([sys.executable, "bad_server.py"]), "never")
+    """)
+    project.makepyprojecttoml('[tool.mcptrace]\nfail-on = "warning"\nignore = ["MCP209"]\n')
+    result = run(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*MCP211 [[]warning[]]*"])
+    assert "MCP209" not in result.stdout.str()
+    result = run(project, "--mcptrace-fail-on", "error")  # the option beats the file
+    result.assert_outcomes(passed=1, warnings=1)
+
+
 def test_keep_keeps_the_captures_and_says_where(project):
     project.makepyfile(test_keep='''
         import sys
