@@ -6,8 +6,11 @@ echoes the caller's id and quotes its params, so each of these used to cost the 
 over stdio, the mock). Here orjson does the common case and the standard library the rest, with
 `\\uXXXX` escapes, so the bytes are valid UTF-8 JSON that says what the caller sent.
 
-(The mock's own fallback: when a shared safe serializer for the whole project exists, this folds
-into it; the contract stays "any value that came from a parser gives bytes or Unserializable".)
+Why not `tracer.safejson` (the project's serializer for reports and previews): that one writes a
+lone surrogate as the visible text `\\ud800` and cuts values past 200 levels, right for a reader
+but wrong for an answer: the host matches the answer to its request by the exact id, so the mock
+writes the id (and what it echoes) as sent, `\\ud800` escape included, and says Unserializable
+only past the interpreter's recursion limit (the error answer then leaves the value out).
 """
 
 from __future__ import annotations
