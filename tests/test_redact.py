@@ -31,7 +31,8 @@ def test_names_containing_a_credential_word_are_secret(name):
 
 
 @pytest.mark.parametrize("name", ["Content-Type", "Accept", "User-Agent", "MCP-Protocol-Version", "Host",
-                                  "WWW-Authenticate", "Last-Event-ID", "Keep-Alive", "author", "page", None, 3])
+                                  "WWW-Authenticate", "Last-Event-ID", "Keep-Alive", "author", "page", "Mcp-Param-Api-Key",
+                                  None, 3])
 def test_ordinary_names_and_auth_challenges_are_not(name):
     assert not is_secret(name)
 
