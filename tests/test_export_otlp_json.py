@@ -143,3 +143,18 @@ def test_an_mrtr_operation_is_a_parent_span_over_its_rounds(tmp_path):
     assert all(r["traceId"] == op["traceId"] for r in rounds)
     assert int(op["startTimeUnixNano"]) == min(int(r["startTimeUnixNano"]) for r in rounds)
     assert int(op["endTimeUnixNano"]) == max(int(r["endTimeUnixNano"]) for r in rounds)
+
+
+def test_sessions_of_an_appended_capture_that_reuse_seqs_each_keep_their_spans():
+    first = build_records([{"conn": "stdio-1", "c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                                       "params": {"_meta": META}}}])
+    second = build_records([{"conn": "stdio-2", "c2s": {"jsonrpc": "2.0", "id": 1, "method": "prompts/list",
+                                                        "params": {"_meta": META}}},
+                            {"conn": "stdio-2", "s2c": {"jsonrpc": "2.0", "id": 1,
+                                                        "result": {"resultType": "complete", "prompts": []}}}])
+    # a second session appended to the capture numbers its records from 1 again
+    assert first[0].seq == second[0].seq == 1
+    spans = spans_of(first + second)
+    names = {s["name"]: attrs(s) for s in spans}
+    assert names["tools/list"]["mcptrace.end_reason"] == "end-of-capture"
+    assert names["prompts/list"]["mcptrace.end_reason"] == "response"

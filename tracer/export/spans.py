@@ -105,7 +105,8 @@ class SpanBuilder:
         self.identity = identity  # what makes this capture's ids its own (see tracer.export.identity_of)
         self.source = source
         self.include_bodies = include_bodies
-        self.open: dict[int, Span] = {}  # request seq -> its span, until answered
+        # (conn, request seq) -> its span, until answered (an appended capture's sessions reuse seqs)
+        self.open: dict[tuple[str, int], Span] = {}
         self._by_id: dict[tuple, int] = {}  # (conn, sender dir, idkey) -> seq: what a cancel names
         self._by_token: dict[tuple, int] = {}  # (conn, progress token key) -> seq
         self._by_flow: dict[tuple, int] = {}  # (conn, HTTP flow) -> seq: the POST a stream answers
@@ -131,7 +132,7 @@ class SpanBuilder:
         the request they name while it is open, else on a short span of their own."""
         loose = []
         for f in found:
-            span = self.open.get(f.seq) if f.seq else None
+            span = self._open_for(conn, f.seq) if f.seq else None
             if span is not None:
                 _add_event(span, self._finding_event(f, t_ns))
             else:
@@ -161,8 +162,8 @@ class SpanBuilder:
 
     def close(self, conn: str, t_ns: int, reason: str) -> None:
         """A connection ended: its unanswered requests end here (or at their cancel), then its root."""
-        for seq in [s for s, span in self.open.items() if span.attrs.get(M.CONNECTION) == conn]:
-            self._end_unanswered(self.open.pop(seq), t_ns, reason)
+        for key in [k for k in self.open if k[0] == conn]:
+            self._end_unanswered(self.open.pop(key), t_ns, reason)
         for key in [k for k in self._ops if k[0] == conn]:
             op = self._ops.pop(key)
             op.attrs[M.END_REASON] = reason
@@ -176,7 +177,7 @@ class SpanBuilder:
     def finish(self, found: list[Finding], t_ns: int) -> None:
         """End of input: end findings go on their spans, then everything still open ends."""
         self.findings(found, t_ns)
-        conns = dict.fromkeys([span.attrs.get(M.CONNECTION) for span in self.open.values()]
+        conns = dict.fromkeys([k[0] for k in self.open]
                               + [k[0] for k in self._ops] + list(self._roots))  # (ordered: output is stable)
         for conn in conns:
             self.close(conn, t_ns, M.END_REASON_END)
@@ -189,7 +190,8 @@ class SpanBuilder:
             self._request(m)
         elif kind is Kind.RESULT or kind is Kind.ERROR:
             req = m.request
-            span = self.open.pop(req.seq, None) if req is not None and m.pair_status in _PAIRED else None
+            span = (self.open.pop((m.rec.conn, req.seq), None) if req is not None and m.pair_status in _PAIRED
+                    else None)
             if span is not None:
                 self._response(span, m)
             else:
@@ -269,7 +271,7 @@ class SpanBuilder:
         for what, key in keys:
             self._index(what)[key] = rec.seq
         span._keys = tuple(keys)
-        self.open[rec.seq] = span
+        self.open[(rec.conn, rec.seq)] = span
 
     def _response(self, span: Span, m: Analysed) -> None:
         rec = m.rec
@@ -347,7 +349,7 @@ class SpanBuilder:
             seq = self._by_id.get((rec.conn, rec.dir, rid)) if rid is not None else None
         if seq is None and type(rec.http) is dict and type(rec.http.get("flow")) is str:
             seq = self._by_flow.get((rec.conn, rec.http["flow"]))  # sent on the request's own stream
-        span = self.open.get(seq) if seq is not None else None
+        span = self.open.get((rec.conn, seq)) if seq is not None else None
         if span is None:
             self._short(m, "notification", m.findings)
             return
@@ -382,6 +384,11 @@ class SpanBuilder:
         self._emit(span)
 
     # -- helpers -----------------------------------------------------------------------------------
+
+    def _open_for(self, conn: str | None, seq: int) -> Span | None:
+        if conn is not None:
+            return self.open.get((conn, seq))
+        return next((span for (_, s), span in self.open.items() if s == seq), None)  # (end of input only)
 
     def _new_span(self, m: Analysed, attrs: dict[str, Any], name: str | None = None) -> Span:
         rec = m.rec
