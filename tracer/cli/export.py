@@ -96,7 +96,7 @@ def _otlp(args: argparse.Namespace, opened) -> int:
     from tracer.export.live import where as endpoint_of
     from tracer.export.otel import OtelSink
 
-    sink = OtelSink(args.output)
+    sink = OtelSink(args.output, flush_every=512)  # (a file: wait for the backend rather than drop)
     messages = _spans(args, opened, sink)
     finished = sink.close(args.timeout)
     where = endpoint_of(args.output)

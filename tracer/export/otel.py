@@ -110,7 +110,8 @@ class OtelSink:
     """Callable: one `Span` in, one SDK span out (ended at once, queued for the batch exporter)."""
 
     def __init__(self, endpoint: str | None = None, *, metrics: bool = True, max_queue: int | None = None,
-                 schedule_delay_ms: float | None = None, exporter: SpanExporter | None = None):
+                 schedule_delay_ms: float | None = None, exporter: SpanExporter | None = None,
+                 flush_every: int | None = None):
         quiet_sdk_logs()
         resource = Resource.create({M.SERVICE_NAME: service_name()})
         self._ids = _CapturedIds()
@@ -121,6 +122,9 @@ class OtelSink:
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer(M.SCOPE_NAME, __version__)
         self.spans = 0
+        # Offline export (a file, not a live session) must not outrun the batch queue, which drops
+        # when full: every `flush_every` spans it waits for the exporter to send what is queued.
+        self.flush_every = flush_every
         self.meters: MeterProvider | None = None
         if metrics:
             reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=signal_url(endpoint, "metrics")))
@@ -152,6 +156,8 @@ class OtelSink:
             s.set_status(Status(StatusCode.ERROR, span.error))
         s.end(end_time=span.end_ns)
         self.spans += 1
+        if self.flush_every and not self.spans % self.flush_every:
+            self.processor.force_flush()
         if self.meters is not None:
             self._measure(span)
 
