@@ -84,3 +84,18 @@ def test_ndjson_and_host_logs_export_like_captures(tmp_path):
         init_span = next(s for s in spans if s["name"] == "initialize")
         assert attrs(init_span)["mcptrace.end_reason"] == "response"
         assert attrs(init_span)["mcptrace.capture.file"] == str(path)
+
+
+
+def test_export_never_writes_onto_its_input_and_writes_private_files(tmp_path):
+    import shutil
+
+    cap = tmp_path / "cap.jsonl"
+    shutil.copy(AUTO, cap)
+    before = cap.read_bytes()
+    done = mcptrace("export", "-f", "otlp-json", "-o", str(cap), str(cap))
+    assert done.returncode == 2 and "one of the inputs" in done.stderr
+    assert cap.read_bytes() == before
+    out = tmp_path / "spans.jsonl"
+    assert mcptrace("export", "-f", "otlp-json", "-o", str(out), str(cap)).returncode == 0
+    assert out.stat().st_mode & 0o077 == 0

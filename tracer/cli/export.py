@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         return _har(args, opened)
     if args.format == "otlp":
         return _otlp(args, opened)
-    out = _open_out(args.output)
+    out = _open_out(args.output, args.paths)
     try:
         from tracer.export.otlp_json import OtlpJsonWriter
 
@@ -63,15 +63,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_out(path: str | None):
+def _open_out(path: str | None, inputs: list[str]):
+    """The output file, private to the user (a HAR holds message bodies; spans may, with
+    --include-bodies). Never one of the inputs: writing it would truncate the capture being read."""
+    import os
+
     from tracer.cli import UsageError
 
     if path is None or path == "-":
         return sys.stdout.buffer
+    for inp in inputs:
+        try:
+            if os.path.samefile(path, inp):
+                raise UsageError(f"-o {path} is one of the inputs; exporting onto it would destroy it")
+        except OSError:
+            pass
     try:
-        return open(path, "wb")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    return os.fdopen(fd, "wb")
 
 
 def _spans(args: argparse.Namespace, opened, emit) -> int:
@@ -125,7 +136,7 @@ def _har(args: argparse.Namespace, opened) -> int:
         sys.stderr.write("mcptrace: error: no HTTP exchanges in the input (a HAR holds HTTP traffic; a stdio "
                          "capture has none: use --format otlp-json)\n")
         return 2
-    out = _open_out(args.output)
+    out = _open_out(args.output, args.paths)
     try:
         n = har.write(out)
     finally:
