@@ -191,3 +191,30 @@ def test_any_request_gets_exactly_one_complete_answer_with_its_id(rid, method, p
 
     answers = [m for m in asyncio.run(run()) if "method" not in m]
     assert len(answers) == 1 and answers[0]["id"] == rid
+
+
+def test_requests_that_wait_for_a_cancel_are_bounded_per_session(monkeypatch):
+    from tracer.mock import engine
+
+    monkeypatch.setattr(engine, "MAX_PENDING", 3)
+    rec = recording(("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25"})),
+                    ("c2s", req(2, "tools/call", {"name": "slow"})),
+                    ("c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}))
+
+    async def run() -> tuple[int, list[dict]]:
+        session = MockServer(rec).session()
+        out: list[bytes] = []
+
+        async def emit(data: bytes) -> None:
+            out.append(data)
+
+        for i in range(10, 15):  # the recorded server never answered: each waits for the host's cancel
+            await session.receive(json.dumps(req(i, "tools/call", {"name": "slow"})).encode(), emit)
+        await session.drain(5)
+        pending = len(session.tasks)
+        await session.close()
+        return pending, [json.loads(d) for d in out]
+
+    pending, answers = asyncio.run(run())
+    assert pending == 3
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(13, -32603), (14, -32603)]

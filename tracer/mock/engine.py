@@ -24,6 +24,7 @@ from tracer.replay.recording import Exchange, Recording
 Emit = Callable[[bytes], Awaitable[None]]
 NO_ANSWER = -32603
 INTERNAL_ERROR = -32603
+MAX_PENDING = 10_000  # requests of one session in progress at once (a silent one waits for its cancel)
 PARSE_ERROR = -32700
 _dumps = dumps
 
@@ -330,6 +331,10 @@ class MockSession:
             await emit(error_message(None, {"code": PARSE_ERROR, "message": f"Parse error: {c.reason}"}))
 
     def _start(self, c: Classified, reply: Reply, emit: Emit) -> None:
+        if len(self.tasks) >= MAX_PENDING:  # a host that never cancels must not grow the mock without end
+            self.server.stats["errors"] += 1
+            reply = Reply(reply.caller, error={"code": INTERNAL_ERROR, "message": f"the mock has {len(self.tasks)} "
+                                               "requests of this session in progress; cancel or wait for some first"})
         task = asyncio.create_task(self.perform(reply, emit))
         key = c.idkey
         if key is not None:

@@ -57,6 +57,7 @@ MAX_SESSIONS = 1000
 IDLE_S = 600.0  # a legacy session nobody used for this long is forgotten (its id then gets 404)
 BODY_BUDGET = 256 * 1024 * 1024  # request bodies held at once, all connections together
 INVALID_REQUEST = -32600
+STREAM_QUEUE = 1000  # messages waiting for a GET stream whose host does not read them
 JSON = [("Content-Type", "application/json")]
 SSE = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"),
        ("X-Accel-Buffering", "no"), ("Transfer-Encoding", "chunked"), ("Connection", "close")]
@@ -113,9 +114,7 @@ class MockHttpServer:
         if self._srv is not None:
             self._srv.close()
         for s in [self.stateless, *self.sessions.values()]:
-            for q in s.get_streams:
-                q.put_nowait(None)
-            await s.mock.close()
+            await _end(s)
         for t in list(self._conns):
             t.cancel()
 
@@ -227,7 +226,7 @@ class MockHttpServer:
             writer.write(encode_response(404 if sid else 405, [] if sid else [("Allow", "POST")]))
             await writer.drain()
             return True
-        q: asyncio.Queue[bytes | None] = asyncio.Queue()
+        q: asyncio.Queue[bytes | None] = asyncio.Queue(STREAM_QUEUE)
         s.get_streams.append(q)
         writer.write(encode_head("HTTP/1.1 200 OK", SSE))
         await writer.drain()
@@ -363,9 +362,9 @@ class MockHttpServer:
 
     def _after_emitter(self, s: _Session):
         async def after(data: bytes) -> None:
-            if s.get_streams:
+            if s.get_streams and not s.get_streams[0].full():
                 s.get_streams[0].put_nowait(data)
-            else:
+            else:  # no stream, or a host that does not read its stream: not held without end
                 self.dropped_after += 1
 
         return after
@@ -373,6 +372,8 @@ class MockHttpServer:
 
 async def _end(s: _Session) -> None:
     for q in s.get_streams:
+        while q.full():  # the end of the stream gets through even when the host stopped reading
+            q.get_nowait()
         q.put_nowait(None)
     await s.mock.close()
 
