@@ -97,3 +97,29 @@ def test_wrong_types_get_their_findings_and_the_rest_of_the_session_is_still_jud
     surrogate_req = next(i for i, x in enumerate(lines, 1) if x.startswith('{"jsonrpc":"2.0","id":8,"method"'))
     assert surrogate_req  # read and analysed (its findings depend on the tool list, not on the escape)
     assert json.loads(out)["summary"]["messages"] == len(lines)
+
+
+def _analyse(*raws: tuple[str, str]):
+    from tracer.analyser import analyse_all
+    from tracer.model import Direction, Record, RecordType
+
+    recs = [Record(RecordType.MESSAGE, seq=i, t_ns=i, dir=Direction(d), raw=raw.encode(), conn="c")
+            for i, (d, raw) in enumerate(raws, 1)]
+    return analyse_all(recs)
+
+
+@pytest.mark.parametrize(("code", "fallback_flagged"), [("-32022", True), ("[-32022]", False), ('{"c":1}', False)])
+def test_a_discover_error_whose_code_is_no_integer_is_no_modern_error_and_no_crash(code, fallback_flagged):
+    msgs, _ = _analyse(
+        ("c2s", '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":' + json.dumps(META) + '}}'),
+        ("s2c", '{"jsonrpc":"2.0","id":1,"error":{"code":' + code + ',"message":"x"}}'),
+        ("c2s", '{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+                '"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}'))
+    assert ("MCP807" in {f.rule for f in msgs[2].findings}) is fallback_flagged
+
+
+def test_a_baggage_value_with_a_lone_surrogate_is_judged_not_crashed_on():
+    meta = {**META, "baggage": "k=\ud800"}
+    text = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
+    msgs, _ = _analyse(("c2s", text))
+    assert any(f.path and "baggage" in f.path for f in msgs[0].findings)

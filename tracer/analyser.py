@@ -287,7 +287,8 @@ class Analyser:
                     disc.outcome = "result" if kind is Kind.RESULT else "error"
                     disc.result = m.result
                     err = m.error
-                    disc.error_code = err.get("code") if err else None
+                    code = err.get("code") if err else None
+                    disc.error_code = code if type(code) is int else None  # (rules compare it, use it as a key)
         if kind is not Kind.INVALID:
             apply_tracking(m, s)  # capabilities, tools, progress, subscriptions, MRTR rounds...
         if kind is not Kind.INVALID and direction is not None:

@@ -280,7 +280,7 @@ def check_baggage(value: Any) -> str | None:
         return "is not a string"
     if not value.strip(" \t"):
         return "is empty (W3C Baggage has at least one key=value member)"
-    if len(value.encode("utf-8")) > 8192:
+    if len(value.encode("utf-8", "surrogatepass")) > 8192:  # (lone surrogates are legal JSON escapes)
         return "is longer than 8192 bytes"
     members = value.split(",")
     if len(members) > 64:
