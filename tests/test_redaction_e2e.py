@@ -80,6 +80,9 @@ def session(port: int, target: str) -> tuple[str, list[dict]]:
     for i, (method, params) in enumerate([("tools/list", {}), ("tools/call", {"name": "echo", "arguments": {"text": "x"}})]):
         resp, body = post({"jsonrpc": "2.0", "id": 2 + i, "method": method, "params": params}, sid)
         answers.append(json.loads(body))
+    # a request that forgets the session id (on the session's TCP connection): MCP721's to flag
+    resp, _ = post({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}, None)
+    assert resp.status == 400
     conn.close()
     return sid, answers
 
@@ -140,16 +143,17 @@ def test_no_credential_carrier_reaches_the_capture_stderr_lint_or_viewer_through
     recs = capture_records(cap)
     msgs, _ = analyse_all(recs)
     requests = [m for m in msgs if m.kind is Kind.REQUEST and m.rec.dir is Direction.C2S]
-    assert len(requests) == 6 and all(m.partner_seq is not None for m in requests)
+    assert len(requests) == 8 and all(m.partner_seq is not None for m in requests if m.id != 9)
     by_conn = Counter(m.rec.conn for m in requests)
-    assert len(by_conn) == 2 and set(by_conn.values()) == {3}
-    stored_ids: dict[str, set[str]] = {}
-    for r in recs:
-        for key in ("req_headers", "resp_headers"):
-            for name, value in (r.http or {}).get(key) or []:
-                if name.lower() == "mcp-session-id":
-                    stored_ids.setdefault(r.conn, set()).add(value)
-    assert len(stored_ids) == 2 and all(len(v) == 1 for v in stored_ids.values())
+    assert len(by_conn) == 2 and set(by_conn.values()) == {4}
+    stored_ids: dict[str, set[str]] = {}  # what each session's requests carry, and what initialize minted
+    for m in msgs:
+        http = m.rec.http or {}
+        key = "resp_headers" if m.answers_method == "initialize" else "req_headers" if m.kind is Kind.REQUEST else ""
+        for name, value in http.get(key) or []:
+            if name.lower() == "mcp-session-id":
+                stored_ids.setdefault(m.rec.conn, set()).add(value)
+    assert len(stored_ids) == 2 and all(len(v) == 1 for v in stored_ids.values()), stored_ids
     assert len(set().union(*stored_ids.values())) == 2
     assert all(re.fullmatch(r"hmac:[0-9a-f]{16}", v) for v in set().union(*stored_ids.values()))
 
@@ -159,7 +163,7 @@ def test_the_session_rules_find_the_same_on_a_redacted_capture_as_on_a_clear_one
     clear, _, sids = run_traffic(tmp_path, "clear", "--no-redact")
     assert all(v in clear.read_text() for v in [*VALUES, *sids]), "--no-redact keeps them (the test can see them)"
     rules = [Counter(f["rule"] for f in lint_outputs(cap)[1]["findings"]) for cap in (red, clear)]
-    assert rules[0] == rules[1]
+    assert rules[0] == rules[1] and rules[0]["MCP721"] == 2, rules  # one forgotten session id per session
 
 
 @pytest.mark.parametrize(("args", "says"), [
