@@ -124,7 +124,9 @@ class LiveExporter:
             identity = self.identity
             if identity is None:
                 identity = capture_identity(self.source) if self.source else "live"
-            self.sink = OtelSink(self.endpoint)
+            # (flush_every: this worker waits for the exporter rather than overflow the SDK's queue;
+            # a backend that is down then backs up into the bounded record queue, counted there)
+            self.sink = OtelSink(self.endpoint, flush_every=512)
             feed = SpanFeed(self.sink, Analyser(select_rules(None, None)), source=self.source,
                             identity=identity, include_bodies=self.include_bodies)
         except Exception as exc:  # (a broken SDK install, a bad endpoint): stop exporting, keep relaying
