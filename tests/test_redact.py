@@ -82,6 +82,9 @@ def test_urls_lose_userinfo_and_credential_parameters_but_stay_readable():
     (["--url=https://u:s@h/"], [f"--url=https://u:{REDACTED}@h/"]),
     (["--token", "--verbose"], ["--token", "--verbose"]),  # no value to hide: the next word is a flag
     (["API_KEY=s", "Bearer s"], [f"API_KEY={REDACTED}", f"Bearer {REDACTED}"]),
+    (["--config", '{"apiKey":"s","region":"eu","auth":{"token":"s"}}'],
+     ["--config", '{"apiKey": "<redacted>", "region": "eu", "auth": {"token": "<redacted>"}}']),
+    (["--config={\"debug\":true}"], ["--config={\"debug\":true}"]),  # nothing to hide: as it was
 ])
 def test_command_lines_hide_the_values_of_credential_flags_headers_and_urls(argv, shown):
     assert redact_argv(argv) == shown

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 import secrets
 from typing import Any
@@ -255,8 +256,28 @@ def redact_header_line(text: str) -> str:
     return f"{name}: {redact_value(name, m.group(2), PROCESS_HASHER)}"
 
 
+def _redact_json(value: Any, depth: int = 0) -> Any:
+    if depth > 50:
+        return REDACTED
+    if isinstance(value, dict):
+        return {k: REDACTED if is_secret(k) and not isinstance(v, dict | list) else _redact_json(v, depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(v, depth + 1) for v in value]
+    return _redact_word(value) if isinstance(value, str) else value
+
+
 def _redact_word(arg: str) -> str:
-    """A command-line word that is not a flag: `NAME=value`, `Name: value`, `Bearer x`, a URL."""
+    """A command-line word that is not a flag: `NAME=value`, `Name: value`, `Bearer x`, a URL, a
+    JSON object (`--config '{"apiKey": "..."}'`: its credential members)."""
+    if arg[:1] in ("{", "[") and len(arg) < 1 << 16:
+        try:
+            parsed = json.loads(arg)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            shown = _redact_json(parsed)
+            return arg if shown == parsed else json.dumps(shown, ensure_ascii=False)
     env = _ENV_ASSIGNMENT.match(arg)
     if env and is_secret(env.group(1)):
         return f"{env.group(1)}={REDACTED}"
