@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from typing import IO
 
 from tracer.capture import ReadProblem
-from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http.flows import CLIENT_CLOSED, END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http.recorder import Exchange
 from tracer.inputs import InputFormat
 from tracer.inputs import register as register_format
 from tracer.model import Record
@@ -39,6 +40,7 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     from addons.flows import exchange_of, note_response
 
     steps: list[Step] = []
+    closed: dict[str, tuple[int, int]] = {}  # client connection id -> (when it closed, its last flow)
     index = 0
     problem = None
     try:
@@ -48,6 +50,9 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
                 continue
             ex = exchange_of(f, live=False)
             steps.append(Step(ex.t_ns, REQUEST, index, ex))
+            end = _seconds_ns(f.client_conn.timestamp_end) if f.client_conn is not None else 0
+            if end and ex.client_id:
+                closed[ex.client_id] = (max(end, closed.get(ex.client_id, (0, 0))[0]), index)
             resp = f.response
             if resp is not None:
                 note_response(ex, f, live=False)
@@ -61,6 +66,8 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
                 steps.append(Step(t, FAILED, index, ex, why=f.error.msg))
     except exceptions.FlowReadException as exc:
         problem = ReadProblem(source, index + 1, f"cannot read flow {index + 1}: {exc}")
+    for cid, (t, last) in closed.items():
+        steps.append(Step(t, CLIENT_CLOSED, last, Exchange(id="", client="", method="", url="", client_id=cid)))
     yield from replay(steps, source)
     if problem is not None:
         yield problem

@@ -11,7 +11,7 @@ from mitmproxy.test import taddons
 from addons.mcp_capture import McpCapture
 from tests.addon_helpers import ACCEPT_BOTH, INIT, INIT_RESULT, body, flow, post, records
 from tracer.analyser import analyse_all
-from tracer.model import Direction, Kind, RecordType
+from tracer.model import Direction, Kind, Record, RecordType
 
 JSON = (b"content-type", b"application/json")
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
@@ -230,3 +230,38 @@ def test_a_request_that_forgets_the_session_id_on_the_session_tcp_connection_is_
         addon.response(f)
     assert len({r.conn for r in records(path)}) == 1
     assert "MCP721" in _findings(path)
+
+
+def test_a_flow_file_ends_each_sessionless_connection_when_its_tcp_connection_closed(tmp_path):
+    from mitmproxy import io
+
+    from tracer.cli.inputs import register_optional_inputs
+    from tracer.inputs import open_input
+
+    headers = (ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"tools/list"))
+    flows = []
+    for i, port in enumerate((50001, 50001, 50002)):
+        req = {"jsonrpc": "2.0", "id": i, "method": "tools/list", "params": {"_meta": META}}
+        resp = {"jsonrpc": "2.0", "id": i, "result": {"resultType": "complete", "tools": [], **CACHE,
+                                                      "_meta": SERVER_META}}
+        f = post(req, resp=resp, headers=headers, client=("127.0.0.1", port))
+        t = 1000.0 + i
+        f.request.timestamp_start, f.request.timestamp_end = t, t + 0.001
+        f.response.timestamp_start, f.response.timestamp_end = t + 0.002, t + 0.003
+        flows.append(f)
+    flows[1].client_conn = flows[0].client_conn  # two exchanges on one keep-alive connection
+    for f, closed in zip(flows, (1010.0, 1010.0, 1003.0), strict=True):
+        f.client_conn.timestamp_end = closed
+    path = tmp_path / "clients.mitm"
+    with open(path, "wb") as fh:
+        w = io.FlowWriter(fh)
+        for f in flows:
+            w.add(f)
+    register_optional_inputs()
+    recs = [r for r in open_input(str(path)).records if isinstance(r, Record)]
+    events = [(r.conn, r.t_ns) for r in recs if (r.data or {}).get("event") == "connection-closed"]
+    conns = [r.conn for r in recs if r.type is RecordType.MESSAGE]
+    assert len(set(conns)) == 2 and conns[0] == conns[2] != conns[4]
+    assert [c for c, _ in events] == [conns[4], conns[0]]  # in the order the connections closed
+    msgs, ends = analyse_all(recs)
+    assert [f.rule for m in msgs for f in m.findings] + [f.rule for f in ends] == []

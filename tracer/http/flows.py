@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.model import Record
 
-REQUEST, HEAD, END, FAILED = 0, 1, 2, 3
+REQUEST, HEAD, END, FAILED, CLIENT_CLOSED = 0, 1, 2, 3, 4
 
 
 @dataclass(slots=True)
@@ -17,11 +17,13 @@ class Step:
     HAR) and must put them back in wire order."""
 
     t_ns: int
-    what: int  # REQUEST, HEAD, END or FAILED (also the tie-break for steps at the same time)
+    what: int  # REQUEST, HEAD, END, FAILED or CLIENT_CLOSED (also the tie-break at the same time)
     index: int  # the exchange's position in the file (1-based): findings point at it
     ex: Exchange
     body: bytes | None = None  # END: the response body
     why: str = ""  # FAILED: what went wrong; END: how a stream ended, when not by the server finishing it
+    # CLIENT_CLOSED: the client's TCP connection (`ex.client_id`) closed; its session-less
+    # connections end (tracer.http.conns), so a long file is read in bounded memory
 
 
 def replay(steps: list[Step], source: str, *, redact: bool = True):
@@ -37,8 +39,10 @@ def replay(steps: list[Step], source: str, *, redact: bool = True):
             recorder.response_headers(ex)
         elif step.what == END:
             recorder.response(ex, step.body, step.t_ns, why=step.why)
-        else:
+        elif step.what == FAILED:
             recorder.failed(ex, step.why, step.t_ns)
+        else:
+            recorder.client_closed(ex.client_id, step.t_ns)
         for rec in out:
             seq += 1
             rec.seq = seq
