@@ -123,3 +123,9 @@ def test_a_baggage_value_with_a_lone_surrogate_is_judged_not_crashed_on():
     text = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}})
     msgs, _ = _analyse(("c2s", text))
     assert any(f.path and "baggage" in f.path for f in msgs[0].findings)
+
+
+def test_an_unsubscribe_whose_uri_is_an_array_is_reported_not_crashed_on():
+    msgs, _ = _analyse(("c2s", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/unsubscribe",
+                                           "params": {"uri": ["file:///a"]}})))
+    assert msgs[0].findings  # the schema rule names the bad uri

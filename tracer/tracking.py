@@ -285,7 +285,9 @@ def _request(m: Analysed, s: Session, t: Tracking) -> None:
         if type(uri) is str:
             t.resource_subs.add(uri)
     elif method == "resources/unsubscribe":
-        t.resource_subs.discard(params.get("uri"))
+        uri = params.get("uri")
+        if type(uri) is str:  # (an array is no uri, and no set member)
+            t.resource_subs.discard(uri)
     elif method == "elicitation/create" and params.get("mode") == "url":
         eid = params.get("elicitationId")
         if type(eid) is str:
