@@ -44,6 +44,13 @@ def test_headers_keep_what_a_reader_needs_and_nothing_secret():
                    ["Set-Cookie", f"s={REDACTED}; Path=/; HttpOnly"], ["Authentication", REDACTED], ["Accept", "x"]]
 
 
+def test_a_redirect_or_referer_url_loses_its_credential_parameters():
+    out = redact_headers([["Location", "https://app.example/cb?code=c&state=s"], ["Referer", "https://u:p@h/"],
+                          ["Origin", "https://h"]])
+    assert out == [["Location", f"https://app.example/cb?code={REDACTED}&state=s"],
+                   ["Referer", f"https://u:{REDACTED}@h/"], ["Origin", "https://h"]]
+
+
 def test_a_session_id_is_the_same_hash_each_time_and_differs_from_another_id():
     h = SessionHasher()
     assert h("abc") == h("abc") != h("abd")

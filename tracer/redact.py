@@ -122,16 +122,28 @@ def redact_headers(headers: Any, hasher: SessionHasher | None = None) -> Any:
     """Headers are stored as a list of [name, value] pairs (order and repeats kept); a dict works too.
     Anything malformed passes unchanged (the capture reader reports it)."""
     if isinstance(headers, dict):
-        return {k: (redact_value(k, v, hasher) if is_secret(k) else v) for k, v in headers.items()}
+        return {k: _header_value(k, v, hasher) for k, v in headers.items()}
     if not isinstance(headers, list | tuple):
         return headers
     out = []
     for pair in headers:
-        if isinstance(pair, list | tuple) and len(pair) == 2 and is_secret(pair[0]):
-            out.append([pair[0], redact_value(pair[0], pair[1], hasher)])
+        if isinstance(pair, list | tuple) and len(pair) == 2:
+            out.append([pair[0], _header_value(pair[0], pair[1], hasher)])
         else:
             out.append(list(pair) if isinstance(pair, tuple) else pair)
     return out
+
+
+# Headers whose values are URLs (a redirect after an OAuth login carries its `?code=`-like tokens).
+_URL_HEADERS = frozenset({"location", "content-location", "referer", "link"})
+
+
+def _header_value(name: Any, value: Any, hasher: SessionHasher | None) -> Any:
+    if is_secret(name):
+        return redact_value(name, value, hasher)
+    if type(name) is str and type(value) is str and "://" in value and name.lower() in _URL_HEADERS:
+        return _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0), hasher), value)
+    return value
 
 
 # -- URLs ---------------------------------------------------------------------------------------
@@ -195,7 +207,7 @@ def _redact_params(text: str, hasher: SessionHasher | None) -> str:
     for part in text.split("&"):
         name, eq, value = part.partition("=")
         plain = unquote(name)
-        if eq and is_secret(plain):
+        if eq and (is_secret(plain) or plain.lower() == "code"):  # (an OAuth redirect's authorization code)
             if not is_session(plain):
                 value = REDACTED
             elif hasher is not None:  # else a session id is kept as it is, for analysis
