@@ -73,7 +73,8 @@ class Connections:
         self._tcp: dict[tuple, str] = {}  # (client connection, endpoint) -> conn
         self._carriers: dict[str, set[tuple]] = {}  # conn -> the TCP keys bound to it
         self._clients: dict[str, set[tuple]] = {}  # client connection -> its TCP keys
-        self._groups: dict[tuple, str] = {}  # (client ip, User-Agent, endpoint) -> conn
+        self._groups: BoundedMap = BoundedMap(SESSIONS_CAP)  # (client ip, User-Agent, endpoint) -> conn
+        self._group_of: dict[str, tuple] = {}  # conn -> its key in _groups
         self._sid: BoundedMap = BoundedMap(SESSIONS_CAP)  # Mcp-Session-Id -> conn
         self._owned: BoundedMap = BoundedMap(SESSIONS_CAP)  # conns a session id owns
         self._active: dict[str, int] = {}  # conn -> exchanges in progress
@@ -110,7 +111,8 @@ class Connections:
         if not carrier:
             conn = self._groups.get(group)
             if conn is None:
-                conn = self._groups[group] = self.unique(self.base(client, url))
+                conn = self.unique(self.base(client, url))
+                self._groups.put(group, conn)
             return conn
         key = (carrier, endpoint)
         bound = self._tcp.get(key)
@@ -126,7 +128,9 @@ class Connections:
         """A session-less `initialize` went out on CONN: later legacy messages of that client on
         other TCP connections may join it."""
         if conn not in self._owned:
-            self._groups[(client_ip(client), user_agent, endpoint_of(url))] = conn
+            group = (client_ip(client), user_agent, endpoint_of(url))
+            self._groups.put(group, conn)
+            self._group_of[conn] = group
 
     def minted(self, sid: str, conn: str) -> None:
         """A response assigned SID on CONN's exchange: the session keeps the connection."""
@@ -134,14 +138,21 @@ class Connections:
             return
         self._sid.put(sid, conn)
         self._owned.put(conn, sid)
-        for group, c in list(self._groups.items()):
-            if c == conn:
-                del self._groups[group]
+        group = self._group_of.pop(conn, None)
+        if group is not None and self._groups.get(group) == conn:
+            del self._groups[group]
         self._closing.pop(conn, None)
 
     def keep(self, conn: str) -> None:
         """CONN is a session of its own (HTTP+SSE): it never ends with a TCP connection."""
         self._owned.put(conn, "")
+
+    def _grouped(self, conn: str) -> bool:
+        group = self._group_of.get(conn)
+        if group is not None and self._groups.get(group) == conn:
+            return True
+        self._group_of.pop(conn, None)
+        return False
 
     def _bind(self, key: tuple, carrier: str, conn: str) -> None:
         old = self._tcp.get(key)
@@ -178,7 +189,7 @@ class Connections:
                 if left:
                     continue
                 del self._carriers[conn]
-            if conn in self._owned or conn in self._groups.values():
+            if conn in self._owned or self._grouped(conn):
                 continue  # a session (or a handshake other TCP connections join) outlives it
             if self._active.get(conn):
                 self._closing[conn] = carrier
