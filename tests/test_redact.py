@@ -139,3 +139,33 @@ def test_no_credential_value_survives_in_a_header_list(pairs):
                          PROCESS_HASHER)
     for secret, (_, stored) in zip(secrets, out, strict=True):
         assert secret not in stored
+
+
+def test_session_rules_still_see_a_bad_session_id_in_a_redacted_capture(tmp_path):
+    """MCP720 (characters outside visible ASCII) fires on the stored hash as on the id itself."""
+    import json as _json
+
+    from tracer.analyser import analyse_all
+    from tracer.capture import CaptureWriter, header_record, read_capture
+    from tracer.http.recorder import Exchange, HttpRecorder
+
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                     "serverInfo": {"name": "s", "version": "1"}}}
+    found = {}
+    for redact in (True, False):
+        path = tmp_path / f"{redact}.jsonl"
+        with CaptureWriter(path, header_record("http"), redact=redact) as w:
+            rec = HttpRecorder(w.write_many, redact=redact)
+            ex = Exchange("f1", "127.0.0.1:5000", "POST", "http://127.0.0.1:8765/mcp",
+                          [["Content-Type", "application/json"]], _json.dumps(init).encode())
+            rec.request(ex)
+            ex.status, ex.resp_headers = 200, [["Content-Type", "application/json"], ["Mcp-Session-Id", "abc déf"]]
+            rec.response(ex, _json.dumps(answer).encode())
+        with open(path, "rb") as fh:
+            recs = [r for r in read_capture(fh, str(path)) if isinstance(r, Record) and r.type is not RecordType.HEADER]
+        msgs, ends = analyse_all(recs)
+        found[redact] = [f.rule for m in msgs for f in m.findings] + [f.rule for f in ends]
+        assert ("déf" in path.read_text()) is not redact
+    assert "MCP720" in found[True] and found[True].count("MCP720") == found[False].count("MCP720")
