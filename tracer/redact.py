@@ -13,6 +13,7 @@ a peer or a file sends (any type, any string) gives an answer, never an exceptio
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -57,12 +58,20 @@ def is_secret(name: Any) -> bool:
     """A header, query parameter or flag name that carries a credential (or a session id)."""
     if type(name) is not str:
         return False
+    if _secret_name(name):
+        return True
+    extra = _extra_names()
+    return bool(extra) and name.lower() in extra
+
+
+@functools.lru_cache(maxsize=4096)  # header names repeat on every record: decide each once
+def _secret_name(name: str) -> bool:
     low = name.lower()
     if low in _NOT_SECRET or low.startswith("mcp-param-"):
         # (an Mcp-Param-* header mirrors a tool argument the message body holds anyway, and MCP745
         # compares the two: hiding it would protect nothing and break the check)
         return False
-    return bool(_SECRET_WORDS.search(low)) or low.strip("-") in _SECRET_EXACT or low in _extra_names()
+    return bool(_SECRET_WORDS.search(low)) or low.strip("-") in _SECRET_EXACT
 
 
 def is_session(name: Any) -> bool:
@@ -76,15 +85,23 @@ class SessionHasher:
 
     def __init__(self, key: bytes | None = None):
         self._key = key if key is not None else secrets.token_bytes(32)
+        self._recent: dict[str, str] = {}  # a session's id comes on every request: hash it once
 
     def __call__(self, value: Any) -> Any:
         if type(value) is not str:
             return REDACTED if value is not None else None
+        done = self._recent.get(value)
+        if done is not None:
+            return done
         if value == "" or value == REDACTED or _HASHED.fullmatch(value):
             return value
         digest = hmac.new(self._key, value.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:16]
         bad = any(not 0x21 <= ord(c) <= 0x7E for c in value)
-        return f"hmac:{digest}" + (" (not visible ASCII)" if bad else "")
+        out = f"hmac:{digest}" + (" (not visible ASCII)" if bad else "")
+        if len(self._recent) >= 1024:  # bounded: a flood of ids starts it afresh
+            self._recent.clear()
+        self._recent[value] = out
+        return out
 
 
 # One key per process: every capture this process writes hashes the same id the same way.
