@@ -169,3 +169,22 @@ def test_session_rules_still_see_a_bad_session_id_in_a_redacted_capture(tmp_path
         found[redact] = [f.rule for m in msgs for f in m.findings] + [f.rule for f in ends]
         assert ("déf" in path.read_text()) is not redact
     assert "MCP720" in found[True] and found[True].count("MCP720") == found[False].count("MCP720")
+
+
+def test_in_memory_http_records_carry_urls_redacted_and_session_ids_kept_for_analysis():
+    """What an importer (HAR, .mitm) or a live listener gets from the recorder: no URL credential,
+    while the session id stays as sent (the capture writer is what hashes it)."""
+    import json as _json
+
+    from tracer.http.recorder import Exchange, HttpRecorder
+
+    out: list[Record] = []
+    rec = HttpRecorder(out.extend, redact=True)
+    ex = Exchange("f1", "127.0.0.1:5000", "POST", "http://u:pw@127.0.0.1:8765/mcp?api_key=k&x=1",
+                  [["Content-Type", "application/json"], ["Mcp-Session-Id", "s-1"], ["X-Api-Secret", "v"]],
+                  _json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode())
+    rec.request(ex)
+    http = out[0].http
+    assert http["url"] == f"http://u:{REDACTED}@127.0.0.1:8765/mcp?api_key={REDACTED}&x=1"
+    assert ["Mcp-Session-Id", "s-1"] in http["req_headers"] and ["X-Api-Secret", REDACTED] in http["req_headers"]
+    assert ex.url.endswith("api_key=k&x=1"), "the exchange itself is left as it was"
