@@ -184,14 +184,17 @@ class LiveExporter:
         if self._thread.is_alive():
             self._abandon = True
             self._thread.join(FAILING_TIMEOUT_S)
+        with self._lock:
+            # still queued or in the worker's hands: these records will not become spans now
+            dropped_records = self.dropped_records + (self._queued if self._thread.is_alive() else 0)
         sink = self.sink
         if sink is None:
-            return {"spans": 0, "exported": 0, "dropped": 0, "dropped_records": self.dropped_records,
+            return {"spans": 0, "exported": 0, "dropped": 0, "dropped_records": dropped_records,
                     "error": self.error, "finished": not self._thread.is_alive()}
         timeout = FAILING_TIMEOUT_S if sink.exporter.failing() else CLOSE_TIMEOUT_S
         finished = sink.close(timeout) and not self._thread.is_alive()
         return {"spans": sink.spans, "exported": sink.exporter.exported, "dropped": sink.dropped,
-                "dropped_records": self.dropped_records, "error": self.error, "finished": finished}
+                "dropped_records": dropped_records, "error": self.error, "finished": finished}
 
 
 def _normal_scheduling() -> None:
