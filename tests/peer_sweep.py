@@ -151,7 +151,7 @@ EXPECT = {
     "everything-stdio-legacy": Expect(required=(rf.progress_after_cancel,)),
     "everything-stdio-auto": Expect(required=(rf.progress_after_cancel,)),
     "everything-http": Expect(required=(rf.progress_after_cancel, rf.foreign_origin_served,
-                                        rf.probe_rejected_without_id, rf.probe_rejected_with_legacy_code)),
+                                        rf.probe_rejected_with_null_id)),
     "everything-http-sse": Expect(required=(rf.progress_after_cancel, rf.http_sse_deprecated)),
 }
 SDK_RUNS = (sdk_stdio, sdk_http)

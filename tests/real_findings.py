@@ -74,16 +74,11 @@ def _probe_rejection(rec: Record | None) -> bool:
             and (body.get("error") or {}).get("code") == -32000)
 
 
-def probe_rejected_without_id(f, by_seq: dict[int, Record]) -> bool:
+def probe_rejected_with_null_id(f, by_seq: dict[int, Record]) -> bool:
     """server-everything answers the `server/discover` probe with HTTP 400 and a -32000 error whose
-    id is null although the request's id was readable (MCP117)."""
-    return f.rule == "MCP117" and _probe_rejection(by_seq.get(f.seq))
-
-
-def probe_rejected_with_legacy_code(f, by_seq: dict[int, Record]) -> bool:
-    """... and that error's code, -32000, is in the sub-range 2026-07-28 tells new implementations
-    not to use (MCP352)."""
-    return f.rule == "MCP352" and _probe_rejection(by_seq.get(f.seq))
+    id is an explicit null: the HTTP status answers (a legacy server's 400 to a modern request is what
+    the spec expects), but MCP ids are strings or integers, so omit the id (MCP118, warning)."""
+    return f.rule == "MCP118" and _probe_rejection(by_seq.get(f.seq))
 
 
 def http_sse_deprecated(f, by_seq: dict[int, Record]) -> bool:

@@ -312,7 +312,11 @@ def _no_id_by_transport(m: Analysed, s) -> bool:
     """Streamable HTTP lets an error without id answer an HTTP-level rejection: a foreign `Origin`
     ("MUST respond with HTTP 403 Forbidden. The HTTP response body MAY comprise a JSON-RPC error
     response that has no id") and a notification or response the server cannot accept (an HTTP error
-    status whose body "MAY comprise a JSON-RPC error response that has no id")."""
+    status whose body "MAY comprise a JSON-RPC error response that has no id"). A request rejected by
+    the transport is answered by the HTTP status too: a legacy server's 400 to a modern request
+    ("rejected per server validation with 400 Bad Request", 2026-07-28 versioning), a 400 for a
+    missing session, a 404 for an expired one (2025-11-25 transports). The body of such an answer
+    is the transport's, not a JSON-RPC response to the request, so it may lack the id too."""
     http = m.rec.http
     if http is None or m.rec.sse is not None:
         return False
@@ -325,7 +329,7 @@ def _no_id_by_transport(m: Analysed, s) -> bool:
         return False
     if status == 403 and "origin" in flow.req_map:
         return True
-    return flow.body_kind in _TRANSPORT_REJECTED_BODIES
+    return flow.body_kind in _TRANSPORT_REJECTED_BODIES or flow.body_kind is Kind.REQUEST
 
 
 @rule("MCP117", "error-without-id", Severity.ERROR, kinds=(Kind.ERROR,),
@@ -334,8 +338,9 @@ def error_without_id(m: Analysed, s):
     """An error response has no `id` (or `"id": null`) although its code says the request's id was
     readable: only -32700 (Parse error) and -32600 (Invalid Request) may go without one.
 
-    Over Streamable HTTP, the error answering a 403 to a foreign `Origin`, or an HTTP error status
-    rejecting a notification or response, may go without an id (the transport says so).
+    Over Streamable HTTP, an error carried by an HTTP error status (a 403 to a foreign `Origin`, a
+    rejected notification or response, a request the transport refused: a legacy server's 400 to a
+    modern probe, 404 for an expired session) may go without an id: the HTTP status answers.
 
     Example: `{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}}`.
     """

@@ -44,8 +44,26 @@ def _code(m: Analysed):
 
 def _server_error(m: Analysed, s: Session) -> bool:
     """A server's error to a modern peer. Errors from a server that showed it is legacy-only (it
-    rejected `server/discover` with a non-modern error) are judged by the legacy rules instead."""
-    return m.rec.dir is not Direction.C2S and not legacy_server(s)
+    rejected `server/discover` with a non-modern error) are judged by the legacy rules instead, and
+    so is the rejection that shows it (`_legacy_rejection`)."""
+    return m.rec.dir is not Direction.C2S and not legacy_server(s) and not _legacy_rejection(m, s)
+
+
+def _legacy_rejection(m: Analysed, s: Session) -> bool:
+    """The error is how a legacy server turns a modern probe away, before any modern answer was
+    seen: "Anything else [than a recognized modern error] identifies a legacy server" (2026-07-28
+    versioning): its answer to `server/discover` on stdio, or its `400 Bad Request` to a modern
+    request over Streamable HTTP. Its code is a legacy server's own, not a 2026-07-28 emitter's."""
+    if _code(m) in MCP_CODES:
+        return False
+    disc = s.discover
+    if disc is not None and disc.outcome == "result":
+        return False
+    req = m.request
+    if req is not None and req.method == "server/discover":
+        return True
+    http = m.rec.http
+    return http is not None and http.get("status") == 400 and s.modern_requests <= 1
 
 
 @rule("MCP350", "retired-error-code", Severity.ERROR, versions=MODERN, kinds=ERROR,
