@@ -129,3 +129,15 @@ def test_an_unsubscribe_whose_uri_is_an_array_is_reported_not_crashed_on():
     msgs, _ = _analyse(("c2s", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "resources/unsubscribe",
                                            "params": {"uri": ["file:///a"]}})))
     assert msgs[0].findings  # the schema rule names the bad uri
+
+
+def test_sampling_tool_use_ids_that_are_arrays_and_a_1000_deep_tool_schema_are_judged_not_crashed_on():
+    sampling = {"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage", "params": {"maxTokens": 5, "messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": ["u1"], "name": "t", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "toolUseId": ["u1"], "content": []}]}]}}
+    deep = json.loads("[" * 1000 + "]" * 1000)  # (with the message around it: under orjson's 1,024 levels)
+    tools = {"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "t", "inputSchema": {
+        "type": "object", "properties": {"q": {"type": "string", "x-mcp-header": "Q"}}, "allOf": deep}}]}}
+    msgs, _ = _analyse(("s2c", json.dumps(sampling)), ("c2s", json.dumps(_modern(2, "tools/list"))),
+                       ("s2c", json.dumps(tools)))
+    assert len(msgs) == 3

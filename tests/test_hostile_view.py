@@ -126,3 +126,16 @@ async def test_e_on_a_body_too_large_to_format_pages_it_raw(tmp_path):
         await pilot.press("G")
         await until(pilot, lambda: f"page {pages} of" in title(), "the last page")
         assert app.screen.query_one(TextArea).text.endswith('"}}"}')
+
+
+def test_an_id_of_400_digits_is_kept_exact_through_the_analysis_details(tmp_path):
+    cap = tmp_path / "c.jsonl"
+    big = 10**400
+    _capture(cap, [b'{"jsonrpc":"2.0","id":' + str(big).encode() + b',"method":"tools/list"}'])  # never answered
+    work = tmp_path / "w"
+    work.mkdir()
+    Annotator(str(cap), str(work)).run()  # the end-of-session finding re-reads the row's details
+    viewer = Annotations(str(cap), workdir=str(work))
+    viewer.rows_done = 2
+    details = viewer.details(viewer.row(1))
+    assert details["id"] == big and any(f[0] == "MCP211" for f in details["f"])

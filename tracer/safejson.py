@@ -76,3 +76,12 @@ def dumps(value: Any, option: int = 0) -> bytes:
 
 def dumps_text(value: Any, option: int = 0) -> str:
     return dumps(value, option).decode("utf-8")
+
+
+def loads(data: bytes | str) -> Any:
+    """What `dumps` wrote, read back: orjson, or the standard library for the integers beyond
+    64 bits orjson refuses (it reads 10**400 as infinity, an error). Raises ValueError."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)

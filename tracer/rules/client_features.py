@@ -107,12 +107,14 @@ def tool_message_problems(messages, path: str) -> list:
         if msg.get("role") == "user" and "tool_result" in types and len(types) > 1:
             out.append(Hit("a user message with tool_result blocks must contain only tool results",
                            path=f"{path}[{i}].content"))
-        uses = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+        # (an array or object id is no key; the schema rules report it)
+        uses = [u for b in blocks if b.get("type") == "tool_use" and type(u := b.get("id")) not in (list, dict)]
         if msg.get("role") != "assistant" or not uses or i + 1 >= len(msgs):
             continue
         nxt = msgs[i + 1] if type(msgs[i + 1]) is dict else {}
         nblocks = _blocks(nxt.get("content"))
-        answered = {b.get("toolUseId") for b in nblocks if b.get("type") == "tool_result"}
+        answered = {u for b in nblocks
+                    if b.get("type") == "tool_result" and type(u := b.get("toolUseId")) not in (list, dict)}
         if nxt.get("role") != "user" or any(b.get("type") != "tool_result" for b in nblocks) \
                 or not set(uses) <= answered:
             missing = [u for u in uses if u not in answered]

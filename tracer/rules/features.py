@@ -290,10 +290,15 @@ def tools_order_unstable(m: Analysed, s):
 
 _TCHAR = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_TYPES = ("string", "integer", "boolean")
+_MAX_SCHEMA_DEPTH = 64
 
 
-def _header_problems(schema, path: str, direct: bool, seen: dict, out: list) -> None:
-    """Walk a JSON Schema; `direct`: reached from the root through `properties` only."""
+def _header_problems(schema, path: str, direct: bool, seen: dict, out: list, depth: int = 0) -> None:
+    """Walk a JSON Schema; `direct`: reached from the root through `properties` only. A schema nested
+    deeper than `_MAX_SCHEMA_DEPTH` is not walked further (a peer may send 1,000 levels)."""
+    if depth > _MAX_SCHEMA_DEPTH:
+        return
+    depth += 1
     if type(schema) is dict:
         if "x-mcp-header" in schema and path != "$":
             value = schema["x-mcp-header"]
@@ -315,12 +320,12 @@ def _header_problems(schema, path: str, direct: bool, seen: dict, out: list) -> 
         for key, sub in schema.items():
             if key == "properties" and type(sub) is dict:
                 for name, prop in sub.items():
-                    _header_problems(prop, member(f"{path}.properties", name), direct, seen, out)
+                    _header_problems(prop, member(f"{path}.properties", name), direct, seen, out, depth)
             elif key != "x-mcp-header" and type(sub) in (dict, list):
-                _header_problems(sub, f"{path}.{key}", False, seen, out)
+                _header_problems(sub, f"{path}.{key}", False, seen, out, depth)
     elif type(schema) is list:
         for i, sub in enumerate(schema):
-            _header_problems(sub, f"{path}[{i}]", False, seen, out)
+            _header_problems(sub, f"{path}[{i}]", False, seen, out, depth)
 
 
 @rule("MCP609", "x-mcp-header-invalid", Severity.ERROR, kinds=RESULT, methods=LIST, versions=MODERN,

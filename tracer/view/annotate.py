@@ -39,6 +39,7 @@ from tracer.index import IndexReset, LineIndex
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
 from tracer.safejson import dumps as safe_dumps
+from tracer.safejson import loads as safe_loads
 from tracer.session import BoundedMap
 from tracer.summary import SummaryBuilder, analyser_cells
 from tracer.view.rowformat import (
@@ -378,7 +379,7 @@ class Annotator:
             return None
         self.details.flush()
         line = read_line_at(self.details.fileno(), off, 4096)
-        return orjson.loads(line) if line else None
+        return safe_loads(line) if line else None
 
     # -- rows.bin ----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from tracer.safejson import loads as safe_loads
 from tracer.view.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES, read_line_at
 
 
@@ -249,8 +250,8 @@ class Annotations:
             return None
         buf = read_line_at(self._fd("details.jsonl"), summary.det_off)
         try:
-            return orjson.loads(buf) if buf else None
-        except orjson.JSONDecodeError:
+            return safe_loads(buf) if buf else None  # (integers beyond 64 bits: see safejson)
+        except (ValueError, RecursionError):
             return None
 
     def next_finding(self, row: int, step: int = 1) -> int | None:
