@@ -1,5 +1,6 @@
 """Exhaustive companion of fuzz_lint.py: every value inside every message of every real mini-session,
-replaced in turn by an array, an object, a 65-bit integer and a lone surrogate, through the reader and
+replaced in turn by an array, an object, a 65-bit integer, a lone surrogate and arrays nested as deep as
+the parser takes, through the reader and
 the analyser (reports and rows are fuzz_lint's). Prints the count of inputs, crashes and signatures.
 
 Run: python tests/bench/fuzz_sweep.py [--max-depth 4]
@@ -22,7 +23,13 @@ from tests.fuzz_support import _message_value, _paths, _set, capture_bytes, rule
 from tracer.analyser import Analyser
 from tracer.capture import ReadProblem, read_capture
 
-REPLACEMENTS = (["x"], {"a": 1}, 2**64 + 1, "\ud800")
+REPLACEMENTS = (["x"], {"a": 1}, 2**64 + 1, "\ud800", "deep")
+
+
+def _deep_for(path: tuple) -> list:
+    """Arrays nested as deep as orjson still parses at that place (1,024 levels in all): the most a
+    recursive walker can be handed."""
+    return json.loads("[" * (1020 - len(path)) + "]" * (1020 - len(path)))
 
 
 def analyse(data: bytes) -> str | None:
@@ -57,7 +64,7 @@ def main() -> int:
                 for new in REPLACEMENTS:
                     recs = json.loads(json.dumps(session))
                     v = json.loads(recs[i]["text"])
-                    recs[i]["text"] = json.dumps(_set(v, path, new))
+                    recs[i]["text"] = json.dumps(_set(v, path, _deep_for(path) if new == "deep" else new))
                     n += 1
                     tb = analyse(capture_bytes(recs))
                     if tb is not None:
