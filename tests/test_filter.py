@@ -26,7 +26,8 @@ def _session():
         (Direction.S2C, 906, {"jsonrpc": "2.0", "id": "5", "error": {"code": -32601, "message": "nope"}}),
         (Direction.S2C, 907, {"jsonrpc": "2.0", "id": 77, "result": {}}),  # answers nothing: MCP203
     ]
-    recs = [Record(RecordType.MESSAGE, seq=i + 1, t_ns=t * MS, dir=d, raw=orjson.dumps(o), conn="c1")
+    # (times start at 1 s: a t_ns of 0 means "the input has no time", which has no latency)
+    recs = [Record(RecordType.MESSAGE, seq=i + 1, t_ns=(1000 + t) * MS, dir=d, raw=orjson.dumps(o), conn="c1")
             for i, (d, t, o) in enumerate(msgs)]
     analysed, _ = analyse_all(recs)
     return analysed
