@@ -130,3 +130,10 @@ def test_a_header_member_of_the_wrong_type_is_a_broken_line_and_the_records_are_
     assert isinstance(items[0], ReadProblem)
     assert f"'{'header.' if member != 't_ns' else ''}{member}'" in items[0].message
     assert [x.seq for x in items if not isinstance(x, ReadProblem)] == [1]
+
+
+def test_a_negative_time_is_a_broken_record_so_every_latency_fits_64_bits():
+    data = _capture({**GOOD, "t_ns": -(2**63)}, {**GOOD, "seq": 2, "t_ns": 2**63 - 1})
+    items = list(read_capture(io.BytesIO(data), "cap.jsonl"))
+    assert isinstance(items[1], ReadProblem) and "'t_ns' is negative" in items[1].message
+    assert [x.t_ns for x in items if not isinstance(x, ReadProblem) and x.type.value == "message"] == [2**63 - 1]

@@ -139,3 +139,22 @@ def test_an_id_of_400_digits_is_kept_exact_through_the_analysis_details(tmp_path
     viewer.rows_done = 2
     details = viewer.details(viewer.row(1))
     assert details["id"] == big and any(f[0] == "MCP211" for f in details["f"])
+
+
+def test_answers_timed_at_the_ends_of_the_clock_are_analysed_with_their_latency_or_none(tmp_path):
+    cap = tmp_path / "c.jsonl"
+    lines = [{"type": "header", "format": "mcptrace", "version": 1, "t_ns": 1, "transport": "stdio"}]
+    for i, (t_req, t_resp) in enumerate([(1, 2**63 - 1), (2**63 - 1, 1)], 1):  # (0 is "no time")
+        lines.append({"type": "message", "seq": 2 * i - 1, "t_ns": t_req, "dir": "c2s", "transport": "stdio",
+                      "conn": "c", "text": json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"})})
+        lines.append({"type": "message", "seq": 2 * i, "t_ns": t_resp, "dir": "s2c", "transport": "stdio",
+                      "conn": "c", "text": json.dumps({"jsonrpc": "2.0", "id": i, "result": {}})})
+    cap.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    work = tmp_path / "w"
+    work.mkdir()
+    Annotator(str(cap), str(work)).run()
+    viewer = Annotations(str(cap), workdir=str(work))
+    viewer.rows_done = 5
+    rows = [viewer.row(r) for r in range(5)]
+    assert [r.rtype for r in rows] == ["header"] + ["message"] * 4  # none unreadable
+    assert rows[2].latency_ns == (2**31 - 1) * 1000 and rows[4].latency_ns is None  # capped; negative: none

@@ -21,7 +21,7 @@ import orjson
 from tracer import __version__
 from tracer.model import Direction, Record, RecordType
 from tracer.output import open_output
-from tracer.recordmodel import check_envelope, check_header, check_int64
+from tracer.recordmodel import check_envelope, check_header, check_int64, check_t_ns
 from tracer.redact import redact_event_data, redact_header_record, redact_http
 
 FORMAT_NAME = "mcptrace"
@@ -149,7 +149,7 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
         raise ValueError(f"unknown record type {get('type')!r}")
     if rtype is RecordType.HEADER:
         t_ns = get("t_ns", 0)
-        check_int64("t_ns", t_ns)
+        check_t_ns(t_ns)
         check_header(obj)
         return Record(RecordType.HEADER, data=obj, line=line, source=source, t_ns=t_ns)
     text = get("text")
@@ -181,7 +181,7 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
     seq = get("seq", 0)
     t_ns = get("t_ns", 0)
     check_int64("seq", seq)
-    check_int64("t_ns", t_ns)
+    check_t_ns(t_ns)
     transport, conn, offset, eol, inferred, http, sse, data = check_envelope(obj)
     return Record(rtype, seq, t_ns, direction, raw, transport, conn, offset, eol, inferred, http, sse, data,
                   line, source)

@@ -156,3 +156,11 @@ def check_header(obj: dict) -> None:
 def check_int64(name: str, v: Any) -> None:
     if not is_int64(v):
         raise RecordFieldError(f"'{name}' is {_what(v)}, not an integer")
+
+
+def check_t_ns(v: Any) -> None:
+    """A timestamp: nanoseconds since 1970, so that the difference of two (a latency) is itself a
+    64-bit integer, as the summary's and the viewer's tables hold it."""
+    if not is_int64(v) or v < 0:
+        raise RecordFieldError(f"'t_ns' is {_what(v) if type(v) is not int else 'negative'}, not a time in "
+                               "nanoseconds")

@@ -60,6 +60,13 @@ from tracer.view.rowformat import (
 
 MAX_METHODS = 50_000  # method labels beyond this (junk from invalid traffic) are not interned
 LAT_MAX_US = 2**31 - 1
+
+
+def _lat_us(latency_ns: int) -> int:
+    """A latency as the row table holds it: microseconds, capped; -1 (none) for a negative one (an
+    answer timed before its request: clocks of different machines)."""
+    us = latency_ns // 1000
+    return -1 if us < 0 else min(LAT_MAX_US, us)
 FLUSH_ROWS = 2048
 FLUSH_SECONDS = 0.1
 POLL_SECONDS = 0.2
@@ -246,7 +253,7 @@ class Annotator:
                     if prow is not None:
                         fields[8] = prow
                 if u.latency_ns is not None:
-                    fields[9] = min(LAT_MAX_US, u.latency_ns // 1000)
+                    fields[9] = _lat_us(u.latency_ns)
                 req = u.request
                 if req is not None and (u.pair_status == PairStatus.PAIRED
                                         or u.pair_status == PairStatus.AFTER_CANCEL):
@@ -294,7 +301,7 @@ class Annotator:
         fields = self.get(req_row)
         fields[8] = row
         if resp.latency_ns is not None:
-            fields[9] = min(LAT_MAX_US, resp.latency_ns // 1000)
+            fields[9] = _lat_us(resp.latency_ns)
         if req.op_seq is not None and fields[10] < 0:
             oprow = self.seqmap.row(req.op_seq)
             if oprow is not None:
