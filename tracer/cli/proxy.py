@@ -112,24 +112,24 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _start_otlp(args: argparse.Namespace, runner):
-    """--otlp: every record the addon writes also goes to the live exporter (a queue: the exporter's
-    work runs in its own thread, never on mitmproxy's event loop)."""
+    """--otlp: an exporter process follows the capture file once its first record is written (the
+    proxy's event loop only writes the capture, as always)."""
     if args.otlp is None:
         return None
-    from tracer.export.live import LiveExporter, where
+    from tracer.export.live import LiveFollower
 
-    exporter = LiveExporter(args.otlp or None, source_of=lambda: runner.addon.path or "")
-    runner.listeners.append(exporter.offer_one)
-    return exporter, where(args.otlp or None)
+    started: list = []
+
+    def first_record(rec) -> None:
+        if not started and runner.addon.path:
+            started.append(LiveFollower(args.otlp or None, runner.addon.path))
+
+    runner.listeners.append(first_record)
+    return started
 
 
 def _finish_otlp(otlp) -> None:
-    if otlp is None:
-        return
-    from tracer.export.live import summary
-
-    exporter, where = otlp
-    stats = exporter.close()
-    line = summary(stats, where)
-    if line:
-        sys.stderr.write(f"mcptrace: {line}\n")
+    """The capture is complete: the exporter reads its end, exports and reports (on stderr) before
+    the proxy exits, within a bound."""
+    if otlp:
+        otlp[0].stop(wait_s=40.0)

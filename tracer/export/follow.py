@@ -1,0 +1,131 @@
+"""The live exporter's process: it follows the capture file as it is written and exports it.
+
+    python -m tracer.export.follow [--otlp URL] --offset N CAPTURE   (stdin: closed when capture ends)
+
+`mcptrace stdio --otlp` and `mcptrace proxy --otlp` start it. It shares nothing with the door: not
+its interpreter (a thread there would take the interpreter lock from the relay, the capture writer
+or mitmproxy's event loop), not its memory; it reads what the capture wrote, from the session's
+header on, so the door's only cost is the capture it writes anyway. It runs on idle CPU only; when
+it falls behind it reads later, from the file: nothing is lost while the session lasts. When its
+stdin closes (the door finished the capture, or died) it reads to the end of the file, catching up
+at normal priority for at most CATCH_UP_S, exports within a bounded wait, and says on stderr what
+reached the backend and what was dropped (counted). It runs in a session of its own, so a host that
+ends the server's process group does not cut its last export short, and nobody waits for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import sys
+import time
+from collections.abc import Iterator
+
+CATCH_UP_S = 30.0  # after the session ended: reading the rest of the file, at most this long
+POLL_S = 0.05  # no new bytes: look again this often (a span reaches the exporter within this)
+CHUNK = 1 << 20
+
+
+class Follow:
+    """Complete lines of a capture file from `offset`, as they are appended, until `stop_fd` reaches
+    EOF and the file's end is read (or CATCH_UP_S after that passes). `pos`: bytes consumed."""
+
+    def __init__(self, path: str, offset: int, stop_fd: int):
+        self.path = path
+        self.pos = offset
+        self.stop_fd = stop_fd
+
+    def __iter__(self) -> Iterator[bytes]:
+        stopped = False
+        deadline = float("inf")
+        with open(self.path, "rb") as fh:
+            fh.seek(self.pos)
+            tail = b""
+            while True:
+                chunk = fh.read(CHUNK)
+                if chunk:
+                    lines = (tail + chunk).split(b"\n")
+                    tail = lines.pop()  # a line still being written (or a torn last line)
+                    for line in lines:
+                        self.pos += len(line) + 1
+                        yield line + b"\n"
+                    if stopped and time.monotonic() > deadline:
+                        return
+                    continue
+                if stopped:
+                    return
+                ready, _, _ = select.select([self.stop_fd], [], [], POLL_S)
+                if ready and not os.read(self.stop_fd, 4096):
+                    stopped = True
+                    deadline = time.monotonic() + CATCH_UP_S
+                    _scheduling(idle=False)
+
+
+def _scheduling(idle: bool) -> None:
+    """Idle CPU only while the session runs (as the tee's capture process); normal at the end, at the
+    nice value an unprivileged process may return to."""
+    try:
+        if idle:
+            os.setpriority(os.PRIO_PROCESS, 0, 19)
+            if hasattr(os, "SCHED_IDLE"):
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        elif hasattr(os, "SCHED_IDLE") and os.sched_getscheduler(0) == os.SCHED_IDLE:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except OSError:
+        pass
+
+
+def run(path: str, offset: int, endpoint: str | None, stop_fd: int) -> dict:
+    from tracer.analyser import Analyser
+    from tracer.capture import ReadProblem, read_capture
+    from tracer.export import SpanFeed
+    from tracer.export.live import CLOSE_TIMEOUT_S, FAILING_TIMEOUT_S, capture_identity
+    from tracer.export.otel import OtelSink
+    from tracer.rules.registry import select_rules
+
+    _scheduling(idle=True)
+    sink = OtelSink(endpoint, flush_every=512)
+    feed = SpanFeed(sink, Analyser(select_rules(None, None)), source=path, identity=capture_identity(path))
+    lines = Follow(path, offset, stop_fd)
+    error = None
+    try:
+        for rec in read_capture(lines, path):
+            if not isinstance(rec, ReadProblem):
+                feed.feed(rec)
+        feed.finish()
+    except Exception as exc:  # a bug costs the export, never the capture (already on disk)
+        error = f"{type(exc).__name__}: {exc}"
+    try:
+        behind = max(0, os.path.getsize(path) - lines.pos)  # not read before the catch-up time ran out
+    except OSError:
+        behind = 0
+    finished = sink.close(FAILING_TIMEOUT_S if sink.exporter.failing() else CLOSE_TIMEOUT_S)
+    return {"spans": sink.spans, "exported": sink.exporter.exported, "dropped": sink.dropped,
+            "behind_bytes": behind, "error": error, "finished": finished}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tracer.export.live import summary, where
+
+    p = argparse.ArgumentParser(prog="python -m tracer.export.follow", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("capture")
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--otlp", metavar="URL", default=None)
+    p.add_argument("-q", "--quiet", action="store_true")
+    args = p.parse_args(argv)
+    stats = run(args.capture, args.offset, args.otlp or None, sys.stdin.fileno())
+    line = summary(stats, where(args.otlp or None))
+    lost = stats["dropped"] or stats["behind_bytes"] or stats["error"]
+    if line and (lost or not args.quiet):
+        try:
+            sys.stderr.write(f"mcptrace: {line}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # (the host closed the server's stderr: nobody to tell)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
