@@ -17,18 +17,21 @@ import orjson
 T0 = 1_795_000_000_000_000_000
 
 
-def _line(seq: int, t: int, direction: str | None, obj: dict | None, rtype: str = "message", text: str | None = None) -> bytes:
+def _line(seq: int, t: int, direction: str | None, obj: dict | None, rtype: str = "message", text: str | None = None,
+          conn: str = "stdio-1") -> bytes:
     rec = {"type": rtype, "seq": seq, "t_ns": t}
     if direction:
         rec["dir"] = direction
     rec["transport"] = "stdio"
-    rec["conn"] = "stdio-1"
+    rec["conn"] = conn
     rec["text"] = text if text is not None else orjson.dumps(obj).decode()
     return orjson.dumps(rec)
 
 
-def generate(path: str | os.PathLike, messages: int, pad: int = 200) -> int:
-    """Write a capture with about `messages` message records; returns the number of lines."""
+def generate(path: str | os.PathLike, messages: int, pad: int = 200, connections: int = 1) -> int:
+    """Write a capture with about `messages` message records; returns the number of lines. With
+    `connections` > 1 the rounds are spread over that many concurrent sessions (stdio-1, stdio-2...),
+    each opened by its own handshake."""
     filler = "lorem ipsum dolor sit amet " * (pad // 27 + 1)
     filler = filler[:pad]
     head = {"type": "header", "format": "mcptrace", "version": 1, "tool": "mcptrace/gen", "t_ns": T0,
@@ -38,22 +41,28 @@ def generate(path: str | os.PathLike, messages: int, pad: int = 200) -> int:
     t = T0
     written = 0
 
+    conn = "stdio-1"
+
     def add(direction, obj, rtype="message", text=None):
         nonlocal seq, t
         seq += 1
         t += 250_000
-        lines.append(_line(seq, t, direction, obj, rtype, text))
+        lines.append(_line(seq, t, direction, obj, rtype, text, conn))
 
     with open(path, "wb") as fh:
-        add("c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "gen", "version": "1"}}})
-        add("s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                                                          "serverInfo": {"name": "gen", "version": "1"}}})
-        add("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        written = 3
+        for c in range(1, connections + 1):
+            conn = f"stdio-{c}"
+            add("c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "gen", "version": "1"}}})
+            add("s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25",
+                                                              "capabilities": {"tools": {}},
+                                                              "serverInfo": {"name": "gen", "version": "1"}}})
+            add("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            written += 3
         i = 0
         while written < messages:
             i += 1
+            conn = f"stdio-{i % connections + 1}"
             add("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call",
                         "params": {"name": "search", "arguments": {"query": f"q{i} {filler}"}, "_meta": {"progressToken": i}}})
             add("s2c", {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": i, "progress": 1}})

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem
-from tracer.inputs import InputError, open_input
+from tracer.inputs import InputError, OpenInput, open_input
 from tracer.model import Analysed, Era, Finding, Severity
 
 _ERA_NAMES = {e: e.value for e in Era}
@@ -86,8 +86,15 @@ def lint_paths(
     progress: bool | None = None,
     keep: Callable[[Finding], bool] | None = None,
     on_message: Callable[[Analysed], None] | None = None,
+    digests: Callable[[tuple[str, int], str], None] | None = None,
+    jobs: int = 1,
 ) -> LintStats:
-    """Lint every path; raises InputError (before reporting anything for it) for unreadable input."""
+    """Lint every path; raises InputError (before reporting anything for it) for unreadable input.
+
+    `digests((source, seq), digest)` is told each message's tracer.baseline.message_digest, in
+    input order (what a baseline needs; unlike `on_message` it works across processes). With
+    `jobs` > 1 big inputs are shared by that many processes (tracer.parallel); the report is the
+    same byte for byte."""
     stats = LintStats()
     started = time.perf_counter()
     paths = list(paths)
@@ -100,11 +107,11 @@ def lint_paths(
     bar = Progress(total, progress)
     done_before = 0
     reporter.start(rules.rules)
-    current = ""  # the file being linted
+    current = [""]  # the file being linted
 
     def emit(f: Finding) -> None:
         if not f.source:  # about the capture as a whole (MCP809...): it still has a file
-            f.source = current
+            f.source = current[0]
         if keep is not None and not keep(f):
             return
         stats.findings += 1
@@ -112,65 +119,129 @@ def lint_paths(
         stats.by_severity[f.severity.label] += 1
         reporter.finding(f)
 
-    for inp in opened:
-        path, input_fmt, records = inp.path, inp.format, inp.records
-        current = path
-        stats.files += 1
-        stats.formats[path] = input_fmt.name
-        reporter.file(path, input_fmt.name)
-        analyser = Analyser(rules)
-        # The per-record loop runs a million times on a big capture: locals instead of attribute
-        # updates, era counts by the Era itself (named once at the end of the file).
-        feed = analyser.feed
-        n = 0
-        messages = stats.messages
-        eras: dict[Era, int] = {}  # in order of first appearance, like stats.eras
-        for item in records:
-            if isinstance(item, ReadProblem):
-                stats.problems += 1
-                reporter.problem(item)
-                continue
-            n += 1
-            try:
-                a = feed(item)
-            except Exception as exc:  # a record this version cannot analyse costs its line, not the report
-                stats.problems += 1
-                reporter.problem(ReadProblem(item.source or path, item.line, "the analysis could not read this "
-                                             f"record ({type(exc).__name__}: {str(exc)[:200]}); skipped"))
-                continue
-            if a is not None:
-                if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
-                    on_message(a)
-                messages += 1
-                try:
-                    eras[a.era] += 1
-                except KeyError:
-                    eras[a.era] = 1
-                if a.findings:
-                    for f in a.findings:
-                        emit(f)
-                if a.members:
-                    for member in a.members:
-                        for f in member.findings:
-                            emit(f)
-                if not messages & 0xFFFF:
-                    bar.update(done_before + inp.position(), messages)
-            else:  # an event's end-of-session findings, an HTTP record's findings
-                for f in analyser.take_end_findings():
-                    emit(f)
-        stats.messages = messages
-        for era, count in eras.items():
-            stats.eras[_ERA_NAMES[era]] += count  # (Enum.value is a slow descriptor)
-        for f in analyser.finish():
-            emit(f)
-        for conn, cell in analyser.session_cells.items():
-            stats.sessions[f"{path}#{conn}"] = cell
-        stats.records += n
-        done_before += inp.size or 0
+    def problem(p: ReadProblem) -> None:
+        stats.problems += 1
+        reporter.problem(p)
+
+    pool = None
+    if jobs > 1:
+        from tracer.parallel import start_pool
+
+        pool = start_pool(opened, jobs, rules, digests is not None, fmt)
+    try:
+        for i, inp in enumerate(opened):
+            path = inp.path
+            current[0] = path
+            stats.files += 1
+            stats.formats[path] = inp.format.name
+            reporter.file(path, inp.format.name)
+            if pool is not None and pool.takes(i):
+                res = pool.merge(i, problem, emit, digests)
+                if res.redo_from_line is None:
+                    stats.records += res.records
+                    stats.messages += res.messages
+                    for era, count in res.eras:
+                        stats.eras[era] += count
+                    _name_sessions(stats, path, res.cells)
+                else:  # the shards could not hold: this process goes on where the merge stopped
+                    pool.close()
+                    pool = None
+                    inp = open_input(path, fmt=fmt)
+                    _lint_file(inp, rules, stats, emit, problem, bar, done_before, on_message, digests,
+                               res.redo_from_line)
+            else:
+                _lint_file(inp, rules, stats, emit, problem, bar, done_before, on_message, digests)
+            done_before += inp.size or 0
+            bar.update(done_before, stats.messages)
+    finally:
+        if pool is not None:
+            pool.close()
     bar.done()
     stats.seconds = time.perf_counter() - started
     reporter.end(stats)
     return stats
+
+
+def _name_sessions(stats: LintStats, path: str, cells: Iterable[tuple[str, str]]) -> None:
+    """A file's sessions as Analyser names them: a connection name that comes back (a later
+    recording in the file) gets "#2", "#3"..."""
+    named: dict[str, str] = {}
+    for conn, cell in cells:
+        key, n = conn, 1
+        while key in named:
+            n += 1
+            key = f"{conn}#{n}"
+        named[key] = cell
+    for conn, cell in named.items():
+        stats.sessions[f"{path}#{conn}"] = cell
+
+
+def _lint_file(inp: OpenInput, rules: RuleSet, stats: LintStats, emit: Callable[[Finding], None],
+               problem: Callable[[ReadProblem], None], bar: Progress, done_before: int,
+               on_message: Callable[[Analysed], None] | None,
+               digests: Callable[[tuple[str, int], str], None] | None, from_line: int = 0) -> None:
+    """One input in this process. From `from_line` on only (a file whose earlier lines the worker
+    pool has reported already): what is about earlier lines is not reported again."""
+    path, records = inp.path, inp.records
+    analyser = Analyser(rules)
+    # The per-record loop runs a million times on a big capture: locals instead of attribute
+    # updates, era counts by the Era itself (named once at the end of the file).
+    feed = analyser.feed
+    n = 0
+    messages = stats.messages
+    eras: dict[Era, int] = {}  # in order of first appearance, like stats.eras
+    quiet = from_line > 0
+    if digests is not None:
+        from tracer.baseline import message_digest
+    for item in records:
+        if quiet and item.line >= from_line:
+            quiet = False
+        if isinstance(item, ReadProblem):
+            if not quiet:
+                problem(item)
+            continue
+        n += 1
+        try:
+            a = feed(item)
+        except Exception as exc:  # a record this version cannot analyse costs its line, not the report
+            if not quiet:
+                problem(ReadProblem(item.source or path, item.line, "the analysis could not read this "
+                                    f"record ({type(exc).__name__}: {str(exc)[:200]}); skipped"))
+            continue
+        if a is not None:
+            messages += 1
+            try:
+                eras[a.era] += 1
+            except KeyError:
+                eras[a.era] = 1
+            if quiet:
+                continue
+            if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
+                on_message(a)
+            if digests is not None:
+                digests((item.source, item.seq), message_digest(item.raw))
+            if a.findings:
+                for f in a.findings:
+                    emit(f)
+            if a.members:
+                for member in a.members:
+                    for f in member.findings:
+                        emit(f)
+            if not messages & 0xFFFF:
+                bar.update(done_before + inp.position(), messages)
+        else:  # an event's end-of-session findings, an HTTP record's findings
+            ends = analyser.take_end_findings()
+            if not quiet:
+                for f in ends:
+                    emit(f)
+    stats.messages = messages
+    for era, count in eras.items():
+        stats.eras[_ERA_NAMES[era]] += count  # (Enum.value is a slow descriptor)
+    for f in analyser.finish():
+        emit(f)
+    for conn, cell in analyser.session_cells.items():
+        stats.sessions[f"{path}#{conn}"] = cell
+    stats.records += n
 
 
 __all__ = ["InputError", "LintStats", "Reporter", "lint_paths"]

@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-config", action="store_true", help="ignore the project config file")
     p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="processes to share big inputs among (default: every core; 1: this process only); "
+                        "the report is the same whatever N")
     p.add_argument("--baseline", metavar="FILE",
                    help="suppress the findings this baseline lists; its entries that no longer occur are "
                         "reported as stale (on stderr)")
@@ -60,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
     except SelectionError as exc:
         from_file = [k for k in ("select", "ignore") if settings.sources[k] not in ("default", "command line")]
         raise UsageError(f"{settings.where(from_file[0])}: {exc}" if from_file else str(exc)) from None
+    from tracer.parallel import WorkerFailed, default_jobs
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give 1 or more processes")
     baseline = _baseline(args)
     keep = finding_filter(settings, baseline.keep if baseline else None)
     out = sys.stdout
@@ -74,9 +82,12 @@ def run(args: argparse.Namespace) -> int:
             stats = lint_paths(args.paths, RuleSet(rules), reporter, fmt=args.input_format,
                                progress=False if args.no_progress else None,
                                keep=keep,
-                               on_message=baseline.on_message if baseline else None)
+                               digests=baseline.digests.put if baseline else None, jobs=jobs)
         except InputError as exc:
             sys.stderr.write(f"mcptrace: error: {exc}\n")
+            return 2
+        except WorkerFailed as exc:  # (a bug, or a worker killed from outside: --jobs 1 still works)
+            sys.stderr.write(f"mcptrace: error: {exc}; try --jobs 1\n")
             return 2
     finally:
         if out is not sys.stdout:
