@@ -253,6 +253,11 @@ class CaptureWriter:
         lines = []
         with self._lock:
             for rec in recs:
+                if rec.__class__ is not Record:  # a run of lines that encodes itself (tracer.stdio.runs)
+                    lines.append(rec.encode(self._seq + 1))
+                    self._seq += rec.count
+                    self.records_written += rec.count
+                    continue
                 self._seq += 1
                 rec.seq = self._seq
                 if not rec.t_ns:

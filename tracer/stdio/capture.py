@@ -24,6 +24,7 @@ import orjson
 from tracer.capture import CaptureWriter
 from tracer.framing import Frame, LineFramer
 from tracer.model import Direction, Finding, Record, RecordType
+from tracer.stdio.runs import RUN_MIN, LineRun, StreamFramer, make_run
 from tracer.stdio.splice import read_exactly
 
 STDIN, STDOUT, STDERR = 0, 1, 2
@@ -36,6 +37,9 @@ MAX_STDERR_LINE = 1024 * 1024  # a stderr "line" longer than this is cut in the 
 CAP_PIPE_MAX = 1024 * 1024  # the zero-copy relay's capture pipe (capped by /proc/sys/fs/pipe-max-size)
 INLINE_MAX = 4096 - 24  # a small chunk's copy travels with its 24-byte note in one atomic pipe write
 MAX_BATCH = 1024  # queue items written per flush when the writer is behind
+# ...and at most about this many bytes of copies: a flood's batch of 1024 chunks of 1 MiB would be
+# held (and counted against the budget) until the last was written
+MAX_BATCH_BYTES = 4 * 1024 * 1024
 # After waking up, the writer lingers this long so a burst costs one wake-up and one flush, not one
 # per chunk (a wake-up is a context switch taken from the relay on a small machine). tail -f still
 # sees every record within a few milliseconds.
@@ -78,7 +82,10 @@ class CaptureSink(CaptureOutcome):
         # per stream: bytes / chunks / newlines dropped since its last accepted chunk. Each slot is
         # written only by that stream's relay thread, so it needs no lock.
         self._gap = [[0, 0, 0], [0, 0, 0], [0, 0, 0]]
-        self._framers = [LineFramer(), LineFramer(), LineFramer(max_line=MAX_STDERR_LINE)]
+        self._framers = [StreamFramer(), StreamFramer(), LineFramer(max_line=MAX_STDERR_LINE)]
+        # Bulk runs of plain lines (tracer.stdio.runs) go only to a plain capture writer: a wrapped one
+        # (the live OTLP export) needs every record as a Record.
+        self._runs = isinstance(writer, CaptureWriter)
         self._pos = [0, 0, 0]  # stream offset of the next byte the writer will see
         self._caps: list[tuple[int, int] | None] = [None, None, None]  # per stream: tee'd copies (tee_splice)
         self._analyser = analyser
@@ -139,6 +146,14 @@ class CaptureSink(CaptureOutcome):
                 pass  # capped by /proc/sys/fs/pipe-max-size: the default size works too
             self._caps[stream] = (r, w)
         return self._caps[stream][1]
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes offered and not yet written."""
+        return self._queued
+
+    def hurry(self) -> None:
+        """(The relay falls behind a flood: only the capture process has a priority to raise.)"""
 
     def has_room(self, n: int) -> bool:
         """Whether `n` more bytes would fit in the queue's budget now (a hint: `offer` decides)."""
@@ -203,11 +218,15 @@ class CaptureSink(CaptureOutcome):
             code, _, payload, _ = batch[0]
             if code != _STOP and not (payload.__class__ is int and payload >= NO_LINGER_TEED):
                 time.sleep(LINGER_S)
-            while len(batch) < MAX_BATCH:
+            size = 0
+            while len(batch) < MAX_BATCH and size < MAX_BATCH_BYTES:
                 try:
-                    batch.append(get_nowait())
+                    item = get_nowait()
                 except queue.Empty:
                     break
+                batch.append(item)
+                if item[2].__class__ is bytes:
+                    size += len(item[2])
             released = 0
             teed = False
             for code, _, payload, _ in batch:
@@ -218,7 +237,7 @@ class CaptureSink(CaptureOutcome):
             if teed:  # empty the capture pipes first: they are the zero-copy relay's only room for copies
                 read = self._read_teed
                 batch = [(c, t, read(c, p), g) if p.__class__ is int else (c, t, p, g) for c, t, p, g in batch]
-            recs: list[Record] = []
+            recs: list = []  # Records and LineRuns, in stream order
             stop = False
             for code, t_ns, payload, gap in batch:
                 if code < _EVENT:
@@ -228,6 +247,8 @@ class CaptureSink(CaptureOutcome):
                         tail = self._framers[code].finish()
                         if tail is not None:
                             recs.append(self._record(code, tail, t_ns))
+                    elif self._runs and code != STDERR and len(payload) >= RUN_MIN:
+                        recs = self._feed_bulk(code, payload, t_ns, recs)
                     else:
                         self._pos[code] += len(payload)
                         for fr in self._framers[code].feed(payload):
@@ -244,6 +265,47 @@ class CaptureSink(CaptureOutcome):
                     self._queued -= released
             if stop:
                 return
+
+    def _feed_bulk(self, stream: int, payload: bytes, t_ns: int, recs: list) -> list:
+        """Frame a big chunk: the line it completes per line, then its whole lines as one `LineRun`
+        when they are all plain (else per line), and keep its unterminated tail. Returns the list
+        to go on appending to."""
+        framer = self._framers[stream]
+        first, last = payload.find(b"\n"), payload.rfind(b"\n")
+        if first == last:  # one line ends here at most: nothing to gain
+            self._pos[stream] += len(payload)
+            recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(payload))
+            return recs
+        self._pos[stream] += first + 1
+        recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(payload[:first + 1]))
+        if self._analyser is not None and recs:
+            # The live check must have seen every line before this run: one of them may open a
+            # multi-line group, and then the run's lines must be analysed one by one.
+            self._write(recs)
+            recs = []
+        block = payload[first + 1:last + 1]
+        run = None
+        if framer.at_line_start and len(block) <= framer.max_line and not self._group_open():
+            run = make_run(block, self._pos[stream], t_ns, 0, stream, "stdio", self.conn)
+        self._pos[stream] += len(block)
+        if run is None:
+            recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(block))
+        else:
+            framer.advance(len(block))
+            self.messages += run.count
+            recs.append(run)
+        tail = payload[last + 1:]
+        self._pos[stream] += len(tail)
+        framer.feed(tail)  # (no newline in it: kept for the next chunk)
+        return recs
+
+    def _group_open(self) -> bool:
+        """Whether the live check has a multi-line message open (see `_worth_analysing`)."""
+        if self._analyser is None:
+            return False
+        s = self._analyser.sessions.get(self.conn)
+        st = s.extra.get("stdio") if s is not None else None
+        return bool(st is not None and st.groups)
 
     def _read_teed(self, stream: int, n: int) -> bytes:
         """The `n` bytes the relay tee'd for this item: they are in the pipe already."""
@@ -293,7 +355,7 @@ class CaptureSink(CaptureOutcome):
     def _analyse(self, recs: list[Record]) -> None:
         a = self._analyser
         for rec in recs:
-            if not self._worth_analysing(rec):
+            if rec.__class__ is LineRun or not self._worth_analysing(rec):  # (a run: plain lines only)
                 continue
             m = a.feed(rec)
             found = m.findings if m is not None else a.take_end_findings()

@@ -270,6 +270,7 @@ class _Step:
             sink.teed(stream, t_ns, n)  # (the last `rest` bytes follow in the capture pipe)
             if not self.spilled:
                 self.caught_up.clear()
+            sink.hurry()  # a flood: the capture must not wait for idle CPU now (asked again while it lasts)
             self.spilled += rest
             w.spill.append(memoryview(data))
             return _SPILLED

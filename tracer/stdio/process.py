@@ -34,6 +34,7 @@ from types import SimpleNamespace
 import orjson
 
 from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome, CaptureSink
+from tracer.stdio.priority import background, hurried
 from tracer.stdio.splice import read_exactly
 
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
@@ -41,14 +42,19 @@ _TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE = range(6)
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 LINGER_S = 0.002
 UNPARK_NS = 1_000_000
+ROOM_WAIT_S = 0.001
 LINGER_BELOW = 64 * _NOTE.size
 ORPHAN_GRACE_S = 3.0  # after the tee died: how long the server has after SIGTERM before SIGKILL
 # While the session runs, the capture process takes only CPU time nobody else wants (SCHED_IDLE,
 # and nice 19 where that is missing): framing a batch of records then never delays the relay, the
-# server or the host (p99 latency 4x lower here), and under a flood it falls behind and drops,
-# counted, rather than slow the relay. Real sessions leave plenty of idle CPU, so it keeps up.
-# At the end of the session it asks for normal scheduling again, to finish promptly.
-BACKGROUND_NICE = 19
+# server or the host (p99 latency 4x lower here); real sessions leave plenty of idle CPU. A flood
+# leaves none on a busy machine: the capture would get no CPU until the budget overflowed. So when
+# copies start to wait in the relay's memory (the capture pipe is full) the relay asks for normal
+# scheduling for the capture process (`hurry`, again every HURRY_EVERY_NS while it lasts), and the
+# capture process goes back to the background by itself once it has caught up. At the end of the
+# session it asks for normal scheduling too, to finish promptly. (Raising a priority needs root or
+# RLIMIT_NICE; without, the capture stays in the background and a flood may drop, counted.)
+HURRY_EVERY_NS = 20_000_000  # the relay asks at most this often (each time costs a few system calls)
 
 
 def _pipe(size: int) -> tuple[int, int]:
@@ -102,6 +108,7 @@ class CaptureProcess(CaptureOutcome):
         self._spill_q: list[deque] = [deque(), deque(), deque()]  # per stream, in stream order
         self._spill_cv = threading.Condition(threading.Lock())
         self._closing = False
+        self._hurried_at = -HURRY_EVERY_NS
         self._spiller = threading.Thread(target=self._spill_loop, name="mcptrace-capture-spill", daemon=True)
         self._on_finding = on_finding
         self._back = threading.Thread(target=self._read_back, args=(back_r,), name="mcptrace-capture-back",
@@ -113,6 +120,14 @@ class CaptureProcess(CaptureOutcome):
     def start(self) -> None:
         self._back.start()
         self._spiller.start()
+
+    def hurry(self) -> None:
+        """The capture falls behind a flood: normal scheduling for the capture process until it has
+        caught up (refused without the privilege to raise priority: it stays in the background)."""
+        now = time.monotonic_ns()
+        if now - self._hurried_at >= HURRY_EVERY_NS:
+            self._hurried_at = now
+            background(False, self.pid)
 
     def set_conn(self, conn: str) -> None:
         data = conn.encode()
@@ -167,6 +182,7 @@ class CaptureProcess(CaptureOutcome):
             self._send(_NOTE.pack(_GAP, stream, rest, data.count(b"\n", n)))
             return False
         if rest:
+            self.hurry()
             with self._spill_cv:
                 self._spilled += rest
                 self._spill_q[stream].append(data[n:] if n else data)
@@ -231,6 +247,7 @@ class CaptureProcess(CaptureOutcome):
                 os.write(self._ctl, note)
             except BlockingIOError:
                 parked.append(note)
+                self.hurry()
             except OSError:
                 pass  # the capture process is gone: the relay goes on
 
@@ -317,7 +334,7 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
     """The capture process: notes in, records out, until the relay closes the control pipe."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # the relay forwards signals; we end at EOF of the notes
-    _background(True)
+    background(True)
 
     def tell(msg: dict) -> None:
         try:
@@ -335,8 +352,13 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
                        on_finding=lambda f: tell({"finding": [f.rule, f.severity.label, f.message]}))
     sink.start()
     server = _Server()
-    _read_notes(ctl, caps, sink, server.note)
-    _background(False)
+
+    def quiet() -> None:  # nothing to do: back to the background if a flood had hurried us
+        if not sink.pending_bytes and hurried():
+            background(True)
+
+    _read_notes(ctl, caps, sink, server.note, quiet)
+    background(False)
     server.end_if_orphaned(sink)
     finished = sink.close(None)
     sink.finish_analysis()
@@ -396,24 +418,14 @@ class _Server:
             os.close(self.fd)
 
 
-def _background(on: bool) -> None:
-    """Only idle CPU for this process (on), or normal scheduling back (off). Nice 19 first: an
-    unprivileged process may go back from SCHED_IDLE to SCHED_OTHER only at a nice value its
-    RLIMIT_NICE allows (19 always is); root gets nice 0 back too."""
-    idle = getattr(os, "SCHED_IDLE", None)
-    try:
-        if on:
-            os.setpriority(os.PRIO_PROCESS, 0, BACKGROUND_NICE)
-            if idle is not None:
-                os.sched_setscheduler(0, idle, os.sched_param(0))
-        elif idle is not None:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-            os.setpriority(os.PRIO_PROCESS, 0, 0)
-    except OSError:
-        pass  # (refused: it stays in the background, slower to finish on a busy machine)
+def _wait_room(sink: CaptureSink, n: int) -> None:
+    """Leave the copies in their pipes while the writer is a budget behind: the relay then keeps
+    them in its own budget (and drops only over it), rather than this process dropping them."""
+    while sink.pending_bytes and not sink.has_room(n):
+        time.sleep(ROOM_WAIT_S)
 
 
-def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None) -> None:
+def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None, on_quiet=None) -> None:
     size = _NOTE.size
     unpack = _NOTE.unpack_from
     buf = b""
@@ -432,6 +444,8 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None) -> 
                 busy = False
                 time.sleep(LINGER_S)
             else:
+                if on_quiet is not None:
+                    on_quiet()
                 waiter.poll()
                 busy = True
                 time.sleep(LINGER_S)  # (the first note of a burst: gather the rest with it)
@@ -445,6 +459,7 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None) -> 
             kind, stream, n, t = unpack(buf, pos)
             if kind == _TEED:
                 pos += size
+                _wait_room(sink, n)
                 sink.offer(stream, t, read_exactly(caps[stream], n))
             elif kind == _GAP:
                 pos += size
@@ -458,6 +473,7 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None) -> 
                 payload = buf[pos + size:pos + size + n]
                 pos += size + n
                 if kind == _INLINE:
+                    _wait_room(sink, n)
                     sink.offer(stream, t, payload)
                 elif kind == _EVENT:
                     data = orjson.loads(payload)
