@@ -165,3 +165,31 @@ def test_a_capture_replayed_against_its_own_mock_is_the_same(era, tmp_path):
         report = json.loads(proc.stdout)
         assert {r["outcome"] for r in report["requests"]} == {"same", "cancelled"}, report
         assert proc.returncode == 0
+
+
+def test_a_capture_with_hostile_ids_and_strings_replays_against_its_own_mock(tmp_path):
+    """A 65-bit id and a lone surrogate (both legal JSON a peer may send) are sent as captured."""
+    from tests.replay_support import MCPTRACE
+
+    def rec(seq: int, direction: str, text: str) -> str:
+        return json.dumps({"type": "message", "seq": seq, "t_ns": 1_000_000_000 + seq, "dir": direction,
+                           "transport": "stdio", "conn": "0", "text": text})
+
+    init = ('{"jsonrpc":"2.0","id":18446744073709551617,"method":"initialize","params":{"protocolVersion":'
+            '"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}')
+    inited = ('{"jsonrpc":"2.0","id":18446744073709551617,"result":{"protocolVersion":"2025-11-25",'
+              '"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}')
+    call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"\\ud800","arguments":{}}}'
+    answer = '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"\\ud800"}]}}'
+    capture = tmp_path / "hostile.jsonl"
+    capture.write_text("\n".join([
+        json.dumps({"type": "header", "format": "mcptrace", "version": 1, "t_ns": 1_000_000_000,
+                    "transport": "stdio"}),
+        rec(1, "c2s", init), rec(2, "s2c", inited),
+        rec(3, "c2s", '{"jsonrpc":"2.0","method":"notifications/initialized"}'),
+        rec(4, "c2s", call), rec(5, "s2c", answer)]) + "\n", encoding="utf-8")
+    proc = run(str(capture), "-o", str(tmp_path / "new.jsonl"), "--format", "json", "--",
+               *MCPTRACE, "mock", "-q", str(capture))
+    report = json.loads(proc.stdout)
+    assert [r["outcome"] for r in report["requests"]] == ["same", "same"], report
+    assert proc.returncode == 0

@@ -14,15 +14,25 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from tracer.classify import Classified, classify_raw, id_key
+from tracer.mock.jsonsafe import Unserializable
+from tracer.mock.jsonsafe import dumps as wire_dumps
 from tracer.mock.matcher import Matcher, MatchMode
 from tracer.model import Kind
 from tracer.replay.diff import Difference, Ignores, diff
 from tracer.replay.peers import Peer
 from tracer.replay.recording import Exchange
 from tracer.replay.script import Plan, Step, Wait
+
+
+def _wire(obj: Any, fallback: bytes) -> bytes:
+    """`obj` as the bytes to send, exactly as captured (lone surrogates as escapes, big integers
+    kept: tracer.mock.jsonsafe); a value too deep for any encoder goes as `fallback`, the bytes
+    captured for it."""
+    try:
+        return wire_dumps(obj)
+    except Unserializable:
+        return fallback
 
 
 @dataclass(eq=False)
@@ -160,11 +170,11 @@ class Replayer:
                 built = self._retry(step)
                 if built is None:
                     return
-                obj, data = built, orjson.dumps(built)
+                obj, data = built, _wire(built, step.raw)
             new_id, renamed = self._fresh_id(ex.request.id)
             if renamed:
                 obj = {**obj, "id": new_id}
-                data = orjson.dumps(obj)
+                data = _wire(obj, data)
             self._register(s, new_id, obj)
             await self.peer.send(data, obj)
         elif step.kind == "batch":
@@ -208,7 +218,7 @@ class Replayer:
                 new = self.recorded_to_new.get(key) if key is not None else None
                 if new is not None and id_key(new) != key:
                     obj = {**obj, "params": {**params, "requestId": new}}
-                    return obj, orjson.dumps(obj)
+                    return obj, _wire(obj, step.raw)
         return obj, step.raw
 
     def _retry(self, step: Step) -> dict | None:
@@ -315,7 +325,7 @@ class Replayer:
         if ask.recorded is not None:
             self.used_asks.add(id(ask.recorded))
         self.asks.append(ask)
-        await self.peer.send(orjson.dumps(reply), reply)
+        await self.peer.send(_wire(reply, b''), reply)
 
 
 def _with_id(obj: Any, new_id: Any) -> dict[str, Any]:

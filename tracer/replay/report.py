@@ -17,6 +17,7 @@ from tracer.classify import id_key
 from tracer.mock.matcher import compact
 from tracer.replay.diff import Difference, Ignores, diff
 from tracer.replay.driver import RunResult, Sent
+from tracer.safejson import safe_text, tame
 
 
 class Outcome(StrEnum):
@@ -189,7 +190,18 @@ def _fmt_diff(d: Difference) -> str:
     return f"{d.path}: {compact(d.recorded, 50)} → {compact(d.new, 50)} (another type)"
 
 
+class _SafeText:
+    """A text stream that writes lone surrogates as their escapes (labels quote what peers sent)."""
+
+    def __init__(self, out: IO[str]):
+        self._out = out
+
+    def write(self, text: str) -> None:
+        self._out.write(safe_text(text))
+
+
 def render_text(rep: ReplayReport, out: IO[str], *, color: bool = False) -> None:
+    out = _SafeText(out)
     def paint(text: str, code: str | None) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
 
@@ -231,4 +243,5 @@ def render_text(rep: ReplayReport, out: IO[str], *, color: bool = False) -> None
 
 
 def render_json(rep: ReplayReport, out: IO[str]) -> None:
-    out.write(json.dumps(rep.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+    # (the report quotes what peers sent: lone surrogates and such are tamed, tracer.safejson)
+    out.write(json.dumps(tame(rep.to_dict()), indent=2, ensure_ascii=False) + "\n")

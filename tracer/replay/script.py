@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer import __version__
+from tracer.mock.jsonsafe import dumps as wire_dumps
 from tracer.model import Analysed, Direction, Era, Kind
 from tracer.protocol import LEGACY_VERSIONS
 from tracer.replay.recording import Conversation, Exchange, describe_request
@@ -142,11 +143,10 @@ def _with_closes(messages: list[Analysed], closes: list[tuple[int, Exchange]]):
 def _cancel_step(ex: Exchange) -> Step:
     """A recorded closed stream becomes `notifications/cancelled`: the stdio and legacy way to say it; the
     HTTP peer turns it back into a closed stream for a modern request."""
-    import orjson
 
     obj = {"jsonrpc": "2.0", "method": "notifications/cancelled",
            "params": {"requestId": ex.request.id, "reason": "the host closed the request's stream (recorded)"}}
-    return Step("notification", orjson.dumps(obj), obj, None, synthetic=True)
+    return Step("notification", wire_dumps(obj), obj, None, synthetic=True)
 
 
 def _step_for(m: Analysed, by_request: dict[int, Exchange]) -> Step | None:
@@ -193,7 +193,6 @@ def _subject(method: str, params: dict) -> tuple:
 
 def _synthesised_handshake(conv: Conversation) -> tuple[list[Step], str]:
     version = next((m.version for m in conv.messages if m.version in LEGACY_VERSIONS), DEFAULT_LEGACY_VERSION)
-    import orjson
 
     req = {"jsonrpc": "2.0", "id": "mcptrace-replay-init", "method": "initialize",
            "params": {"protocolVersion": version, "capabilities": {},
@@ -202,13 +201,13 @@ def _synthesised_handshake(conv: Conversation) -> tuple[list[Step], str]:
     from tracer.classify import classify_raw
     from tracer.model import Record, RecordType
 
-    raw = orjson.dumps(req)
+    raw = wire_dumps(req)
     c = classify_raw(raw)
     fake = Analysed(Record(RecordType.MESSAGE, dir=Direction.C2S, raw=raw, conn=conv.conn), c.kind, c.obj,
                     c.method, c.id, c.idkey)
     ex = Exchange(fake, conn=conv.conn)
     first = Step("request", raw, req, fake, [ex], synthetic=True)
-    second = Step("notification", orjson.dumps(note_obj), note_obj, None, synthetic=True)
+    second = Step("notification", wire_dumps(note_obj), note_obj, None, synthetic=True)
     second.waits = [Wait(first, ex)]
     note = (f"connection {conv.conn}: the capture has no initialize handshake (it starts mid-session); "
             f"replay opens one itself (protocol version {version})")
