@@ -10,6 +10,11 @@
     tee; median and p99 ratios, targets <= 1.3x and <= 2x.
 (c) burst: 10,000 messages/s for 10 s through the tee to `cat`; messages lost (relay and capture),
     target 0.
+(d) flood: 39 MB and 50 MB of NDJSON from `cat FILE |` through `mcptrace stdio -- cat |` into a
+    reader, timed until the tee has exited with its capture complete, beside `cat` alone in the
+    same place; the capture's completeness and drops are reported. Target: no drop, >= 100 MB/s end
+    to end (from the first byte out to the tee's exit: the tee's Python start-up, printed apart,
+    is no throughput cost).
 
 Runs alternate direct/tee several times and report medians. Not a test: no assertion, figures only.
 """
@@ -350,10 +355,84 @@ def bench_burst(rate: int, seconds: float, tmp: Path) -> None:
           f"{(sent - c['c2s']) + (sent - c['s2c'])}   (target 0); dropped bytes {c['dropped_bytes']}")
 
 
+# -- (d) flood ----------------------------------------------------------------------------------
+
+
+def flood_once(path: Path, middle: list[str]) -> tuple[int, float, float, float, float]:
+    """(bytes out, start-up: spawn to first byte, first byte to exit, spawn to exit, CPU seconds) of
+    `middle` between `cat FILE |` and a reader (this process); exit is the middle's. The CPU time is
+    that of every process waited for meanwhile: `cat FILE`, the middle and what it waited for (the
+    tee's server and capture process): on a loaded machine the wall time says how much CPU the
+    machine gave, the CPU time what the work costs."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    prod = subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE)
+    mid = subprocess.Popen(middle, stdin=prod.stdout, stdout=subprocess.PIPE)
+    prod.stdout.close()
+    first, n = None, 0
+    while True:
+        b = os.read(mid.stdout.fileno(), 1 << 20)
+        if not b:
+            break
+        if first is None:
+            first = time.perf_counter()
+        n += len(b)
+    mid.stdout.close()
+    mid.wait()
+    prod.wait()
+    end = time.perf_counter()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    first = first if first is not None else end
+    return n, first - t0, end - first, end - t0, cpu
+
+
+def bench_flood(sizes: list[int], rounds: int, tmp: Path) -> None:
+    empty = tmp / "empty.ndjson"
+    empty.write_bytes(b"")
+    idle = [flood_once(empty, tee(tmp / "empty.jsonl", "cat")) for _ in range(rounds)]
+    startup, startup_cpu = statistics.median(r[3] for r in idle), statistics.median(r[4] for r in idle)
+    print(f"(d) flood, `cat FILE | X | reader`, median of {rounds} runs; the tee with no input: "
+          f"{startup:.2f} s, {startup_cpu:.2f} CPU s")
+    for total in sizes:
+        data = ndjson(total)
+        path = tmp / f"flood{total}.ndjson"
+        path.write_bytes(data)
+        lines = data.count(b"\n")
+        mb = len(data) / 1e6
+        plain, first_to_exit, spawn_to_exit, cpus, caps = [], [], [], [], []
+        for r in range(rounds):
+            n, _, _, whole, _ = flood_once(path, ["cat"])
+            assert n == len(data)
+            plain.append(whole)
+            cap = tmp / f"flood{total}-{r}.jsonl"
+            n, _, after_first, whole, cpu = flood_once(path, tee(cap, "cat"))
+            cpus.append(cpu - startup_cpu)
+            if n != len(data):
+                print(f"   RELAY LOST BYTES: {n} of {len(data)}")
+            first_to_exit.append(after_first)
+            spawn_to_exit.append(whole)
+            caps.append(count_capture(cap))
+        c, f, w = statistics.median(plain), statistics.median(first_to_exit), statistics.median(spawn_to_exit)
+        print(f"    {mb:.0f} MB / {lines:,} messages each way:")
+        print(f"      cat alone:                         {c:6.3f} s  {mb / c:7.0f} MB/s")
+        print(f"      mcptrace stdio -- cat, first byte to exit: {f:6.3f} s  {mb / f:7.0f} MB/s end to end "
+              "(target >= 100)")
+        print(f"      mcptrace stdio -- cat, spawn to exit:      {w:6.3f} s  {mb / w:7.0f} MB/s")
+        cpu = statistics.median(cpus)
+        print(f"      CPU beyond the idle tee's: {cpu:.2f} s ({mb / cpu:.0f} MB of flood per CPU second: relay, "
+              "capture of both directions, cat)")
+        for cc in caps:
+            print(f"      capture: {cc['c2s']:,} c2s + {cc['s2c']:,} s2c of {lines:,} each way; dropped "
+                  f"{cc['dropped_bytes']:,} bytes; unreadable lines {cc['problems']}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["a", "b", "c"])
+    ap.add_argument("--only", choices=["a", "b", "c", "d"])
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     mb, n, secs, rounds = (20, 2000, 2.0, 3) if args.quick else (100, 10_000, 10.0, 3)
@@ -367,6 +446,8 @@ def main() -> int:
             bench_latency(n, rounds, tmp)
         if args.only in (None, "c"):
             bench_burst(10_000, secs, tmp)
+        if args.only in (None, "d"):
+            bench_flood([39_000_000, 50_000_000] if not args.quick else [20_000_000], rounds, tmp)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

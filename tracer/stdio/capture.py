@@ -86,6 +86,7 @@ class CaptureSink(CaptureOutcome):
         # Bulk runs of plain lines (tracer.stdio.runs) go only to a plain capture writer: a wrapped one
         # (the live OTLP export) needs every record as a Record.
         self._runs = isinstance(writer, CaptureWriter)
+        self._suspect = False  # a line the live check has not seen yet may open a multi-line group
         self._pos = [0, 0, 0]  # stream offset of the next byte the writer will see
         self._caps: list[tuple[int, int] | None] = [None, None, None]  # per stream: tee'd copies (tee_splice)
         self._analyser = analyser
@@ -278,8 +279,8 @@ class CaptureSink(CaptureOutcome):
             return recs
         self._pos[stream] += first + 1
         recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(payload[:first + 1]))
-        if self._analyser is not None and recs:
-            # The live check must have seen every line before this run: one of them may open a
+        if self._suspect:
+            # The live check must see the lines before this run first: one of them may open a
             # multi-line group, and then the run's lines must be analysed one by one.
             self._write(recs)
             recs = []
@@ -322,6 +323,8 @@ class CaptureSink(CaptureOutcome):
         rec = Record(rtype, 0, t_ns, _DIRS[stream], fr.data, "stdio", self.conn, fr.offset, fr.eol)
         if fr.cut:
             rec.data = {"cut": fr.cut}
+        if stream != STDERR and self._analyser is not None and not self._suspect:
+            self._suspect = looks_suspicious(rec)
         return rec
 
     def _dropped(self, stream: int, t_ns: int, gap: tuple[int, int, int]) -> Record:
@@ -344,6 +347,7 @@ class CaptureSink(CaptureOutcome):
                 self.writer.write_many(recs, encode_line)
             except (OSError, ValueError) as exc:  # disk full, file closed: the relay goes on regardless
                 self.write_error = exc if isinstance(exc, OSError) else OSError(str(exc))
+        self._suspect = False
         if self._analyser is None:
             return
         try:
