@@ -54,6 +54,8 @@ def match_response(m: Analysed, s: Session) -> None:
     requester = _OTHER[direction]
     key = (requester, m.idkey)
     req = s.pending.pop(key, None)
+    if req is None and s.cancelled:  # a request cancelled long ago (tracer.session.CANCELLED_CAP)
+        req = s.cancelled.pop(key, None)
     if req is not None:
         m.request = req
         m.answers_method = req.method
@@ -77,11 +79,9 @@ def match_response(m: Analysed, s: Session) -> None:
         if req.msg is not None:
             req.msg.partner_seq = m.rec.seq
             req.msg.latency_ns = m.latency_ns
-            req.msg = None
-        answered = s.answered
-        answered[key] = req
-        if len(answered) > answered.cap:
-            answered.popitem(last=False)
+        s.remember_answered(key, req)
+        if s.flow_requests and m.rec.http is not None:
+            _answered_flow(m.rec.http.get("flow"), s)
         return
     first = s.answered.get(key)
     if first is not None:
@@ -117,6 +117,20 @@ def match_response(m: Analysed, s: Session) -> None:
         return
     m.pair_status = PairStatus.UNKNOWN_ID
     m.pair_reason = f"id {_fmt_id(m.idkey)} matches no request {requester.value} sent on connection {s.conn}"
+
+
+def _answered_flow(fid, s: Session) -> None:
+    """An answer travelled on the exchange of its request: once every request that exchange carried
+    is answered, the exchange can no longer answer one at the HTTP level, so it is forgotten."""
+    known = s.flow_requests.get(fid) if type(fid) is str or type(fid) is int else None
+    if known is None:
+        return
+    pending = s.pending
+    for key, seq in known:
+        req = pending.get(key)
+        if req is not None and req.seq == seq:
+            return
+    del s.flow_requests[fid]
 
 
 def _logged_before(m: Analysed, req: PendingRequest) -> None:
@@ -156,8 +170,7 @@ def answered_at_http_level(rec, s: Session) -> list[PendingRequest]:
             req.msg.partner_seq = rec.seq
             req.msg.latency_ns = rec.t_ns - req.t_ns if rec.t_ns and req.t_ns else None
             req.msg.pair_reason = f"answered at the HTTP level, status {status} (seq {rec.seq})"
-            req.msg = None
-        s.answered.put(key, req)
+        s.remember_answered(key, req)
         out.append(req)
     return out
 
@@ -174,8 +187,9 @@ def register_request(m: Analysed, s: Session) -> None:
         m.request = earlier
     elif m.era is not Era.MODERN and key in s.used_ids:
         m.pair_status = PairStatus.REUSE_SESSION
-        m.request = s.used_ids[key]
-        m.pair_reason = f"id {_fmt_id(m.idkey)} was already used at seq {m.request.seq} in this session"
+        m.request = s.used_ids.get(key)  # (None: an id compacted out of the recent window)
+        where = f"at seq {m.request.seq} " if m.request is not None else "earlier "
+        m.pair_reason = f"id {_fmt_id(m.idkey)} was already used {where}in this session"
     else:
         m.pair_status = PairStatus.NEW
     rec = m.rec
@@ -193,10 +207,7 @@ def register_request(m: Analysed, s: Session) -> None:
             else:
                 s.flow_requests.put(fid, [(key, rec.seq)])
     if m.era is not Era.MODERN:  # only legacy forbids reuse after the answer
-        used = s.used_ids
-        used[key] = req
-        if len(used) > used.cap:
-            used.popitem(last=False)
+        s.used_ids.put(key, req)
     link_retry(m, s, req)
 
 
@@ -212,6 +223,7 @@ def note_cancel(m: Analysed, s: Session) -> PendingRequest | None:
     if req is not None and req.cancelled_seq is None:
         req.cancelled_seq = m.rec.seq
         req.cancelled_t_ns = m.rec.t_ns
+        s.note_cancelled((m.rec.dir, key), req)
     return req
 
 
@@ -225,6 +237,9 @@ def cancelled_target(m: Analysed, s: Session) -> tuple[PendingRequest | None, bo
         return None, False
     req = s.pending.get((m.rec.dir, key))
     if req is not None:
+        return req, True
+    req = s.cancelled.get((m.rec.dir, key)) if s.cancelled else None
+    if req is not None:  # cancelled long ago and never answered: as good as pending
         return req, True
     return s.answered.get((m.rec.dir, key)), False
 

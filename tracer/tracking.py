@@ -15,7 +15,7 @@ from typing import Any
 
 from tracer.classify import id_key
 from tracer.model import Analysed, Direction, Era, Kind
-from tracer.session import BoundedMap, PendingRequest, Session
+from tracer.session import FLOW_REQUESTS_CAP, BoundedMap, PendingRequest, Session
 
 MISSING: Any = object()  # a member that is absent (as opposed to present with a null value)
 
@@ -23,6 +23,11 @@ MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 PAGINATED_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list",
                                "tasks/list"})
 _ANSWERED = ("paired", "after-cancel")  # tracer.pairing.PairStatus values that answer a request
+# The window of each table below, in entries: progress tokens (active ones are a handful; a cancelled
+# request's stays until 4,096 newer ones came), finished tokens, cursors, listens, MRTR rounds and
+# URL elicitations. Each is used again within seconds on real traffic, and each table fills within the
+# first ~30,000 messages of a long session, so memory stays flat (tests/test_bounded_state.py).
+TRACK_CAP = 4_096
 
 
 def token_key(value: Any) -> tuple | None:
@@ -139,16 +144,18 @@ class Tracking:
     resources: frozenset[str] | None = None
     templates: tuple[str, ...] | None = None
     chains: dict[str, ListChain] = field(default_factory=dict)
-    cursors: BoundedMap = field(default_factory=BoundedMap)  # (method, cursor) -> seq that issued it
-    progress: dict[tuple, ProgressEntry] = field(default_factory=dict)  # (dir, token) -> active entry
-    progress_done: BoundedMap = field(default_factory=BoundedMap)  # (dir, token) -> finished entry
+    cursors: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # (method, cursor) -> seq
+    progress: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # (dir, token) -> active entry
+    progress_done: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # (dir, token) -> finished
     log_level: str | None = None  # legacy logging/setLevel (accepted)
     resource_subs: set[str] = field(default_factory=set)  # legacy resources/subscribe
-    listens: BoundedMap = field(default_factory=BoundedMap)  # idkey -> Listen
-    rounds: BoundedMap = field(default_factory=BoundedMap)  # retry_key -> latest Round
-    rounds_by_state: BoundedMap = field(default_factory=BoundedMap)  # (method, requestState) -> Round
-    elicitations: BoundedMap = field(default_factory=BoundedMap)  # URL-mode elicitationId -> seq
-    flows: BoundedMap = field(default_factory=BoundedMap)  # HTTP flow -> PendingRequest it carried
+    listens: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # idkey -> Listen
+    rounds: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # retry_key -> latest Round
+    # (method, requestState) -> Round
+    rounds_by_state: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))
+    elicitations: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # URL elicitationId -> seq
+    # HTTP flow -> PendingRequest it carried
+    flows: BoundedMap = field(default_factory=lambda: BoundedMap(FLOW_REQUESTS_CAP))
     deprecated: set[str] = field(default_factory=set)  # MCP905: features already reported
 
     def tool(self, name: Any) -> dict | None:
@@ -275,7 +282,7 @@ def _request(m: Analysed, s: Session, t: Tracking) -> None:
     if type(meta) is dict and "progressToken" in meta:
         tok = token_key(meta["progressToken"])
         if tok is not None and (direction, tok) not in t.progress:
-            t.progress[(direction, tok)] = ProgressEntry(m.seq, direction, flow, "task" in params)
+            t.progress.put((direction, tok), ProgressEntry(m.seq, direction, flow, "task" in params))
     method = m.method
     if method == "subscriptions/listen" and m.idkey is not None:
         filt = params.get("notifications")
@@ -297,6 +304,11 @@ def _request(m: Analysed, s: Session, t: Tracking) -> None:
 def _notification(m: Analysed, s: Session, t: Tracking) -> None:
     method = m.method
     params = m.params
+    if len(t.flows) >= FLOW_REQUESTS_CAP // 2:
+        # the window is of the exchanges used last: a listen stream open all session long keeps its request
+        flow = flow_of(m)
+        if flow is not None and flow in t.flows:
+            t.flows.move_to_end(flow)
     if params is None:
         return
     if method == "notifications/progress":

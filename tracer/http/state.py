@@ -28,6 +28,7 @@ from tracer.session import BoundedMap, Session
 KEY = "http"
 HTTP_TRANSPORTS = ("http", "http+sse")
 FLOW_CAP = 10_000
+EVENT_IDS_CAP = 10_000  # SSE event ids remembered to find one repeated on another stream (MCP715)
 BROADCAST_WINDOW_NS = 1_000_000_000  # the same message on two streams within this is a broadcast
 RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}
 ENDPOINTS = "http-endpoints"  # key of the analysis-wide endpoint facts in `session.extra["shared"]`
@@ -96,7 +97,7 @@ class HttpState:
     not_found: dict[str, tuple[int, int]] = field(default_factory=dict)
     endpoint: str | None = None  # HTTP+SSE: the announced POST URL
     endpoint_seq: int | None = None
-    event_ids: BoundedMap = field(default_factory=BoundedMap)  # SSE id -> (stream, seq)
+    event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_IDS_CAP))  # SSE id -> (stream, seq)
     recent: BoundedMap = field(default_factory=lambda: BoundedMap(1024))  # digest -> (stream, t_ns, seq)
     retry_ms: int | None = None  # the last SSE retry the server announced
     last_close_ns: int | None = None  # when the last stream the server ended closed
@@ -182,10 +183,14 @@ def _flow(st: HttpState, rec: Record) -> FlowFacts | None:
     fid = http.get("flow") if http else None
     if fid is None:
         return None
-    facts = st.flows.get(fid)
+    flows = st.flows
+    facts = flows.get(fid)
     if facts is None:
         facts = FlowFacts(fid, method=http.get("method") or "", url=http.get("url") or "", first_seq=rec.seq)
-        st.flows.put(fid, facts)
+        flows.put(fid, facts)
+    elif len(flows) >= FLOW_CAP // 2:
+        # the window is of the flows used last: a GET stream open all session long keeps its facts
+        flows.move_to_end(fid)
     return facts
 
 
@@ -287,7 +292,7 @@ def _cancelled_by_client(rec: Record, facts: FlowFacts, s: Session) -> None:
     del s.pending[key]
     req.cancelled_seq = rec.seq
     req.cancelled_t_ns = rec.t_ns
-    s.answered.put(key, req)
+    s.remember_answered(key, req)
     tok = facts.progress_token
     entry = s.track.progress.get((Direction.C2S, tok)) if tok is not None else None
     if entry is not None and entry.req_seq == req.seq:

@@ -62,7 +62,7 @@ def cancel_unknown_request(m: Analysed, s):
     if m.era is Era.MODERN and m.rec.dir is Direction.S2C:
         return None
     direction = m.rec.dir
-    if (direction, key) in s.pending or (direction, key) in s.used_ids:
+    if (direction, key) in s.pending or (direction, key) in s.used_ids or (direction, key) in s.cancelled:
         return None
     who = "client" if direction is Direction.C2S else "server"
     return Hit(f"the {who} never sent a request with id {params.get('requestId')!r} in this session",
