@@ -146,3 +146,4 @@ def test_the_capture_process_moves_every_thread_between_background_and_normal_sc
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=BOUND_S,
                        cwd=ROOT)
     assert p.stdout.split() == ["True", "True"], p.stderr
+

@@ -187,6 +187,9 @@ class Tee:
         self.caught_up = threading.Event()  # no copy waits in the relay for the capture (relay_loop)
         self.caught_up.set()
         self._threads: list[threading.Thread] = []
+        # held while a signal is sent and recorded: the `exit` record waits for a `terminate` whose
+        # signal ended the server (else the session could close before that record was written)
+        self._signalling = threading.Lock()
 
     def run(self) -> TeeResult:
         child, sink = self.child, self.sink
@@ -206,6 +209,8 @@ class Tee:
         finally:
             self.exited.set()
             self._restore_signal_handlers(previous)
+        with self._signalling:
+            pass  # (a terminate being recorded is in the capture before the exit)
         deadline = time.monotonic() + DRAIN_TIMEOUT
         self.stdout_done.wait(DRAIN_TIMEOUT)
         self.caught_up.wait(max(0.0, deadline - time.monotonic()))  # copies the relay still holds
@@ -277,9 +282,12 @@ class Tee:
             if self.exited.wait(wait):
                 return
             after_ms = round((time.monotonic() - started) * 1000)
-            if self._signal_group(sig):
-                self.sink.event("terminate", signal=sig.name, after_ms=after_ms,
-                                reason="the server had not exited after its stdin reached EOF")
+            with self._signalling:
+                sent = self._signal_group(sig)
+                if sent:
+                    self.sink.event("terminate", signal=sig.name, after_ms=after_ms,
+                                    reason="the server had not exited after its stdin reached EOF")
+            if sent:
                 self.notes.say(f"the server did not exit {after_ms / 1000:.1f} s after its stdin closed; "
                                f"sent {sig.name}")
 
