@@ -18,27 +18,51 @@ def _text(raw: bytes) -> str:
 
 
 def headers_of(headers: http.Headers) -> list[list[str]]:
-    return [[_text(k), _text(v)] for k, v in headers.fields]
+    return _fields(headers.fields)
+
+
+def _fields(fields: tuple) -> list[list[str]]:
+    return [[_text(k), _text(v)] for k, v in fields]
+
+
+def request_facts(flow: http.HTTPFlow, *, live: bool = True) -> tuple:
+    """What the recorder needs of a request, taken at once from the flow (cheap: raw header
+    fields, the body as mitmproxy holds it); decoding them waits for `exchange_from`."""
+    req = flow.request
+    conn = flow.client_conn
+    body = req.get_content(strict=False) if req.raw_content is not None else None
+    # live: now (the request hook runs as its body completes); from a file: the flow's timestamps
+    t_ns = time.time_ns() if live else int((req.timestamp_end or req.timestamp_start) * 1e9)
+    return (flow.id, conn.peername if conn else None, conn.id if conn else "", req.method, req.url,
+            req.headers.fields, body, t_ns)
+
+
+def exchange_from(facts: tuple) -> Exchange:
+    fid, peer, client_id, method, url, fields, body, t_ns = facts
+    client = f"{peer[0]}:{peer[1]}" if peer else ""
+    ex = Exchange(id=fid, client=client, method=method, url=url, req_headers=_fields(fields), client_id=client_id)
+    ex.req_body = body
+    ex.t_ns = t_ns
+    return ex
 
 
 def exchange_of(flow: http.HTTPFlow, *, live: bool = True) -> Exchange:
     """The recorder's view of a flow."""
-    req = flow.request
-    peer = flow.client_conn.peername if flow.client_conn else None
-    client = f"{peer[0]}:{peer[1]}" if peer else ""
-    ex = Exchange(id=flow.id, client=client, method=req.method, url=req.url, req_headers=headers_of(req.headers),
-                  client_id=flow.client_conn.id if flow.client_conn else "")
-    ex.req_body = req.get_content(strict=False) if req.raw_content is not None else None
-    # live: now (the request hook runs as its body completes); from a file: the flow's timestamps
-    ex.t_ns = time.time_ns() if live else int((req.timestamp_end or req.timestamp_start) * 1e9)
-    return ex
+    return exchange_from(request_facts(flow, live=live))
+
+
+def response_facts(flow: http.HTTPFlow, *, live: bool = True) -> tuple:
+    resp = flow.response
+    t_ns = time.time_ns() if live else int(resp.timestamp_start * 1e9)
+    return resp.status_code, resp.headers.fields, t_ns, flow.server_conn.peername if flow.server_conn else None
+
+
+def note_response_facts(ex: Exchange, facts: tuple) -> None:
+    ex.status, fields, ex.t_resp_ns, peer = facts
+    ex.resp_headers = _fields(fields)
+    if peer:  # the address the server was really reached at (DNS rebinding: MCP706)
+        ex.server = f"[{peer[0]}]:{peer[1]}" if ":" in str(peer[0]) else f"{peer[0]}:{peer[1]}"
 
 
 def note_response(ex: Exchange, flow: http.HTTPFlow, *, live: bool = True) -> None:
-    resp = flow.response
-    ex.status = resp.status_code
-    ex.resp_headers = headers_of(resp.headers)
-    ex.t_resp_ns = time.time_ns() if live else int(resp.timestamp_start * 1e9)
-    peer = flow.server_conn.peername if flow.server_conn else None
-    if peer:  # the address the server was really reached at (DNS rebinding: MCP706)
-        ex.server = f"[{peer[0]}]:{peer[1]}" if ":" in str(peer[0]) else f"{peer[0]}:{peer[1]}"
+    note_response_facts(ex, response_facts(flow, live=live))

@@ -18,15 +18,19 @@ and HAR importers); for the annotations, the records are analysed by the same an
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from mitmproxy import ctx, exceptions, flowfilter, http
 
 from addons.annotate import FlowAnnotator
-from addons.flows import exchange_of, note_response
+from addons.capture_thread import CaptureThread
+from addons.flows import exchange_from, note_response_facts, request_facts, response_facts
 from tracer.capture import CaptureWriter, header_record
+from tracer.http.headers import is_sse
 from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.http.sse_tee import SseTee
 from tracer.model import Record
@@ -38,7 +42,7 @@ Listener = Callable[[Record], Any]
 
 
 class McpCapture:
-    def __init__(self) -> None:
+    def __init__(self, *, background: bool = False) -> None:
         self.listeners: list[Listener] = []  # in-process consumers of every record (the TUI)
         self.header_extra: dict[str, Any] = {}  # set by the runner: upstream, label, mode
         self.writer: CaptureWriter | None = None
@@ -51,6 +55,11 @@ class McpCapture:
         self._listener_failed = False
         self.managed = False  # the runner opens the capture once the proxy listens (never before)
         self.stopped = False  # done(): the capture is closed; anything mitmproxy reports later is past its end
+        self.background = background  # record on a thread of its own once mitmproxy runs
+        self._thread: CaptureThread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._live: set[str] = set()  # (event loop side) flows being recorded
+        self._annotate = True
 
     # -- options ---------------------------------------------------------------------------------
 
@@ -79,6 +88,8 @@ class McpCapture:
                     raise exceptions.OptionsError(f"mcptrace_filter: {exc}") from None
             else:
                 self._filter = None
+        if "mcptrace_annotate" in updated:
+            self._annotate = ctx.options.mcptrace_annotate
         if "mcptrace_output" in updated or "mcptrace_redact" in updated:
             path = ctx.options.mcptrace_output
             if path:
@@ -107,78 +118,100 @@ class McpCapture:
         return self.path
 
     def running(self) -> None:
+        if self.background and self._thread is None and not self.stopped:
+            self._loop = asyncio.get_running_loop()
+            self._thread = CaptureThread()
         if self.managed:  # (mitmproxy calls this even when a listener failed: no capture then)
             return
         path = self.open()
         log.info("mcptrace: capturing MCP traffic to %s", path)
 
     # -- flow hooks ------------------------------------------------------------------------------
+    # Each hook takes a snapshot of the flow's facts and hands it to the recording work, which
+    # runs on the recording thread once the proxy runs (`background`: the bytes are forwarded
+    # while the records are made), else at once (mitmproxy's test helpers, the importers).
 
     def _wanted(self, flow: http.HTTPFlow) -> bool:
         return self._filter is None or self._filter(flow)
 
+    def _do(self, fn: Callable, *args) -> None:
+        if self._thread is not None:
+            self._thread.put(fn, *args)
+        else:
+            fn(*args)
+
     def request(self, flow: http.HTTPFlow) -> None:
         if not self._wanted(flow):
             return
-        ex = self._exchanges[flow.id] = exchange_of(flow)
-        self.annotator.track(flow)
-        self.recorder.request(ex)
+        self._live.add(flow.id)
+        if self._annotate:
+            self.annotator.track(flow)
+        self._do(self._on_request, request_facts(flow))
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
-        ex = self._exchanges.get(flow.id)
-        if ex is None or flow.response is None:
+        if flow.id not in self._live or flow.response is None:
             return
-        note_response(ex, flow)
-        tee = self.recorder.response_headers(ex)
+        facts = response_facts(flow)
+        if self._thread is not None:
+            # Every SSE answer streams (chunks go on as they come; stock mitmproxy would buffer
+            # them): whether it is worth recording is the recording thread's decision.
+            if is_sse(flow.response.headers.get("content-type")):
+                flow.response.stream = self._queued_stream(flow.id, flow.response.stream)
+            self._thread.put(self._on_responseheaders, flow.id, facts)
+            return
+        tee = self._on_responseheaders(flow.id, facts)
         if tee is not None:
-            self._tees[flow.id] = tee
-            flow.response.stream = self._tee_stream(flow, tee, flow.response.stream)
+            flow.response.stream = self._tee_stream(tee, flow.response.stream)
 
     def response(self, flow: http.HTTPFlow) -> None:
-        ex = self._exchanges.pop(flow.id, None)
-        if ex is None:
+        if flow.id not in self._live:
             return
-        tee = self._tees.pop(flow.id, None)
-        if tee is not None and getattr(flow.response.stream, "_mcptrace_tee", None) is tee:
-            tee.end("end")  # streamed: the tee saw every chunk
-            self.recorder.response(ex, None)
-        else:  # buffered after all (another addon turned streaming off): the recorder replays the body
-            resp = flow.response
-            body = resp.get_content(strict=False) if resp.raw_content is not None else None
-            self.recorder.response(ex, body)
-        self.annotator.finish(flow)
+        self._live.discard(flow.id)
+        resp = flow.response
+        streamed = getattr(resp.stream, "_mcptrace", None) is self
+        body = None if streamed or resp.raw_content is None else resp.get_content(strict=False)
+        self._do(self._on_response, flow.id, streamed, body, time.time_ns())
+        if self._annotate:
+            self._do(self._finish_annotation, flow)
 
     def error(self, flow: http.HTTPFlow) -> None:
-        ex = self._exchanges.pop(flow.id, None)
-        if ex is None:
+        if flow.id not in self._live:
             return
-        self._tees.pop(flow.id, None)
-        self.recorder.failed(ex, flow.error.msg if flow.error else "error")
-        self.annotator.finish(flow)
+        self._live.discard(flow.id)
+        self._do(self._on_error, flow.id, flow.error.msg if flow.error else "error", time.time_ns())
+        if self._annotate:
+            self._do(self._finish_annotation, flow)
 
     def client_disconnected(self, client) -> None:
         """A client's TCP connection closed: the session-less connections only it carried end."""
-        self.recorder.client_closed(client.id)
+        self._do(self.recorder.client_closed, client.id, time.time_ns())
 
     def done(self) -> None:
         """mitmproxy shuts down (Ctrl-C, q in the viewer, SIGTERM): every exchange still open is
         closed into the capture first (a stream's `stream-closed` event, a request still waiting
         for its answer an `http` record, both with reason `capture-stopped`), then the file is
-        closed. mitmproxy may still report those flows' errors afterwards: they are past the end."""
-        for fid, ex in list(self._exchanges.items()):
-            tee = self._tees.pop(fid, None)
-            if tee is not None:
-                tee.end("capture-stopped")
-            self.recorder.failed(ex, "capture-stopped")
-        self._exchanges.clear()
-        for tee in self._tees.values():
-            tee.end("capture-stopped")
-        self._tees.clear()
-        self.stopped = True
-        if self.writer is not None:
-            self.writer.close()
+        closed. mitmproxy may still report those flows' errors afterwards: they are past the end.
+        The recording thread finishes everything handed to it before."""
+        self._live.clear()
+        self._do(self._on_done)
+        if self._thread is not None:
+            self._thread.close()
+            self._thread = None
 
-    def _tee_stream(self, flow: http.HTTPFlow, tee: SseTee, previous: Any) -> Callable:
+    def _queued_stream(self, fid: str, previous: Any) -> Callable:
+        inner = previous if callable(previous) else None
+        put, on_chunk, now = self._thread.put, self._on_chunk, time.time_ns
+
+        def stream(chunk: bytes):
+            # handed on as it came (the same bytes object, no copy); the recording thread parses it
+            out = inner(chunk) if inner is not None else chunk
+            put(on_chunk, fid, chunk, now())
+            return out
+
+        stream._mcptrace = self
+        return stream
+
+    def _tee_stream(self, tee: SseTee, previous: Any) -> Callable:
         inner = previous if callable(previous) else None
 
         def stream(chunk: bytes):
@@ -198,8 +231,71 @@ class McpCapture:
             else:
                 tee.end("end")
 
-        stream._mcptrace_tee = tee
+        stream._mcptrace = self
         return stream
+
+    # -- the recording work (on the recording thread once the proxy runs) --------------------------
+
+    def _on_request(self, facts: tuple) -> None:
+        ex = self._exchanges[facts[0]] = exchange_from(facts)
+        self.recorder.request(ex)
+
+    def _on_responseheaders(self, fid: str, facts: tuple) -> SseTee | None:
+        ex = self._exchanges.get(fid)
+        if ex is None:
+            return None
+        note_response_facts(ex, facts)
+        tee = self.recorder.response_headers(ex)
+        if tee is not None:
+            self._tees[fid] = tee
+        return tee
+
+    def _on_chunk(self, fid: str, chunk: bytes, t_ns: int) -> None:
+        tee = self._tees.get(fid)
+        if tee is not None:
+            if chunk:
+                tee.feed(chunk, t_ns)
+            else:
+                tee.end("end", t_ns)
+
+    def _on_response(self, fid: str, streamed: bool, body: bytes | None, t_ns: int) -> None:
+        ex = self._exchanges.pop(fid, None)
+        if ex is None:
+            return
+        tee = self._tees.pop(fid, None)
+        if streamed:  # the tee saw every chunk (or it was an SSE answer not worth recording)
+            if tee is not None:
+                tee.end("end", t_ns)
+            self.recorder.response(ex, None, t_ns)
+        else:  # buffered after all (another addon turned streaming off): the recorder replays the body
+            self.recorder.response(ex, body, t_ns)
+
+    def _on_error(self, fid: str, why: str, t_ns: int) -> None:
+        ex = self._exchanges.pop(fid, None)
+        if ex is None:
+            return
+        self._tees.pop(fid, None)
+        self.recorder.failed(ex, why, t_ns)
+
+    def _on_done(self) -> None:
+        for fid, ex in list(self._exchanges.items()):
+            tee = self._tees.pop(fid, None)
+            if tee is not None:
+                tee.end("capture-stopped")
+            self.recorder.failed(ex, "capture-stopped")
+        self._exchanges.clear()
+        for tee in self._tees.values():
+            tee.end("capture-stopped")
+        self._tees.clear()
+        self.stopped = True
+        if self.writer is not None:
+            self.writer.close()
+
+    def _finish_annotation(self, flow: http.HTTPFlow) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self.annotator.finish, flow)
+        else:
+            self.annotator.finish(flow)
 
     # -- records out -----------------------------------------------------------------------------
 
@@ -209,8 +305,11 @@ class McpCapture:
         if self.writer is None:
             self.open()
         self.writer.write_many(records)
-        if ctx.options.mcptrace_annotate:
-            self.annotator.records(records)
+        if self._annotate:
+            if self._loop is not None and self._thread is not None:  # (the annotator lives on the loop)
+                self._loop.call_soon_threadsafe(self.annotator.records, records)
+            else:
+                self.annotator.records(records)
         for rec in records:
             for fn in self.listeners:
                 try:
@@ -221,4 +320,4 @@ class McpCapture:
                         log.warning("mcptrace: a capture listener failed: %s", exc)
 
 
-addons = [McpCapture()]
+addons = [McpCapture(background=True)]  # (mitmdump -s: a real proxy, so the recording thread)

@@ -5,8 +5,10 @@
     runner.run(ready=lambda info: print(info.client_url))   # blocks until stop() or a signal
 
 `serve()` is the same as a coroutine, for a caller that owns an asyncio loop (a Textual app);
-`stop()` may be called from any thread. Listeners run on the proxy's event loop thread: a UI
-hands records to its own thread (Textual: `call_from_thread`). The proxy binds to loopback unless
+`stop()` may be called from any thread. Listeners run on the capture's recording thread (never on
+mitmproxy's event loop, which only forwards bytes): a UI hands records to its own thread
+(Textual: `call_from_thread`). The master carries only the mitmproxy addons the modes and options
+need (addons/lean.py). The proxy binds to loopback unless
 the caller asks for another address.
 """
 
@@ -22,9 +24,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mitmproxy import master, options
-from mitmproxy.addons import default_addons
 from mitmproxy.proxy import mode_specs
 
+from addons.lean import LeanMaster, needed_addons
 from addons.mcp_capture import McpCapture
 from tracer.model import Record
 from tracer.redact import PROCESS_HASHER, redact_text, redact_url
@@ -50,6 +52,8 @@ class ProxyConfig:
     label: str | None = None
     annotate: bool = False  # MCP annotations on flows: only useful with a mitmproxy UI attached
     settings: dict[str, str] = field(default_factory=dict)  # any other mitmproxy option (--set)
+    scripts: list[str] = field(default_factory=list)  # the user's mitmproxy addon scripts (-s)
+    lean: bool = True  # only the mitmproxy addons the modes and settings need (addons/lean.py)
 
 
 @dataclass
@@ -143,7 +147,7 @@ class _StartupCheck:
 class ProxyRunner:
     def __init__(self, cfg: ProxyConfig, listeners: list[Callable[[Record], Any]] | None = None):
         self.cfg = cfg
-        self.addon = McpCapture()
+        self.addon = McpCapture(background=True)
         self.addon.managed = True  # the capture is opened once the proxy listens (`_describe`)
         self.listeners = self.addon.listeners
         self.listeners.extend(listeners or [])
@@ -191,8 +195,8 @@ class ProxyRunner:
         cfg = self.cfg
         modes = self._modes()
         opts = options.Options(mode=modes, listen_host=cfg.listen_host, listen_port=cfg.listen_port)
-        m = master.Master(opts, with_termlog=False)
-        m.addons.add(*default_addons())
+        m = LeanMaster(opts)
+        m.addons.add(*needed_addons(modes, cfg.settings, lean=cfg.lean))
         m.addons.add(self.addon, _StartupCheck(self), self.upstream_failures)
         if cfg.upstream and not cfg.modes:
             # A reverse proxy connects to the upstream when a request comes, not when the host
@@ -207,6 +211,8 @@ class ProxyRunner:
             opts.update(**settings)
             if cfg.settings:
                 opts.set(*[f"{k}={v}" for k, v in cfg.settings.items()])
+            if cfg.scripts:  # (mitmproxy's script loader runs them before the capture addon, as in mitmdump)
+                opts.update(scripts=list(cfg.scripts))
         except Exception as exc:  # OptionsError, KeyError for an unknown option
             raise ProxyError(redact_text(f"mitmproxy option: {exc}", *cfg.settings.values())) from None
         self.addon.header_extra = {"upstream": cfg.upstream, "label": self._label(), "modes": modes}

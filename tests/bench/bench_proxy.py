@@ -1,23 +1,28 @@
-"""What the MCP capture costs inside mitmproxy, measured side by side in one run.
+"""`mcptrace proxy` against the other MCP proxies, measured side by side in one run.
 
 Run: python tests/bench/bench_proxy.py [--requests N] [--rounds R] [--first-event-ms D]
 
-An upstream on loopback answers MCP requests at once: a JSON-RPC result as `application/json`, or
-an SSE stream whose first event comes D ms after the response head (then a second one and the end).
-The same client (httpx2, keep-alive) talks to it:
+Peers come from PyPI, each in a venv of its own (never the product's .venv), e.g.:
+    python3.13 -m venv /tmp/benchvenv && /tmp/benchvenv/bin/pip install mcphawk==1.0.0
+    python3.13 -m venv /tmp/benchvenv-recorder && /tmp/benchvenv-recorder/bin/pip install \
+        mcp-recorder==0.5.0 'starlette<1'      (0.5.0 passes Starlette an argument 1.0 removed)
+(--mcphawk / --mcp-recorder give other paths; a peer that is not installed is reported as such.)
+
+An upstream on loopback answers MCP requests at once: a JSON-RPC result as `application/json`, or,
+for a call of the tool "stream", an SSE stream whose first event comes D ms after the response
+head (then a second one and the end). The same client (httpx2, keep-alive) talks to it:
   - directly;
-  - through stock `mitmdump` in reverse mode, without the addon (and again with
-    `stream_large_bodies=1`, mitmproxy's own streaming: what the tee adds beyond it);
-  - through `mitmdump -s addons/mcp_capture.py` (the addon, capture written to a temporary file);
-  - through `mcptrace proxy` (mitmproxy in-process with the addon: what users run).
+  - through stock `mitmdump` in reverse mode (and again with `stream_large_bodies=1`, mitmproxy
+    streaming every body itself), and through `mitmdump -s addons/mcp_capture.py`;
+  - through `mcptrace proxy` (what users run), mcphawk 1.0.0 `proxy` and mcp-recorder 0.5.0 `record`.
 Rounds are interleaved so every configuration sees the same noise; medians are reported.
 
 It prints:
-  1. request latency (median, p90) of JSON request POSTs per configuration, and the ratio of
-     "with the addon" to "without" (target <= 1.2x);
+  1. request latency (median, p90) of JSON request POSTs per configuration, as a ratio to direct
+     (targets for mcptrace proxy: <= 5x direct, and below every peer);
   2. the delay of the first SSE event after the request, direct and proxied, and the difference
-     (target: no added buffering, within 20 ms of direct). Stock mitmdump buffers SSE
-     (mitmproxy#4469): its first event only arrives with the end of the stream;
+     (target: within 2 ms of direct). Stock mitmdump buffers SSE (mitmproxy#4469): its first event
+     only arrives with the end of the stream;
   3. the addon's own CPU time per exchange, in-process (steady where the latencies above are noisy).
 """
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -41,6 +47,7 @@ from tests.proxy_peers import MITMDUMP, _Lines, _stop, free_port  # noqa: E402
 
 REQUEST = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},'
            b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}')
+STREAM_REQUEST = REQUEST.replace(b'"name":"echo"', b'"name":"stream"')  # answered with SSE
 RESULT = (b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"hi"}],'
           b'"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1"}}}}')
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
@@ -58,9 +65,9 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fir
             path = lines[0].split(" ")[1]
             length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines[1:])
                            if k.strip().lower() == "content-length"), 0)
-            if length:
-                await reader.readexactly(length)
-            if path.startswith("/sse"):
+            body = await reader.readexactly(length) if length else b""
+            # (by body, not path: mcphawk forwards every request to the one upstream URL)
+            if path.startswith("/sse") or b'"name":"stream"' in body:
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
                              b"x-accel-buffering: no\r\ntransfer-encoding: chunked\r\n\r\n")
                 await writer.drain()
@@ -84,10 +91,10 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fir
 # -- the proxies ------------------------------------------------------------------------------------------
 
 
-def start_proxies(upstream_port: int, tmp: Path) -> tuple[dict[str, str], list]:
+def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tuple[dict[str, str], list]:
     target = f"http://127.0.0.1:{upstream_port}"
     procs = []
-    urls = {"direct": target}
+    urls = {"direct": target + "/mcp"}
     for name, extra in (("mitmdump", []),
                         ("mitmdump streaming", ["--set", "stream_large_bodies=1"]),
                         ("mitmdump + addon", ["-s", str(ROOT / "addons" / "mcp_capture.py"),
@@ -97,20 +104,34 @@ def start_proxies(upstream_port: int, tmp: Path) -> tuple[dict[str, str], list]:
                               "--listen-port", str(port), *extra], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         procs.append(p)
-        urls[name] = f"http://127.0.0.1:{port}"
-    p = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", target + "/", "--listen",
+        urls[name] = f"http://127.0.0.1:{port}/mcp"
+    p = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", target + "/mcp", "--listen",
                           "127.0.0.1:0", "-o", str(tmp / "proxy.jsonl"), "--no-ui"], cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     procs.append(p)
-    urls["mcptrace proxy"] = _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+?)/?$", "proxy").group(1)
+    urls["mcptrace proxy"] = _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+)", "proxy").group(1)
+    if peers["mcphawk"].exists():
+        env = {**os.environ, "HOME": str(tmp / "mcphawk-home")}  # (its database: not the user's)
+        port = free_port()
+        p = subprocess.Popen([str(peers["mcphawk"]), "proxy", "--target", target + "/mcp", "--port", str(port)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(p)
+        urls["mcphawk 1.0.0"] = _Lines(p.stdout).wait_for(r"Point your client at: (http://\S+)", "mcphawk").group(1)
+    if peers["mcp-recorder"].exists():
+        port = free_port()
+        p = subprocess.Popen([str(peers["mcp-recorder"]), "record", "--target", target + "/mcp", "--port", str(port),
+                              "--output", str(tmp / "cassette.json")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        procs.append(p)
+        urls["mcp-recorder 0.5.0"] = f"http://127.0.0.1:{port}/mcp"
     return urls, procs
 
 
 async def _ready(client: httpx2.AsyncClient, urls: dict[str, str]) -> None:
     for url in urls.values():
-        for _ in range(600):  # bounded: mitmdump prints nothing with -q, so poll its port
+        for _ in range(1200):  # bounded: mitmdump prints nothing with -q, so poll its port
             try:
-                r = await client.post(url + "/mcp", content=REQUEST, headers=HEADERS)
+                r = await client.post(url, content=REQUEST, headers=HEADERS)
                 if r.status_code == 200:
                     break
             except httpx2.TransportError:
@@ -123,7 +144,7 @@ async def json_latencies(client, url: str, n: int) -> list[float]:
     out = []
     for _ in range(n):
         t = time.perf_counter()
-        r = await client.post(url + "/mcp", content=REQUEST, headers=HEADERS)
+        r = await client.post(url, content=REQUEST, headers=HEADERS)
         await r.aread()
         out.append(time.perf_counter() - t)
     return out
@@ -132,7 +153,7 @@ async def json_latencies(client, url: str, n: int) -> list[float]:
 async def first_event_delay(client, url: str) -> float:
     t = time.perf_counter()
     delay = None
-    async with client.stream("POST", url + "/sse", content=REQUEST, headers=HEADERS) as r:
+    async with client.stream("POST", url, content=STREAM_REQUEST, headers=HEADERS) as r:
         async for chunk in r.aiter_raw():  # read to the end: the connection is reused
             if delay is None and b"data:" in chunk:
                 delay = time.perf_counter() - t
@@ -151,43 +172,56 @@ async def main() -> None:
     ap.add_argument("--requests", type=int, default=60, help="JSON requests per configuration per round")
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--first-event-ms", type=float, default=150.0, help="upstream delay before each SSE event")
+    ap.add_argument("--mcphawk", type=Path, default=Path("/tmp/benchvenv/bin/mcphawk"))
+    ap.add_argument("--mcp-recorder", type=Path, default=Path("/tmp/benchvenv-recorder/bin/mcp-recorder"))
     args = ap.parse_args()
+    peers = {"mcphawk": args.mcphawk, "mcp-recorder": args.mcp_recorder}
     port = free_port()
     server = await asyncio.start_server(lambda r, w: _serve(r, w, args.first_event_ms / 1000), "127.0.0.1", port)
     with tempfile.TemporaryDirectory() as d:
-        urls, procs = start_proxies(port, Path(d))
+        urls, procs = start_proxies(port, Path(d), peers)
         try:
             limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
             async with httpx2.AsyncClient(limits=limits, timeout=60, trust_env=False) as client:
                 await _ready(client, urls)
                 lat = {name: [] for name in urls}
                 first = {name: [] for name in urls}
-                for _ in range(args.rounds):
-                    for name, url in urls.items():
-                        await json_latencies(client, url, 20)  # warm the connection path
-                        lat[name] += await json_latencies(client, url, args.requests)
-                    for name, url in urls.items():
-                        first[name].append(await first_event_delay(client, url))
+                names = list(urls)
+                for i in range(args.rounds):
+                    order = names[i % len(names):] + names[:i % len(names)]  # each starts a round in turn
+                    for name in order:
+                        await json_latencies(client, urls[name], 20)  # warm the connection path
+                        lat[name] += await json_latencies(client, urls[name], args.requests)
+                    for name in order:
+                        first[name].append(await first_event_delay(client, urls[name]))
         finally:
             for p in procs:
                 _stop(p)
     server.close()
     await server.wait_closed()
 
+    direct = statistics.median(lat["direct"])
     print(f"request latency, {args.rounds} x {args.requests} JSON POSTs per configuration (loopback, keep-alive)")
     for name in urls:
-        print(f"  {name:<18} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms")
-    base = statistics.median(lat["mitmdump"])
-    for name in ("mitmdump + addon", "mcptrace proxy"):
-        ratio = statistics.median(lat[name]) / base
-        print(f"  {name} / mitmdump without the addon: {ratio:.2f}x (target <= 1.2x)")
+        med = statistics.median(lat[name])
+        print(f"  {name:<20} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms   "
+              f"{med / direct:5.2f}x direct")
+    ours = statistics.median(lat["mcptrace proxy"]) / direct
+    others = {n: statistics.median(lat[n]) / direct for n in urls if n not in ("direct", "mcptrace proxy")}
+    best = min(others, key=others.get)
+    print(f"  mcptrace proxy {ours:.2f}x direct (target <= 5x); best other proxy: {best} {others[best]:.2f}x "
+          f"({'below every other' if ours < others[best] else 'NOT below every other'})")
+    print(f"  mitmdump + addon / stock mitmdump: {others['mitmdump + addon'] / others['mitmdump']:.2f}x")
+    for peer, path in peers.items():
+        if not path.exists():
+            print(f"  ({peer} not measured: {path} is not installed; see the header of this script)")
     print(f"\nfirst SSE event, upstream sends it {args.first_event_ms:.0f} ms after the head "
           f"({args.rounds} streams each)")
-    direct = statistics.median(first["direct"])
+    sse_direct = statistics.median(first["direct"])
     for name in urls:
         med = statistics.median(first[name])
-        print(f"  {name:<18} median {1000 * med:7.1f} ms   added {1000 * (med - direct):+7.1f} ms")
-    print("  (target for the addon: within 20 ms of direct; stock mitmdump buffers SSE, mitmproxy#4469;\n"
+        print(f"  {name:<20} median {1000 * med:7.1f} ms   added {1000 * (med - sse_direct):+7.2f} ms")
+    print("  (target for mcptrace proxy: within 2 ms of direct; stock mitmdump buffers SSE, mitmproxy#4469;\n"
           "   'mitmdump streaming' is mitmproxy streaming every body itself, without the addon)")
 
 
