@@ -1,7 +1,8 @@
 """The real-peer sweep: the official Python SDK client against its own server (both eras, stdio and
 Streamable HTTP) and against @modelcontextprotocol/server-everything (stdio, Streamable HTTP,
-HTTP+SSE), recorded live by mcptrace (the tee and `mcptrace proxy`), then linted. Each capture
-comes with the findings it must show and the ones it may show (tests/real_findings.py).
+HTTP+SSE), and the official TypeScript SDK v2 (tests/ts_peers/) against the Python SDK both ways
+(TS client -> Python server, Python client -> TS server; stdio and Streamable HTTP, every mode),
+recorded live by mcptrace (the tee and `mcptrace proxy`), then linted. Each capture comes with the findings it must show and the ones it may show (tests/real_findings.py).
 
     python -m tests.peer_sweep OUTDIR        # record every capture into OUTDIR and print its findings
 
@@ -26,6 +27,7 @@ from tests import real_findings as rf
 from tests.everything_peer import BOUND_S, dump, everything_binary
 from tests.proxy_peers import capture_records, everything_http, lint_findings, mcptrace_proxy
 from tests.sdk_peers import REPO, run_clients, sdk_http_server, server_cmd
+from tests.ts_peers import run_ts_client, ts_http_server, ts_server_cmd
 
 TEE = [sys.executable, "-m", "tracer", "stdio", "-q"]
 DEFAULT_LOGGING = REPO / "tests" / "servers" / "sdk_default_logging.py"
@@ -154,14 +156,70 @@ EXPECT = {
                                         rf.probe_rejected_with_null_id)),
     "everything-http-sse": Expect(required=(rf.progress_after_cancel, rf.http_sse_deprecated)),
 }
+
+
+# -- the official TypeScript SDK v2 (tests/ts_peers/) against the Python SDK, both directions ------
+
+TS_MODES = ("legacy", "modern", "auto")
+
+
+def ts_client_stdio(out: Path) -> dict[str, Path]:
+    """The TS client, each mode, against the Python fixture server through the tee. In auto mode the
+    TS SDK starts the server command twice (a discarded probe process, then the session): both tees
+    append to the one capture file, which must hold both sessions."""
+    caps = {}
+    for mode in TS_MODES:
+        cap = caps[f"ts-client-stdio-{mode}"] = out / f"ts-client-stdio-{mode}.jsonl"
+        run_ts_client(mode, command=[*TEE, "-o", str(cap), "--", *server_cmd()])
+    return caps
+
+
+def ts_client_http(out: Path) -> dict[str, Path]:
+    cap = out / "ts-client-http.jsonl"
+    with sdk_http_server() as url, mcptrace_proxy(url, cap) as proxy_url:
+        for mode in TS_MODES:
+            run_ts_client(mode, url=proxy_url)
+    return {"ts-client-http": cap}
+
+
+def ts_server_stdio(out: Path) -> dict[str, Path]:
+    """The Python fixture client, each era, against the TS server through the tee."""
+    caps = {era: out / f"ts-server-stdio-{era}.jsonl" for era in TS_MODES}
+    run_clients([(era, None, [*TEE, "-o", str(cap), "--", *ts_server_cmd()]) for era, cap in caps.items()])
+    return {f"ts-server-stdio-{e}": c for e, c in caps.items()}
+
+
+def ts_server_http(out: Path) -> dict[str, Path]:
+    """Each era one after the other through one proxy, then a foreign-Origin request (the TS server,
+    with the SDK's documented Origin check in front, answers 403)."""
+    cap = out / "ts-server-http.jsonl"
+    with ts_http_server() as url, mcptrace_proxy(url, cap) as proxy_url:
+        for era in TS_MODES:
+            run_clients([(era, proxy_url, None)])
+        assert origin_probe(proxy_url) == 403
+    return {"ts-server-http": cap}
+
+
+# (the scripted sessions ask for log messages in modern requests, as the SDK fixture client does)
+EXPECT.update({
+    "ts-client-stdio-legacy": Expect(),
+    "ts-client-stdio-modern": Expect(required=(rf.deprecated_logging,)),
+    "ts-client-stdio-auto": Expect(required=(rf.deprecated_logging,)),
+    "ts-client-http": Expect(required=(rf.deprecated_logging,)),
+    "ts-server-stdio-legacy": Expect(),
+    "ts-server-stdio-modern": Expect(required=(rf.deprecated_logging, rf.no_discover_probe)),
+    "ts-server-stdio-auto": Expect(required=(rf.deprecated_logging,)),
+    "ts-server-http": Expect(required=(rf.deprecated_logging, rf.origin_rejected_with_null_id)),
+})
 SDK_RUNS = (sdk_stdio, sdk_http)
+TS_RUNS = (ts_client_stdio, ts_client_http, ts_server_stdio, ts_server_http)
 EVERYTHING_RUNS = (everything_stdio, everything_streamable, everything_sse)
 
 
 def judge(name: str, cap: Path) -> tuple[list, list, list]:
     """(findings, the unexpected ones, the required ones missing) of capture NAME."""
     findings = lint_findings(cap)
-    by_seq = {r.seq: r for r in capture_records(cap)}
+    by_seq = rf.recording_views(capture_records(cap))
     want = EXPECT[name]
     return findings, rf.unexpected(findings, by_seq, want.required + want.allowed), \
         rf.missing(findings, by_seq, want.required)
@@ -173,7 +231,7 @@ def main(argv: list[str]) -> int:
     for old in out.glob("*.jsonl"):
         old.unlink()  # a capture file is appended to: start clean
     bad = 0
-    for run in (*SDK_RUNS, *EVERYTHING_RUNS):
+    for run in (*SDK_RUNS, *EVERYTHING_RUNS, *TS_RUNS):
         for name, cap in run(out).items():
             findings, extra, absent = judge(name, cap)
             bad += len(extra) + len(absent)

@@ -4,7 +4,9 @@ Tests of live sessions accept exactly these and nothing else."""
 
 from __future__ import annotations
 
+import bisect
 import json
+from collections.abc import Callable
 
 from tracer.model import Record
 
@@ -86,11 +88,42 @@ def http_sse_deprecated(f, by_seq: dict[int, Record]) -> bool:
     return f.rule == "MCP904"
 
 
-def unexpected(findings, by_seq: dict[int, Record], known) -> list:
-    """The findings that are none of KNOWN."""
-    return [f for f in findings if not any(k(f, by_seq) for k in known)]
+def origin_rejected_with_null_id(f, by_seq: dict[int, Record]) -> bool:
+    """The TS SDK v2's `originValidationResponse` (the Origin check its docs put in front of
+    `createMcpHandler`) answers a foreign Origin with 403 and a -32000 error whose id is an explicit
+    null: the 403 is what the spec asks, and the transport lets that body lack an id, but MCP ids
+    are strings or integers, so omit it (MCP118, warning)."""
+    rec = by_seq.get(f.seq)
+    body = _body(rec)
+    return (f.rule == "MCP118" and rec is not None and (rec.http or {}).get("status") == 403
+            and "id" in body and body["id"] is None and (body.get("error") or {}).get("code") == -32000)
 
 
-def missing(findings, by_seq: dict[int, Record], required) -> list:
+def recording_views(records: list[Record]) -> Callable:
+    """finding -> the records by seq of the recording it points into. A capture file appended to by
+    several tees (a dual-era client's probe process, then its session) numbers each recording from
+    1, so seq alone is ambiguous; the finding's line says which recording it is in."""
+    starts: list[int] = []
+    views: list[dict[int, Record]] = []
+    prev = None
+    for r in records:
+        if prev is None or r.seq <= prev:
+            starts.append(r.line)
+            views.append({})
+        views[-1][r.seq] = r
+        prev = r.seq
+    return lambda f: views[max(0, bisect.bisect_right(starts, f.line or 0) - 1)] if views else {}
+
+
+def _view(by_seq, f) -> dict[int, Record]:
+    return by_seq(f) if callable(by_seq) else by_seq
+
+
+def unexpected(findings, by_seq, known) -> list:
+    """The findings that are none of KNOWN (BY_SEQ: records by seq, or recording_views')."""
+    return [f for f in findings if not any(k(f, _view(by_seq, f)) for k in known)]
+
+
+def missing(findings, by_seq, required) -> list:
     """The REQUIRED predicates no finding satisfies."""
-    return [k.__name__ for k in required if not any(k(f, by_seq) for f in findings)]
+    return [k.__name__ for k in required if not any(k(f, _view(by_seq, f)) for f in findings)]

@@ -43,3 +43,32 @@ def test_the_sdk_client_against_its_own_server_shows_exactly_its_real_findings(s
 @pytest.mark.parametrize("name", [n for n in peer_sweep.EXPECT if n.startswith("everything-")])
 def test_the_sdk_client_against_server_everything_shows_exactly_its_real_findings(everything_captures, name):
     _check(name, everything_captures)
+
+
+@pytest.fixture(scope="module")
+def ts_captures(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep-ts")
+    caps = {}
+    for run in peer_sweep.TS_RUNS:
+        caps.update(run(out))
+    return caps
+
+
+@pytest.mark.parametrize("name", [n for n in peer_sweep.EXPECT if n.startswith("ts-")])
+def test_the_typescript_sdk_v2_against_the_python_sdk_shows_exactly_their_real_findings(ts_captures, name):
+    _check(name, ts_captures)
+
+
+@pytest.mark.parametrize("mode", ["auto", "modern"])
+def test_the_ts_clients_probe_process_and_its_session_are_both_in_the_one_capture_file(ts_captures, mode):
+    """The TS SDK probes `server/discover` on a sibling process it then discards, and runs the
+    session on a second one; both tees append to the file given with -o."""
+    recs = [r for r in peer_sweep.capture_records(ts_captures[f"ts-client-stdio-{mode}"])
+            if r.type.value == "message" and r.dir is not None and r.dir.value == "c2s"]
+    by_conn: dict[str, list[bytes]] = {}
+    for r in recs:
+        by_conn.setdefault(r.conn, []).append(r.raw)
+    assert len(by_conn) == 2, f"one probe process and one session: {list(by_conn)}"
+    probe, session = by_conn.values()
+    assert len(probe) == 1 and b'"server/discover"' in probe[0]
+    assert b'"tools/list"' in session[0] and len(session) > 10

@@ -330,13 +330,17 @@ def stdio_no_discover_probe(m: Analysed, s):
     RECOMMENDED (a legacy server may otherwise run an era-ambiguous `tools/call` under legacy
     semantics instead of failing).
 
+    A probe the client sent just before to a sibling process of the same capture, answered with a
+    DiscoverResult, counts: the TypeScript SDK v2 probes a disposable process spawned from the same
+    command, then starts the session on a fresh one.
+
     Example: a modern client's first line is a `tools/call` with 2026-07-28 `_meta`.
     """
     # a plain function, not a generator: it runs on every modern request
     v = _verdict(m, s)
     if v is None or not v.first_client_request or m.rec.dir is not Direction.C2S:
         return None
-    if m.method != "server/discover":
+    if m.method != "server/discover" and not v.probed_on_sibling:
         return Hit(f"the client's first request is {m.method}, not a server/discover probe",
                    path="$.method")
     return None

@@ -18,6 +18,8 @@ from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
 from tracer.session import Session
 
 KEY = "stdio"
+# The newest stdio connection that opened with `server/discover`, in session.extra["shared"] (see Probe)
+SIBLING_PROBE = "stdio-sibling-probe"
 # Problems of a line that is no JSON-RPC message at all (tracer.classify.REASONS): not JSON, a bare
 # scalar, nesting too deep for any parser. (Invalid UTF-8 counts too unless the line is JSON apart
 # from its encoding: then it is MCP803's.)
@@ -132,6 +134,20 @@ class Verdict:
     first_line: str = ""  # preview of a closed group's first line (kept after its bytes are dropped)
     crlf_first: bool = False  # the first line of this direction that ends with "\r"
     first_client_request: bool = False  # no client request was seen before this one
+    # (first client requests only) the client probed this server on a sibling process just before
+    probed_on_sibling: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Probe:
+    """A stdio connection that opened with `server/discover`. When that probe is all its client
+    sent and it got a DiscoverResult, it is a dual-era client's disposable probe process: the
+    TypeScript SDK v2 (auto and pinned modes) probes a sibling process spawned from the same
+    command, discards it, and starts the session on a fresh one, which rightly sends no probe."""
+
+    conn: str
+    answered: bool = False  # a result answered server/discover
+    requests: int = 1  # client requests on the connection
 
 
 @dataclass(slots=True, eq=False)
@@ -145,6 +161,7 @@ class StdioState:
     writes_after_eof: int = 0  # server notifications and requests after stdin EOF
     stderr_bad: list[tuple[int, int | None, bytes]] = field(default_factory=list)  # (seq, offset, line)
     stderr_bad_count: int = 0
+    probe: Probe | None = None  # this connection opened with server/discover
 
     def verdict(self, m: Analysed) -> Verdict | None:
         """The verdict for this message, or None (not a stdio frame, or a batch member)."""
@@ -167,6 +184,8 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         return
     d = rec.dir
     kind = m.kind
+    if st.probe is not None and kind is Kind.RESULT and m.answers_method == "server/discover":
+        st.probe.answered = True
     if (kind is not Kind.INVALID and kind is not Kind.REQUEST and not st.groups and st.stdin_eof is None
             and not rec.raw.endswith(b"\r")):
         # The common case, a plain line that parsed: nothing to note (kept cheap: lint runs this on
@@ -184,6 +203,10 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
     if kind is Kind.REQUEST and d is Direction.C2S:
         v.first_client_request = st.client_requests == 0
         st.client_requests += 1
+        if v.first_client_request:
+            _first_request(rec, m, s, st, v)
+        elif st.probe is not None:
+            st.probe.requests += 1
     if d is Direction.S2C and st.stdin_eof is not None and kind in (Kind.REQUEST, Kind.NOTIFICATION):
         st.writes_after_eof += 1
     problem = m.problem if kind is Kind.INVALID else None
@@ -226,6 +249,21 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
     if rec.raw.endswith(b"\r") and d not in st.crlf_seen:
         st.crlf_seen.add(d)
         v.crlf_first = True
+
+
+def _first_request(rec: Record, m: Analysed, s: Session, st: StdioState, v: Verdict) -> None:
+    """A connection's first client request: a probe is remembered for the analysis; any other
+    request consumes the newest sibling probe if it was one (one probe, one session)."""
+    shared = s.extra.get("shared")
+    if shared is None:
+        return
+    if m.method == "server/discover":
+        st.probe = shared[SIBLING_PROBE] = Probe(rec.conn)
+        return
+    p = shared.get(SIBLING_PROBE)
+    if type(p) is Probe and p.conn != rec.conn and p.answered and p.requests == 1:
+        v.probed_on_sibling = True
+        shared[SIBLING_PROBE] = None
 
 
 def json_apart_from_encoding(raw: bytes) -> bool:
