@@ -42,13 +42,13 @@ def _same(capsys, *args: str, jobs: int = 4) -> tuple[int, str, str]:
     return one
 
 
-def _write(path: Path, recordings: list[list]) -> None:
+def _write(path: Path, recordings: list[list], transport: str = "stdio") -> None:
     """Recordings appended one after another, each under its own header (seq restarting at 1)."""
     lines = []
     t = 1_780_000_000_000_000_000
     for records in recordings:
         lines.append(orjson.dumps({"type": "header", "format": "mcptrace", "version": 1, "tool": "test",
-                                   "transport": "stdio", "t_ns": t}))
+                                   "transport": transport, "t_ns": t}))
         for seq, rec in enumerate(records, 1):
             t += 1_000_000
             rec.seq, rec.t_ns = seq, t
@@ -151,6 +151,13 @@ def test_an_http_record_on_a_connection_that_began_on_stdio_is_still_linted_as_o
     _write(path, [recs[:300] + odd + recs[300:]])
     for fmt in ("json", "github"):
         _same(capsys, "--format", fmt, str(path))
+
+
+def test_a_capture_whose_header_says_http_is_linted_whole_and_the_same(tmp_path, capsys):
+    path = tmp_path / "proxy.jsonl"
+    _write(path, [[r for r in _interleaved_cases("") if r.transport != "stdio"]], transport="http")
+    rc, out, _ = _same(capsys, "--format", "json", str(path))
+    assert rc == 1 and orjson.loads(out)["summary"]["findings"] > 50
 
 
 def test_a_select_and_ignore_run_and_its_exit_code_are_the_same(tmp_path, capsys):

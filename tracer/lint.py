@@ -128,6 +128,7 @@ def lint_paths(
         from tracer.parallel import start_pool
 
         pool = start_pool(opened, jobs, rules, digests is not None, fmt)
+    given = [pool is not None and pool.takes(i) for i in range(len(opened))]  # (the pool closed their handles)
     try:
         for i, inp in enumerate(opened):
             path = inp.path
@@ -150,6 +151,8 @@ def lint_paths(
                     _lint_file(inp, rules, stats, emit, problem, bar, done_before, on_message, digests,
                                res.redo_from_line)
             else:
+                if given[i]:  # the pool was to lint it, but stopped at an earlier file
+                    inp = open_input(path, fmt=fmt)
                 _lint_file(inp, rules, stats, emit, problem, bar, done_before, on_message, digests)
             done_before += inp.size or 0
             bar.update(done_before, stats.messages)

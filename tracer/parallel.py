@@ -7,8 +7,9 @@ order, so every report is byte for byte the one a single process writes.
   connection's records (its session, and the later sessions of appended recordings) stay in one
   analyser. HTTP connections all go to worker 0: stateless HTTP sessions share their endpoint's facts
   (tracer.http.state), which a single analyser must hold. A file where that cannot hold (an HTTP
-  record on a connection that began as another transport) is re-linted in this process from its
-  start, with what was already reported held back: slower, never different.
+  record on a connection that began as another transport, or sessions sharing other facts through
+  `Analyser.shared`) is re-linted in this process from its start, with what was already reported
+  held back: slower, never different.
 - Other files (HAR, host logs, NDJSON, small captures) go whole to one worker each.
 - Each item a worker reports carries a key: (line, phase, line the session began), so the parent
   merges the workers' streams in the order one analyser meets them (a recording's header and the end
@@ -30,9 +31,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+import orjson
+
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem, read_capture
-from tracer.inputs import InputError, OpenInput, open_input
+from tracer.http.state import ENDPOINTS
+from tracer.inputs import HEAD_BYTES, InputError, OpenInput, open_input
 from tracer.model import RecordType
 
 POOL_MIN_BYTES = 16 * 1024 * 1024  # below this, process start-up costs more than the other cores give
@@ -97,7 +101,7 @@ def plan(opened: list[OpenInput], jobs: int, fmt: str | None = None) -> list[Tas
             tasks.append(None)
             continue
         size = inp.size or 0
-        if inp.format.name == "capture" and size >= shard_min:
+        if inp.format.name == "capture" and size >= shard_min and not _http_capture(inp.path):
             tasks.append(Task(i, inp.path, fmt, size, True))
             load = [x + size // jobs for x in load]
         else:
@@ -105,6 +109,19 @@ def plan(opened: list[OpenInput], jobs: int, fmt: str | None = None) -> list[Tas
             load[w] += size
             tasks.append(Task(i, inp.path, fmt, size, False, w))
     return tasks
+
+
+def _http_capture(path: str) -> bool:
+    """Whether a capture says it recorded HTTP (the proxy's): its connections would all go to worker
+    0, so the file goes there whole instead of being read by every worker. (Only a hint: sharding
+    stays right whatever the header says.)"""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(HEAD_BYTES).removeprefix(_BOM)
+        head = orjson.loads(first)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return type(head) is dict and head.get("transport") in HTTP_TRANSPORTS
 
 
 # -- the worker side -----------------------------------------------------------------------------
@@ -278,11 +295,16 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
             w = owner[conn] = 0 if http else min(range(n), key=load.__getitem__)
         elif http and w != 0:  # its session would miss the HTTP endpoint facts worker 0 holds
             out.add((line, -1, 0), ("redo", line))
-            out.add((END, 9, 0), ("end", 0, 0, {}))
             return
         load[w] += 1
         if w == k:
             work.record(item, line)
+            shared = a_.shared
+            if shared and (k != 0 or len(shared) > (ENDPOINTS in shared)):
+                # what sessions share beyond worker 0's HTTP endpoints (a rule family's own
+                # cross-connection facts) would be seen by only this worker's sessions
+                out.add((line, -1, 0), ("redo", line))
+                return
         elif item.t_ns > a_.last_t_ns:  # (what Analyser.feed does first: the end time of open sessions)
             a_.last_t_ns = item.t_ns
     work.end(records)
@@ -382,7 +404,7 @@ class Pool:
                 raise WorkerFailed(f"lint worker {k} failed: {detail}")
             yield from items
             last = items[-1][1][0]
-            if last == "end" or last == "error":
+            if last == "end" or last == "error" or last == "redo":
                 return
 
     def merge(self, index: int, problem: Callable, finding: Callable, digest: Callable | None) -> FileResult:
