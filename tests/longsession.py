@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections import deque
 from collections.abc import Iterator
 
 import orjson
@@ -351,14 +352,14 @@ def state_sizes(obj: object, name: str = "session", depth: int = 0, out: dict | 
     for attr in names:
         value = getattr(obj, attr, None)
         path = f"{name}.{attr}"
-        if isinstance(value, (dict, list, set, frozenset, tuple)):
+        if isinstance(value, (dict, list, set, frozenset, tuple, deque)):
             out[path] = len(value)
             if attr == "extra" and depth < 2:  # the observers' state objects (http, stdio)
                 for key, sub in value.items():
                     if key != "shared" and hasattr(type(sub), "__slots__"):
                         state_sizes(sub, f"{path}[{key}]", depth + 1, out)
         elif depth < 2 and type(value).__module__.startswith("tracer.") and hasattr(type(value), "__slots__") \
-                and type(value).__name__ in ("Tracking", "HttpState", "StdioState"):
+                and type(value).__name__ in ("Tracking", "HttpState", "StdioState", "UsedIds"):
             state_sizes(value, path, depth + 1, out)
     return out
 

@@ -51,8 +51,8 @@ class UsedIds:
 
     __slots__ = ("cap", "ranges", "recent", "strings")
 
-    def __init__(self, cap: int = USED_IDS_CAP):
-        self.cap = cap
+    def __init__(self, cap: int | None = None):
+        self.cap = cap if cap is not None else USED_IDS_CAP
         self.recent: OrderedDict = OrderedDict()  # key -> PendingRequest
         self.ranges: dict[Any, tuple[list[int], list[int]]] = {}  # direction -> (starts, ends), sorted
         self.strings: BoundedMap = BoundedMap(OLD_STRING_IDS_CAP)  # (direction, digest) -> None

@@ -28,6 +28,7 @@ from tracer.session import BoundedMap, Session
 KEY = "http"
 HTTP_TRANSPORTS = ("http", "http+sse")
 FLOW_CAP = 10_000
+RECENT_CAP = 1024  # server messages remembered to find one broadcast on two streams (MCP713)
 EVENT_IDS_CAP = 10_000  # SSE event ids remembered to find one repeated on another stream (MCP715)
 BROADCAST_WINDOW_NS = 1_000_000_000  # the same message on two streams within this is a broadcast
 RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}
@@ -98,7 +99,7 @@ class HttpState:
     endpoint: str | None = None  # HTTP+SSE: the announced POST URL
     endpoint_seq: int | None = None
     event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_IDS_CAP))  # SSE id -> (stream, seq)
-    recent: BoundedMap = field(default_factory=lambda: BoundedMap(1024))  # digest -> (stream, t_ns, seq)
+    recent: BoundedMap = field(default_factory=lambda: BoundedMap(RECENT_CAP))  # digest -> (stream, t_ns, seq)
     retry_ms: int | None = None  # the last SSE retry the server announced
     last_close_ns: int | None = None  # when the last stream the server ended closed
     modern_rejection: tuple[int, int, int] | None = None  # (seq, status, code): MCP754
