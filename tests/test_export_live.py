@@ -164,3 +164,14 @@ def test_live_proxy_export_of_both_eras_marks_http_transport_and_legacy_session_
     assert all("mcp.session.id" in s["attrs"] for s in legacy)
     assert not any("mcp.session.id" in s["attrs"] for s in modern)
     assert any(e["name"] == "mcptrace.sse.event" for s in got for e in s["events"])
+
+
+def test_live_export_carries_tool_arguments_and_results_only_with_otlp_bodies(tmp_path):
+    cap = tmp_path / "cap.jsonl"
+    with OtlpReceiver() as rx:
+        run_client("legacy", command=[*TEE, "-o", str(cap), "--otlp", rx.url, "--otlp-bodies", "--",
+                                      *server_cmd()])
+        spans = _all_in(rx)
+    add = next(s for s in _request_spans(spans) if s["attrs"].get("gen_ai.tool.name") == "add")
+    assert json.loads(add["attrs"]["gen_ai.tool.call.arguments"]) == {"a": 2, "b": 3}
+    assert json.loads(add["attrs"]["gen_ai.tool.call.result"])["content"][0]["text"] == "5"

@@ -53,6 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--otlp", nargs="?", const="", metavar="URL",
                    help="also export the traffic live as OpenTelemetry spans over OTLP/HTTP to URL (default: "
                         "$OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); never slows the proxy")
+    p.add_argument("--otlp-bodies", action="store_true",
+                   help="with --otlp: add tool arguments and results to the spans (default: no content)")
     p.add_argument("--no-ui", action="store_true",
                    help="no live viewer: print where to connect, capture until Ctrl-C")
 
@@ -122,7 +124,7 @@ def _start_otlp(args: argparse.Namespace, runner):
 
     def first_record(rec) -> None:
         if not started and runner.addon.path:
-            started.append(LiveFollower(args.otlp or None, runner.addon.path))
+            started.append(LiveFollower(args.otlp or None, runner.addon.path, include_bodies=args.otlp_bodies))
 
     runner.listeners.append(first_record)
     return started

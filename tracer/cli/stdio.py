@@ -45,6 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--otlp", nargs="?", const="", metavar="URL",
                    help="also export the traffic live as OpenTelemetry spans over OTLP/HTTP to URL (default: "
                         "$OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); never slows the relay")
+    p.add_argument("--otlp-bodies", action="store_true",
+                   help="with --otlp: add tool arguments and results to the spans (default: no content)")
     # (not "command": the top-level parser keeps the subcommand's name under that dest)
     p.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
                    help="the server command and its arguments")
@@ -92,7 +94,7 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     if args.otlp is not None:  # the capture's writer (in the capture process) feeds the live exporter
         from tracer.export.live import wrap_writer
 
-        writer = wrap_writer(writer, args.otlp or None, path, quiet=args.quiet)
+        writer = wrap_writer(writer, args.otlp or None, path, quiet=args.quiet, include_bodies=args.otlp_bodies)
     notes = Notes(2, quiet=args.quiet, capture=path)
     budget = int(args.queue_mb * 1024 * 1024)
     feed = None

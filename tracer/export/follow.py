@@ -76,7 +76,7 @@ def _scheduling(idle: bool) -> None:
         pass
 
 
-def run(path: str, offset: int, endpoint: str | None, stop_fd: int) -> dict:
+def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_bodies: bool = False) -> dict:
     from tracer.analyser import Analyser
     from tracer.capture import ReadProblem, read_capture
     from tracer.export import SpanFeed
@@ -86,7 +86,8 @@ def run(path: str, offset: int, endpoint: str | None, stop_fd: int) -> dict:
 
     _scheduling(idle=True)
     sink = OtelSink(endpoint, flush_every=512)
-    feed = SpanFeed(sink, Analyser(select_rules(None, None)), source=path, identity=capture_identity(path))
+    feed = SpanFeed(sink, Analyser(select_rules(None, None)), source=path, identity=capture_identity(path),
+                    include_bodies=include_bodies)
     lines = Follow(path, offset, stop_fd)
     error = None
     try:
@@ -114,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--otlp", metavar="URL", default=None)
     p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("--include-bodies", action="store_true")
     args = p.parse_args(argv)
-    stats = run(args.capture, args.offset, args.otlp or None, sys.stdin.fileno())
+    stats = run(args.capture, args.offset, args.otlp or None, sys.stdin.fileno(), include_bodies=args.include_bodies)
     line = summary(stats, where(args.otlp or None))
     lost = stats["dropped"] or stats["behind_bytes"] or stats["error"]
     if line and (lost or not args.quiet):

@@ -82,12 +82,14 @@ class LiveFollower:
     """The exporter process of one session (tracer.export.follow). `stop` closes its stdin: it then
     reads the rest of the capture, exports, reports on stderr and exits on its own."""
 
-    def __init__(self, endpoint: str | None, path: str, *, quiet: bool = False):
+    def __init__(self, endpoint: str | None, path: str, *, quiet: bool = False, include_bodies: bool = False):
         argv = [sys.executable, "-m", "tracer.export.follow", "--offset", str(session_offset(path)), path]
         if endpoint:
             argv[3:3] = ["--otlp", endpoint]
         if quiet:
             argv.insert(3, "-q")
+        if include_bodies:
+            argv.insert(3, "--include-bodies")
         self.pid = os.getpid()
         # its own session: a host that ends the server's process group does not cut its export short
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True,
@@ -123,10 +125,11 @@ def summary(stats: dict, where: str) -> str | None:
     return f"otlp: {stats['spans']} spans sent to {where}"
 
 
-def wrap_writer(writer, endpoint: str | None, path: str, *, quiet: bool = False) -> ExportingWriter:
+def wrap_writer(writer, endpoint: str | None, path: str, *, quiet: bool = False,
+                include_bodies: bool = False) -> ExportingWriter:
     """`mcptrace stdio --otlp`: the exporter process starts now (before the capture process and the
     server); it is told the capture is complete when the tee closes the writer."""
-    return ExportingWriter(writer, LiveFollower(endpoint, path, quiet=quiet))
+    return ExportingWriter(writer, LiveFollower(endpoint, path, quiet=quiet, include_bodies=include_bodies))
 
 
 class ExportingWriter:
