@@ -50,6 +50,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-redact", action="store_true", help="keep credentials (Authorization, Cookie...) in the capture")
     p.add_argument("--set", dest="settings", action="append", type=_setting, default=[], metavar="NAME=VALUE",
                    help="any other mitmproxy option, e.g. --set ssl_insecure=true (repeatable)")
+    p.add_argument("-s", "--script", dest="scripts", action="append", default=[], metavar="FILE",
+                   help="also load this mitmproxy addon script, as mitmdump -s does (repeatable)")
+    p.add_argument("--all-addons", action="store_true",
+                   help="load every mitmproxy default addon, as mitmdump does (default: only those the mode "
+                        "and the --set options need, which keeps the proxy fast)")
     p.add_argument("--otlp", nargs="?", const="", metavar="URL",
                    help="also export the traffic live as OpenTelemetry spans over OTLP/HTTP to URL (default: "
                         "$OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); never slows the proxy")
@@ -76,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot write the capture {args.output}: {exc.strerror or exc}") from None
     cfg = ProxyConfig(upstream=args.upstream, modes=args.mode or [], listen_host=host, listen_port=port,
                       output=args.output, overwrite=args.overwrite, redact=not args.no_redact,
-                      flow_filter=args.filter, label=args.label, settings=dict(args.settings))
+                      flow_filter=args.filter, label=args.label, settings=dict(args.settings),
+                      scripts=list(args.scripts), lean=not args.all_addons)
     runner = ProxyRunner(cfg)
     otlp = _start_otlp(args, runner)
     if not args.no_ui and sys.stdin.isatty() and sys.stdout.isatty():

@@ -1,0 +1,165 @@
+"""`mcptrace proxy`'s lean mitmproxy master (addons/lean.py): only the addons a mode and the user's
+options need, hooks dispatched with mitmproxy's semantics, the user's `-s` scripts still run, and the
+capture recorded on its own thread without losing or reordering a record."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import logging
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from mitmproxy import exceptions, hooks, options
+from mitmproxy.test import taddons
+
+from addons.lean import LeanMaster, needed_addons
+from addons.mcp_capture import McpCapture
+from tests.addon_helpers import INIT, INIT_RESULT, body, exchange, post, records, sse_body
+from tests.proxy_peers import capture_records, mcptrace_proxy
+from tests.sdk_peers import sdk_http_server
+from tracer.model import Direction, RecordType
+
+SSE = [(b"content-type", b"text/event-stream")]
+
+
+def _names(addons) -> set[str]:
+    return {type(a).__name__.lower() for a in addons}
+
+
+def test_a_reverse_proxy_loads_the_proxy_machinery_and_none_of_mitmdumps_flow_editing_addons():
+    names = _names(needed_addons(["reverse:http://127.0.0.1:1"]))
+    assert {"core", "proxyserver", "nextlayer", "tlsconfig", "scriptloader", "block", "updatealtsvc"} <= names
+    assert not names & {"anticache", "anticomp", "blocklist", "maplocal", "mapremote", "modifybody",
+                        "modifyheaders", "stickycookie", "stickyauth", "save", "savehar", "serverplayback"}
+
+
+def test_an_option_the_user_sets_loads_the_addon_that_declares_it_and_all_addons_loads_every_one():
+    assert "anticache" in _names(needed_addons(["reverse:http://127.0.0.1:1"], ["anticache"]))
+    assert "upstreamauth" in _names(needed_addons(["upstream:http://127.0.0.1:1"]))
+    every = needed_addons(["regular"], lean=False)
+    assert len(every) == len(_names(every)) > 25
+
+
+class _Seen:
+    def __init__(self, name: str, log: list, fail: bool = False, halt: bool = False):
+        self.name, self.log, self.fail, self.halt = name, log, fail, halt
+
+    def running(self):
+        self.log.append(self.name)
+        if self.fail:
+            raise ValueError(f"{self.name} broke")
+        if self.halt:
+            raise exceptions.AddonHalt()
+
+
+def test_hooks_run_in_chain_order_a_failing_addon_is_logged_and_addonhalt_stops_the_chain(caplog):
+    seen: list[str] = []
+
+    async def main():
+        m = LeanMaster(options.Options())
+        m.addons.add(_Seen("a", seen), _Seen("b", seen, fail=True), _Seen("c", seen), _Seen("d", seen, halt=True),
+                     _Seen("e", seen))
+        with caplog.at_level(logging.ERROR):
+            await m.addons.trigger_event(hooks.RunningHook())
+
+    asyncio.run(main())
+    assert seen == ["a", "b", "c", "d"]
+    assert "Addon error: b broke" in caplog.text
+
+
+def test_an_addon_added_later_gets_the_hooks_of_its_kind():
+    seen: list[str] = []
+
+    async def main():
+        m = LeanMaster(options.Options())
+        m.addons.add(_Seen("a", seen))
+        await m.addons.trigger_event(hooks.RunningHook())
+        m.addons.add(_Seen("b", seen))
+        await m.addons.trigger_event(hooks.RunningHook())
+
+    asyncio.run(main())
+    assert seen == ["a", "a", "b"]
+
+
+SCRIPT = '''
+from mitmproxy import http
+
+class Tag:
+    def response(self, flow: http.HTTPFlow) -> None:
+        flow.response.headers["x-user-script"] = "ran"
+
+addons = [Tag()]
+'''
+
+
+def test_the_users_script_runs_and_the_session_is_recorded_through_the_lean_proxy(tmp_path):
+    script = tmp_path / "tag.py"
+    script.write_text(SCRIPT)
+    cap = tmp_path / "lean.jsonl"
+    with sdk_http_server("--json-response") as upstream, \
+            mcptrace_proxy(upstream, cap, "-s", str(script), "--set", "anticache=true") as url:
+        u = urlsplit(url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+        conn.request("POST", u.path, body=body(INIT),
+                     headers={"content-type": "application/json", "accept": "application/json, text/event-stream"})
+        resp = conn.getresponse()
+        answer = resp.read()
+        conn.close()
+    assert resp.status == 200 and resp.getheader("x-user-script") == "ran"
+    msgs = [r for r in capture_records(cap) if r.type is RecordType.MESSAGE]
+    assert [m.dir for m in msgs] == [Direction.C2S, Direction.S2C]
+    assert msgs[0].raw == body(INIT) and msgs[1].raw == answer
+
+
+def test_on_its_recording_thread_the_capture_keeps_every_record_in_order_and_done_waits_for_them(tmp_path):
+    path = tmp_path / "bg.jsonl"
+    threads: set[str] = set()
+
+    async def main():
+        addon = McpCapture(background=True)
+        addon.listeners.append(lambda rec: threads.add(threading.current_thread().name))
+        with taddons.context(addon) as tctx:
+            tctx.configure(addon, mcptrace_output=str(path))
+            addon.running()
+            for i in range(200):
+                exchange(addon, post({**INIT, "id": i}, resp={**INIT_RESULT, "id": i}))
+            f = post({**INIT, "id": "s"}, resp=None, resp_headers=SSE)
+            addon.request(f)
+            addon.responseheaders(f)
+            chunk = sse_body(("message", body({**INIT_RESULT, "id": "s"}).decode(), "1"))
+            forwarded = f.response.stream(chunk)
+            addon.done()  # (the stream is still open: closed into the capture as capture-stopped)
+        return forwarded, chunk
+
+    forwarded, chunk = asyncio.run(main())
+    assert forwarded is chunk, "the chunk goes on as it came, the same bytes"
+    recs = records(path)
+    ids = [r.raw for r in recs if r.type is RecordType.MESSAGE]
+    expected = [body(m) for i in range(200) for m in ({**INIT, "id": i}, {**INIT_RESULT, "id": i})]
+    assert ids == [*expected, body({**INIT, "id": "s"}), body({**INIT_RESULT, "id": "s"})]
+    assert [r.seq for r in recs] == sorted(r.seq for r in recs)
+    assert recs[-1].data["event"] == "stream-closed" and recs[-1].data["reason"] == "capture-stopped"
+    assert threads == {"mcptrace-capture"}, "listeners run on the recording thread, not the event loop"
+
+
+def test_the_capture_file_of_the_lean_proxy_is_what_the_addon_writes_under_mitmdump(tmp_path: Path):
+    # the same flows through the addon in both modes give the same records (apart from times)
+    def run(background: bool) -> list:
+        path = tmp_path / f"{background}.jsonl"
+
+        async def main():
+            addon = McpCapture(background=background)
+            with taddons.context(addon) as tctx:
+                tctx.configure(addon, mcptrace_output=str(path))
+                addon.running()
+                exchange(addon, post(INIT, resp=INIT_RESULT))
+                exchange(addon, post({"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"",
+                                     status=202, resp_headers=[]))
+                addon.done()
+
+        asyncio.run(main())
+        return [(r.type, r.dir, r.raw, r.conn, r.http.get("status") if r.http else None) for r in records(path)]
+
+    assert run(True) == run(False)
