@@ -217,8 +217,9 @@ class CaptureSink(CaptureOutcome):
         while True:
             batch = [get()]
             code, _, payload, _ = batch[0]
-            if code != _STOP and not (payload.__class__ is int and payload >= NO_LINGER_TEED):
-                time.sleep(LINGER_S)
+            big = payload if payload.__class__ is int else len(payload) if payload.__class__ is bytes else 0
+            if code != _STOP and big < NO_LINGER_TEED:
+                time.sleep(LINGER_S)  # (not behind a flood: its chunks already come in bulk)
             size = 0
             while len(batch) < MAX_BATCH and size < MAX_BATCH_BYTES:
                 try:
