@@ -99,3 +99,29 @@ def test_export_never_writes_onto_its_input_and_writes_private_files(tmp_path):
     out = tmp_path / "spans.jsonl"
     assert mcptrace("export", "-f", "otlp-json", "-o", str(out), str(cap)).returncode == 0
     assert out.stat().st_mode & 0o077 == 0
+
+
+HOSTILE_NDJSON = "\n".join([
+    '{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/call","params":{"name":"\\ud800",'
+    '"arguments":{"x":"\\udc00","n":18446744073709551617}}}',
+    '{"jsonrpc":"2.0","id":18446744073709551617,"result":{"content":[{"type":"text","text":"\\ud800"}],'
+    '"isError":true}}',
+    '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}']) + "\n"
+
+
+def test_big_ids_and_lone_surrogates_export_to_otlp_json_and_to_a_backend(tmp_path):
+    """Legal JSON no encoder takes as is (a 65-bit id, lone surrogates) still becomes spans."""
+    src = tmp_path / "hostile.ndjson"
+    src.write_text(HOSTILE_NDJSON, encoding="utf-8")
+    written = mcptrace("export", "-f", "otlp-json", "--include-bodies", str(src))
+    assert written.returncode == 0, written.stderr
+    spans = [s for line in written.stdout.splitlines() for rs in json.loads(line)["resourceSpans"]
+             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    call = next(s for s in spans if attrs(s).get("mcp.method.name") == "tools/call")
+    assert attrs(call)["jsonrpc.request.id"] == "18446744073709551617"
+    assert attrs(call)["gen_ai.tool.name"] == "\\ud800"
+    with OtlpReceiver() as rx:
+        done = mcptrace("export", "-f", "otlp", "--include-bodies", "-o", rx.url, str(src))
+        got = rx.wait_for(lambda s: len(s) >= len(spans))
+    assert done.returncode == 0, done.stderr
+    assert len(got) == len(spans)

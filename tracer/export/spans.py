@@ -26,6 +26,7 @@ from tracer.classify import id_key
 from tracer.export import mapping as M
 from tracer.export.tracecontext import traceparent, valid_tracestate
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
+from tracer.safejson import dumps_text, safe_text
 
 _PAIRED = ("paired", "after-cancel")
 MAX_TEXT = 1024  # characters of a name or value taken from the wire
@@ -68,14 +69,17 @@ def _digest(size: int, *parts: str) -> bytes:
 def _cap(text: str) -> str:
     """A peer's string as a span name or attribute: bounded (a backend, and memory, need not hold a
     megabyte method name)."""
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+    text = text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
+    return safe_text(text)  # (a lone surrogate is legal JSON, but no exporter encodes it)
 
 
 def _id_text(value: Any) -> str | None:
     t = type(value)
     if t is str:
         return _cap(value)
-    if t is int or t is float:
+    if t is int:
+        return str(value)  # exact, beyond 64 bits too
+    if t is float:
         return orjson.dumps(value).decode()
     return None
 
@@ -235,11 +239,11 @@ class SpanBuilder:
             if sid is not None and m.era.value == "legacy":
                 attrs[M.SESSION_ID] = _cap(sid)
         attrs[M.ERA] = m.era.value
-        attrs[M.ERA_REASON] = m.era_reason
+        attrs[M.ERA_REASON] = _cap(m.era_reason)
         if self.source:
             attrs[M.CAPTURE_FILE] = self.source
         attrs[M.CAPTURE_SEQ] = rec.seq
-        attrs[M.CONNECTION] = rec.conn
+        attrs[M.CONNECTION] = _cap(rec.conn)
         return attrs
 
     def _request(self, m: Analysed) -> None:
@@ -250,7 +254,7 @@ class SpanBuilder:
         if rid is not None:
             attrs[M.REQUEST_ID] = rid
         if self.include_bodies and method == "tools/call" and m.params is not None and "arguments" in m.params:
-            attrs[M.TOOL_ARGUMENTS] = orjson.dumps(m.params["arguments"]).decode()
+            attrs[M.TOOL_ARGUMENTS] = dumps_text(m.params["arguments"])
         span = self._new_span(m, attrs)
         for f in m.findings:
             _add_event(span, self._finding_event(f, rec.t_ns))
@@ -300,7 +304,7 @@ class SpanBuilder:
                 span.is_error = True
                 span.error = "the tool's result has isError: true"
             if self.include_bodies:
-                span.attrs[M.TOOL_RESULT] = orjson.dumps(result).decode()
+                span.attrs[M.TOOL_RESULT] = dumps_text(result)
         self._sse_event(span, m)
         for f in m.findings:
             _add_event(span, self._finding_event(f, rec.t_ns))
@@ -446,9 +450,9 @@ class SpanBuilder:
 
     def _finding_event(self, f: Finding, t_ns: int) -> SpanEvent:
         attrs: dict[str, Any] = {M.FINDING_RULE: f.rule, M.FINDING_SEVERITY: f.severity.label,
-                                 M.FINDING_MESSAGE: f.message, M.FINDING_SEQ: f.seq}
+                                 M.FINDING_MESSAGE: _cap(f.message), M.FINDING_SEQ: f.seq}
         if f.path:
-            attrs[M.FINDING_PATH] = f.path
+            attrs[M.FINDING_PATH] = _cap(f.path)
         return SpanEvent(M.FINDING_EVENT, t_ns, attrs)
 
     def _sse_event(self, span: Span, m: Analysed) -> None:

@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO
 
-import orjson
-
 from tracer.capture import ReadProblem, iter_lines
-from tracer.classify import id_key
+from tracer.classify import id_key, parse_json
 from tracer.model import Direction, Record, RecordType
 from tracer.protocol import CLIENT_METHODS_ANY, SERVER_METHODS_ANY
 
@@ -25,9 +23,8 @@ def sniff(head: bytes) -> bool:
         if not line:
             continue
         checked += 1
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
+        obj, problem, _ = parse_json(line)  # (big integers and lone surrogates are JSON too)
+        if problem is not None:
             if checked > 64:
                 break
             continue
@@ -78,9 +75,6 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
         if not line.strip():
             continue
         seq += 1
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            obj = None
+        obj = parse_json(line)[0]
         yield Record(RecordType.MESSAGE, seq=seq, t_ns=0, dir=guesser.guess(obj), raw=line,
                      transport="ndjson", conn="0", eol=had_nl, dir_inferred=True, line=n, source=source)

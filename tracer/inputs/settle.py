@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Iterator
 
-import orjson
-
-from tracer.classify import id_key
+from tracer.classify import id_key, parse_json
 from tracer.model import Direction, Record, RecordType
 from tracer.session import BoundedMap
 
@@ -32,10 +30,7 @@ def _shape(rec: Record) -> tuple[str, tuple] | None:
     raw = rec.raw
     if not raw or raw[:1] not in (b"{", b" ", b"\t"):
         return None
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
+    obj = parse_json(raw)[0]  # (big integers and lone surrogates are JSON too)
     if type(obj) is not dict:
         return None
     key = id_key(obj.get("id"))
