@@ -342,6 +342,29 @@ def records(mode: str, messages: int) -> Iterator[Record]:
     return gen(era == "modern", messages)
 
 
+def write_hostlog(path: str | os.PathLike, mode: str, messages: int) -> int:
+    """The stdio session of MODE as a host's log file (Claude Desktop's `mcp-server-NAME.log` lines)."""
+    from datetime import UTC, datetime
+
+    count = 0
+    with open(path, "wb") as fh:
+        fh.write(b"2026-11-30T00:53:20.000Z [fixture] [info] Initializing server...\n")
+        lines = []
+        for rec in records(mode.replace("hostlog", "stdio"), messages):
+            if rec.type is not RecordType.MESSAGE:
+                continue
+            count += 1
+            ts = datetime.fromtimestamp(rec.t_ns / 1e9, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            who = b"client" if rec.dir is C2S else b"server"
+            lines.append(ts.encode() + b" [fixture] [info] Message from " + who + b": " + rec.raw
+                         + b" { metadata: undefined }")
+            if len(lines) >= 5000:
+                fh.write(b"\n".join(lines) + b"\n")
+                lines.clear()
+        fh.write(b"\n".join(lines) + b"\n" if lines else b"")
+    return count
+
+
 def state_sizes(obj: object, name: str = "session", depth: int = 0, out: dict | None = None) -> dict[str, int]:
     """The length of every table a session keeps (lists, dicts, sets), by attribute path, down to
     the session's own state objects (tracking, HTTP and stdio facts): what to watch for growth. The

@@ -23,7 +23,7 @@ FLOW_REQUESTS_CAP = 10_000  # HTTP exchanges whose request a session remembers (
 # and each fills within the first ~30,000 messages of a long session: memory is flat after that.
 ANSWERED_CAP = 10_000  # answered requests, for duplicate answers and cancels after the answer
 DETAIL_CAP = 1_024  # of those, the newest keep their params (the rules judge a duplicate answer by them)
-CANCELLED_CAP = 1_024  # cancelled requests that stay pending; older ones move to `Session.cancelled`
+CANCELLED_CAP = 256  # cancelled requests that stay pending (rules scan them); older ones: `Session.cancelled`
 USED_IDS_CAP = 10_000  # legacy request ids remembered with their request (older ones: UsedIds.ranges)
 OLD_STRING_IDS_CAP = 200_000  # older legacy string ids, as 64-bit digests
 ID_RANGES_CAP = 10_000  # runs of older legacy integer ids (a counting client needs one)

@@ -59,10 +59,10 @@ def peak_rss_mb(argv: list[str]) -> tuple[float, str]:
 
 
 def capture(directory: Path, mode: str, size: int) -> Path:
-    path = directory / f"{mode}-{size}.jsonl"
+    path = directory / f"{mode}-{size}.{'log' if mode.startswith('hostlog') else 'jsonl'}"
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        longsession.write(tmp, mode, size)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")  # (two runs at once write their own)
+        (longsession.write_hostlog if mode.startswith("hostlog") else longsession.write)(tmp, mode, size)
         tmp.rename(path)
     return path
 
@@ -70,7 +70,9 @@ def capture(directory: Path, mode: str, size: int) -> Path:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="50000,200000,1000000")
-    p.add_argument("--modes", default=",".join(longsession.MODES))
+    p.add_argument("--modes", default=",".join(longsession.MODES),
+                   help="of tests/longsession.py, and hostlog-legacy / hostlog-modern: the stdio session "
+                        "as a host's log file (lint only)")
     p.add_argument("--dir", default="/tmp/mcptrace-bench-memory")
     p.add_argument("--select", default="", help="rule ids or prefixes for lint (default: all)")
     p.add_argument("--no-live", action="store_true")
@@ -89,7 +91,7 @@ def main() -> None:
             lint_mb, _ = peak_rss_mb([py, "-m", "tracer", "lint", "--format", "json", *select, str(path)])
             base_lint = base_lint or lint_mb
             live = ""
-            if not a.no_live:
+            if not a.no_live and not mode.startswith("hostlog"):
                 code = LIVE.format(root=str(ROOT), tests=str(ROOT / "tests"), rules=rules, mode=mode, size=size)
                 live_mb, out = peak_rss_mb([py, "-c", code])
                 base_live = base_live or live_mb
