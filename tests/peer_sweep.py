@@ -200,6 +200,38 @@ def ts_server_http(out: Path) -> dict[str, Path]:
     return {"ts-server-http": cap}
 
 
+def ts_both_stdio(out: Path) -> dict[str, Path]:
+    """The TS client against the TS server, each mode, through the tee."""
+    caps = {}
+    for mode in TS_MODES:
+        cap = caps[f"ts-both-stdio-{mode}"] = out / f"ts-both-stdio-{mode}.jsonl"
+        run_ts_client(mode, command=[*TEE, "-o", str(cap), "--", *ts_server_cmd()])
+    return caps
+
+
+def ts_both_http(out: Path) -> dict[str, Path]:
+    cap = out / "ts-both-http.jsonl"
+    with ts_http_server() as url, mcptrace_proxy(url, cap) as proxy_url:
+        for mode in TS_MODES:
+            run_ts_client(mode, url=proxy_url)
+    return {"ts-both-http": cap}
+
+
+def ts_client_everything(out: Path) -> dict[str, Path]:
+    """The TS client (ping and the lists) against server-everything, a legacy-only server: in auto
+    mode its probe fails (on stdio on a discarded sibling process) and it falls back to initialize."""
+    binary = str(everything_binary())
+    caps = {}
+    for mode in ("legacy", "auto"):
+        cap = caps[f"ts-client-everything-stdio-{mode}"] = out / f"ts-client-everything-stdio-{mode}.jsonl"
+        run_ts_client(mode, command=[*TEE, "-o", str(cap), "--", binary, "stdio"], script="list")
+    cap = caps["ts-client-everything-http"] = out / "ts-client-everything-http.jsonl"
+    with everything_http("streamableHttp") as url, mcptrace_proxy(url, cap) as proxy_url:
+        for mode in ("legacy", "auto"):
+            run_ts_client(mode, url=proxy_url, script="list")
+    return caps
+
+
 # (the scripted sessions ask for log messages in modern requests, as the SDK fixture client does)
 EXPECT.update({
     "ts-client-stdio-legacy": Expect(),
@@ -210,9 +242,17 @@ EXPECT.update({
     "ts-server-stdio-modern": Expect(required=(rf.deprecated_logging, rf.no_discover_probe)),
     "ts-server-stdio-auto": Expect(required=(rf.deprecated_logging,)),
     "ts-server-http": Expect(required=(rf.deprecated_logging, rf.origin_rejected_with_null_id)),
+    "ts-both-stdio-legacy": Expect(),
+    "ts-both-stdio-modern": Expect(required=(rf.deprecated_logging,)),
+    "ts-both-stdio-auto": Expect(required=(rf.deprecated_logging,)),
+    "ts-both-http": Expect(required=(rf.deprecated_logging, rf.stream_refused_with_null_id)),
+    "ts-client-everything-stdio-legacy": Expect(),
+    "ts-client-everything-stdio-auto": Expect(),
+    "ts-client-everything-http": Expect(required=(rf.probe_rejected_with_null_id,)),
 })
 SDK_RUNS = (sdk_stdio, sdk_http)
-TS_RUNS = (ts_client_stdio, ts_client_http, ts_server_stdio, ts_server_http)
+TS_RUNS = (ts_client_stdio, ts_client_http, ts_server_stdio, ts_server_http, ts_both_stdio, ts_both_http,
+           ts_client_everything)
 EVERYTHING_RUNS = (everything_stdio, everything_streamable, everything_sse)
 
 

@@ -99,6 +99,17 @@ def origin_rejected_with_null_id(f, by_seq: dict[int, Record]) -> bool:
             and "id" in body and body["id"] is None and (body.get("error") or {}).get("code") == -32000)
 
 
+def stream_refused_with_null_id(f, by_seq: dict[int, Record]) -> bool:
+    """The TS SDK v2's `createMcpHandler` serves 2025-era traffic statelessly and refuses the GET
+    for a server stream with 405 (as the transport allows) and a -32000 error whose id is an
+    explicit null: omit it (MCP118, warning)."""
+    rec = by_seq.get(f.seq)
+    body = _body(rec)
+    http = (rec.http or {}) if rec is not None else {}
+    return (f.rule == "MCP118" and http.get("status") == 405 and http.get("method") == "GET"
+            and "id" in body and body["id"] is None and (body.get("error") or {}).get("code") == -32000)
+
+
 def recording_views(records: list[Record]) -> Callable:
     """finding -> the records by seq of the recording it points into. A capture file appended to by
     several tees (a dual-era client's probe process, then its session) numbers each recording from

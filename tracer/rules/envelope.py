@@ -316,7 +316,10 @@ def _no_id_by_transport(m: Analysed, s) -> bool:
     the transport is answered by the HTTP status too: a legacy server's 400 to a modern request
     ("rejected per server validation with 400 Bad Request", 2026-07-28 versioning), a 400 for a
     missing session, a 404 for an expired one (2025-11-25 transports). The body of such an answer
-    is the transport's, not a JSON-RPC response to the request, so it may lack the id too."""
+    is the transport's, not a JSON-RPC response to the request, so it may lack the id too. So is
+    the error body of a refused GET or DELETE (a server without a GET stream "MUST ... return HTTP
+    405 Method Not Allowed", 2025-11-25 transports): that HTTP request carried no JSON-RPC message
+    whose id it could name."""
     http = m.rec.http
     if http is None or m.rec.sse is not None:
         return False
@@ -329,6 +332,8 @@ def _no_id_by_transport(m: Analysed, s) -> bool:
         return False
     if status == 403 and "origin" in flow.req_map:
         return True
+    if flow.body_kind is None and flow.method in ("GET", "DELETE"):
+        return True
     return flow.body_kind in _TRANSPORT_REJECTED_BODIES or flow.body_kind is Kind.REQUEST
 
 
@@ -340,7 +345,8 @@ def error_without_id(m: Analysed, s):
 
     Over Streamable HTTP, an error carried by an HTTP error status (a 403 to a foreign `Origin`, a
     rejected notification or response, a request the transport refused: a legacy server's 400 to a
-    modern probe, 404 for an expired session) may go without an id: the HTTP status answers.
+    modern probe, 404 for an expired session; a 405 to a GET or DELETE, which carried no JSON-RPC
+    message) may go without an id: the HTTP status answers.
 
     Example: `{"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}}`.
     """
@@ -360,8 +366,9 @@ def error_id_null(m: Analysed, s):
     but MCP's RequestId is a string or an integer: from 2025-11-25 omit `id` instead.
 
     Only the errors that may lack an id are judged here (-32700, -32600, and over Streamable HTTP
-    the answer to a 403 Origin rejection or to a rejected notification or response): a null id on
-    any other error is MCP117's error, not reported twice.
+    the answer to a 403 Origin rejection, to a rejected notification or response, to a refused
+    request or to a refused GET or DELETE): a null id on any other error is MCP117's error, not
+    reported twice.
 
     Example: `{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}`.
     """
