@@ -261,3 +261,16 @@ async def test_annotations_are_made_off_the_forwarding_path_and_announced_to_mit
             assert f.comment.startswith("MCP initialize · request/result")
         finally:
             addon.done()
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}',  # an id beyond 64 bits
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\ud800"}}',  # a lone surrogate
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\xff"}}',  # not UTF-8
+])
+def test_a_json_rpc_post_orjson_refuses_is_recorded_all_the_same(capture, raw):
+    addon, _, path = capture
+    exchange(addon, post(raw, resp=b'{"jsonrpc":"2.0","id":1,"result":{}}'))
+    recs = records(path)
+    assert [(r.type, r.dir) for r in recs][:1] == [(RecordType.MESSAGE, Direction.C2S)]
+    assert recs[0].raw == raw

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from tracer.classify import parse_json
+
 # Request headers that only an MCP client sends: their presence makes an exchange MCP traffic.
 HTTP, HTTP_SSE = "http", "http+sse"  # capture transports: Streamable HTTP, the 2024-11-05 HTTP+SSE
 MCP_REQUEST_HEADERS = ("mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name")
@@ -90,7 +92,13 @@ def looks_jsonrpc(body: bytes | str | None) -> bool:
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return False
+        # JSON orjson refuses (a 65-bit id, a lone surrogate escape) is JSON-RPC all the same, and a
+        # body that names `jsonrpc` but does not parse (cut, not UTF-8) is a broken message: both are
+        # recorded, so the analysis can say what is wrong with them.
+        obj, problem, _ = parse_json(body)
+        if problem is not None:
+            raw = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+            return b'"jsonrpc"' in raw[:4096]
     if type(obj) is list:
         obj = obj[0] if obj else None
     return type(obj) is dict and "jsonrpc" in obj

@@ -15,9 +15,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
 
-import orjson
-
 from tracer.capture import ReadProblem
+from tracer.classify import parse_json
 from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.http.recorder import Exchange
 from tracer.model import Record
@@ -130,10 +129,9 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
 
 
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
-    try:
-        doc = orjson.loads(fh.read())
-    except orjson.JSONDecodeError as exc:
-        yield ReadProblem(source, 1, f"not a readable HAR file: {exc}")
+    doc, problem, why = parse_json(fh.read())  # (big integers and lone surrogates are JSON too)
+    if problem is not None:
+        yield ReadProblem(source, 1, f"not a readable HAR file: {why}")
         return
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
