@@ -153,6 +153,29 @@ def test_an_http_record_on_a_connection_that_began_on_stdio_is_still_linted_as_o
         _same(capsys, "--format", fmt, str(path))
 
 
+def test_sessions_after_a_sibling_probe_process_are_judged_with_it(tmp_path, capsys):
+    # a dual-era client probes a disposable process with server/discover, then starts its session on
+    # a fresh one without a probe (MCP808 stays quiet); other clients run meanwhile
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}}
+    entries = []
+    for i in range(40):
+        entries += [
+            {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+             "conn": f"probe{i}"},
+            {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "supportedVersions": [
+                "2026-07-28"], "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}, "conn": f"probe{i}"},
+            {"event": {"event": "closed"}, "conn": f"probe{i}"},
+            {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}, "conn": f"s{i}"},
+            {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}, "conn": f"x{i}"},
+            {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": []}}, "conn": f"s{i}"},
+        ]
+    path = tmp_path / "probes.jsonl"
+    _write(path, [build_records(entries)])
+    _rc, out, _ = _same(capsys, "--format", "json", str(path))
+    assert 0 < orjson.loads(out)["summary"]["by_rule"].get("MCP808", 0) < 80  # the followers had a probe
+
+
 def test_a_capture_whose_header_says_http_is_linted_whole_and_the_same(tmp_path, capsys):
     path = tmp_path / "proxy.jsonl"
     _write(path, [[r for r in _interleaved_cases("") if r.transport != "stdio"]], transport="http")

@@ -125,7 +125,7 @@ def lint_paths(
 
     pool = None
     if jobs > 1:
-        from tracer.parallel import start_pool
+        from tracer.parallel_pool import start_pool
 
         pool = start_pool(opened, jobs, rules, digests is not None, fmt)
     given = [pool is not None and pool.takes(i) for i in range(len(opened))]  # (the pool closed their handles)

@@ -21,23 +21,23 @@ Inputs below POOL_MIN_BYTES, standard input and formats registered by the CLI st
 
 from __future__ import annotations
 
-import heapq
 import io
-import multiprocessing
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 import orjson
 
+from tracer.analyser import _CLOSE_EVENTS as CLOSE_EVENTS
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem, read_capture
+from tracer.classify import classify_common, classify_raw
 from tracer.http.state import ENDPOINTS
 from tracer.inputs import HEAD_BYTES, InputError, OpenInput, open_input
-from tracer.model import RecordType
+from tracer.model import Direction, Kind, RecordType
+from tracer.stdio.framing_state import SIBLING_PROBE
 
 POOL_MIN_BYTES = 16 * 1024 * 1024  # below this, process start-up costs more than the other cores give
 SHARD_MIN_BYTES = 2 * 1024 * 1024  # a smaller capture goes whole to one worker
@@ -263,11 +263,40 @@ class _FileWork:
         self.out.add((END, 9, 0), ("end", records, self.messages, eras))
 
 
+# What sessions may share in a worker's analyser, kept right by the routing above: the sibling probe
+# anywhere; HTTP endpoint facts in worker 0, which has every HTTP connection.
+_SHARDABLE = {False: frozenset({SIBLING_PROBE}), True: frozenset({SIBLING_PROBE, ENDPOINTS})}
+
+
+def _first_stdio_request(rec, opened: set[str]) -> bool | None:
+    """Whether this record is the first client request of its stdio session (the framing observer's
+    `first_client_request`), and then whether it is server/discover; None when it is not one."""
+    if (rec.type is not RecordType.MESSAGE or rec.transport != "stdio" or rec.dir is not Direction.C2S
+            or rec.conn in opened):
+        return None
+    common = classify_common(rec.raw)
+    if common is not None:
+        kind, method = common[0], common[2]
+    else:
+        c = classify_raw(rec.raw)
+        kind, method = c.kind, c.method
+    if kind is not Kind.REQUEST:
+        return None
+    opened.add(rec.conn)
+    return method == "server/discover"
+
+
 def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out) -> None:
     work = _FileWork(task, rules, digests, out)
     a_ = work.analyser
     owner: dict[str, int] = {}
     load = [0] * n
+    # The stdio sibling probe (tracer.stdio.framing_state): a session whose first client request is
+    # no server/discover may count the newest connection that opened with one as its probe, so it
+    # goes to the worker of that connection (`probe`); every worker follows which sessions have had
+    # their first request (`opened`) from the records themselves.
+    probe: str | None = None
+    opened: set[str] = set()
     records = 0
     line = 0
     next_mark = WATERMARK_LINES
@@ -286,21 +315,31 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
                 if item.t_ns > a_.last_t_ns:
                     a_.last_t_ns = item.t_ns
                 work.close_all(line)
+                opened.clear()
             a_.feed(item)
             continue
         conn = item.conn
         w = owner.get(conn)
         http = item.transport in HTTP_TRANSPORTS
+        first = _first_stdio_request(item, opened)  # None, or whether it is a server/discover probe
+        follows = owner[probe] if probe is not None and first is not True and probe != conn else None
         if w is None:
-            w = owner[conn] = 0 if http else min(range(n), key=load.__getitem__)
-        elif http and w != 0:  # its session would miss the HTTP endpoint facts worker 0 holds
+            w = owner[conn] = (0 if http else follows if follows is not None
+                               else min(range(n), key=load.__getitem__))
+        elif (http and w != 0) or (first is False and follows is not None and follows != w):
+            # its session would miss the HTTP endpoint facts worker 0 holds, or the sibling probe
+            # another worker holds
             out.add((line, -1, 0), ("redo", line))
             return
+        if first is True:
+            probe = conn
+        elif item.type is RecordType.EVENT and item.data and item.data.get("event") in CLOSE_EVENTS:
+            opened.discard(conn)  # its next session has a first request of its own
         load[w] += 1
         if w == k:
             work.record(item, line)
             shared = a_.shared
-            if shared and (k != 0 or len(shared) > (ENDPOINTS in shared)):
+            if shared and not shared.keys() <= _SHARDABLE[k == 0]:
                 # what sessions share beyond worker 0's HTTP endpoints (a rule family's own
                 # cross-connection facts) would be seen by only this worker's sessions
                 out.add((line, -1, 0), ("redo", line))
@@ -355,116 +394,4 @@ def _worker(conn, tasks: list[Task], k: int, n: int, rule_ids: list[str], digest
         conn.close()
 
 
-# -- the parent side -------------------------------------------------------------------------------
-
-
-class WorkerFailed(RuntimeError):
-    pass
-
-
-class Pool:
-    def __init__(self, tasks: list[Task | None], jobs: int, rule_ids: list[str], digests: bool):
-        self.tasks = tasks
-        if sys.platform.startswith("linux"):
-            # one interpreter imports the rules once; each worker is a fork of it (and not of this
-            # process, whose state a fork would copy)
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["tracer.parallel", "tracer.rules"])
-        else:
-            ctx = multiprocessing.get_context("spawn")
-        todo = [t for t in tasks if t is not None]
-        self.conns = []
-        self.procs = []
-        for k in range(jobs):
-            mine = [t for t in todo if t.shard or t.owner == k]
-            if not mine:
-                self.conns.append(None)
-                self.procs.append(None)
-                continue
-            parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(child, mine, k, jobs, rule_ids, digests), daemon=True,
-                            name=f"mcptrace-lint-{k}")
-            p.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(p)
-
-    def takes(self, index: int) -> bool:
-        return self.tasks[index] is not None
-
-    def _stream(self, k: int, index: int) -> Iterator:
-        conn = self.conns[k]
-        while True:
-            try:
-                got, items = conn.recv()
-            except (EOFError, OSError):
-                raise WorkerFailed(f"lint worker {k} stopped") from None
-            if got != index:
-                detail = items[0][1][1] if got == -1 else f"sent file {got} for {index}"
-                raise WorkerFailed(f"lint worker {k} failed: {detail}")
-            yield from items
-            last = items[-1][1][0]
-            if last == "end" or last == "error" or last == "redo":
-                return
-
-    def merge(self, index: int, problem: Callable, finding: Callable, digest: Callable | None) -> FileResult:
-        """Report one file's items in input order; its totals come back."""
-        task = self.tasks[index]
-        assert task is not None
-        workers = [k for k in range(len(self.conns)) if self.conns[k] is not None
-                   and (task.shard or task.owner == k)]
-        res = FileResult()
-        eras: dict[str, list] = {}
-        for _key, item in heapq.merge(*(self._stream(k, index) for k in workers), key=itemgetter(0)):
-            what = item[0]
-            if what == "f":
-                finding(item[1])
-            elif what == "p":
-                problem(item[1])
-            elif what == "m":
-                if digest is not None:
-                    digest(item[1], item[2])
-            elif what == "c":
-                res.cells.append((item[1], item[2]))
-            elif what == "end":
-                _, records, messages, file_eras = item
-                res.records = max(res.records, records)  # every sharding worker counts every record
-                res.messages += messages
-                for era, (n, key) in file_eras.items():
-                    seen = eras.setdefault(era, [0, key])
-                    seen[0] += n
-                    seen[1] = min(seen[1], key)
-            elif what == "redo":
-                res.redo_from_line = item[1]
-                return res
-            elif what == "error":
-                raise InputError(item[1])
-        res.eras = [(era, n) for era, (n, _) in sorted(eras.items(), key=lambda kv: kv[1][1])]
-        return res
-
-    def close(self) -> None:
-        for conn in self.conns:
-            if conn is not None:
-                conn.close()
-        for p in self.procs:
-            if p is not None and p.is_alive():
-                p.terminate()
-        for p in self.procs:
-            if p is not None:
-                p.join(5)
-
-
-def start_pool(opened: list[OpenInput], jobs: int, rules: RuleSet, digests: bool, fmt: str | None = None
-               ) -> Pool | None:
-    """A pool for these inputs, or None when one process is the faster way."""
-    tasks = plan(opened, jobs, fmt)
-    if not any(tasks):
-        return None
-    for inp, task in zip(opened, tasks, strict=True):
-        if task is not None:
-            inp.fh.close()  # a worker reads it
-    return Pool(tasks, jobs, [r.id for r in rules.rules], digests)
-
-
-__all__ = ["POOL_MIN_BYTES", "SHARD_MIN_BYTES", "FileResult", "Pool", "WorkerFailed", "default_jobs",
-           "start_pool"]
+__all__ = ["POOL_MIN_BYTES", "SHARD_MIN_BYTES", "FileResult", "Task", "default_jobs", "plan"]

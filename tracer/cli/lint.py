@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     except SelectionError as exc:
         from_file = [k for k in ("select", "ignore") if settings.sources[k] not in ("default", "command line")]
         raise UsageError(f"{settings.where(from_file[0])}: {exc}" if from_file else str(exc)) from None
-    from tracer.parallel import WorkerFailed, default_jobs
+    from tracer.parallel import default_jobs
+    from tracer.parallel_pool import WorkerFailed
 
     jobs = default_jobs() if args.jobs is None else args.jobs
     if jobs < 1:

@@ -1,0 +1,125 @@
+"""The parent side of `mcptrace lint --jobs N` (tracer.parallel has the plan and the workers): start
+the workers, then merge their keyed streams file by file, in input order."""
+
+from __future__ import annotations
+
+import heapq
+import multiprocessing
+import sys
+from collections.abc import Callable, Iterator
+from operator import itemgetter
+
+from tracer.analyser import RuleSet
+from tracer.inputs import InputError, OpenInput
+from tracer.parallel import FileResult, Task, _worker, plan
+
+
+class WorkerFailed(RuntimeError):
+    pass
+
+
+class Pool:
+    def __init__(self, tasks: list[Task | None], jobs: int, rule_ids: list[str], digests: bool):
+        self.tasks = tasks
+        if sys.platform.startswith("linux"):
+            # one interpreter imports the rules once; each worker is a fork of it (and not of this
+            # process, whose state a fork would copy)
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["tracer.parallel", "tracer.rules"])
+        else:
+            ctx = multiprocessing.get_context("spawn")
+        todo = [t for t in tasks if t is not None]
+        self.conns = []
+        self.procs = []
+        for k in range(jobs):
+            mine = [t for t in todo if t.shard or t.owner == k]
+            if not mine:
+                self.conns.append(None)
+                self.procs.append(None)
+                continue
+            parent, child = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker, args=(child, mine, k, jobs, rule_ids, digests), daemon=True,
+                            name=f"mcptrace-lint-{k}")
+            p.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(p)
+
+    def takes(self, index: int) -> bool:
+        return self.tasks[index] is not None
+
+    def _stream(self, k: int, index: int) -> Iterator:
+        conn = self.conns[k]
+        while True:
+            try:
+                got, items = conn.recv()
+            except (EOFError, OSError):
+                raise WorkerFailed(f"lint worker {k} stopped") from None
+            if got != index:
+                detail = items[0][1][1] if got == -1 else f"sent file {got} for {index}"
+                raise WorkerFailed(f"lint worker {k} failed: {detail}")
+            yield from items
+            last = items[-1][1][0]
+            if last == "end" or last == "error" or last == "redo":
+                return
+
+    def merge(self, index: int, problem: Callable, finding: Callable, digest: Callable | None) -> FileResult:
+        """Report one file's items in input order; its totals come back."""
+        task = self.tasks[index]
+        assert task is not None
+        workers = [k for k in range(len(self.conns)) if self.conns[k] is not None
+                   and (task.shard or task.owner == k)]
+        res = FileResult()
+        eras: dict[str, list] = {}
+        for _key, item in heapq.merge(*(self._stream(k, index) for k in workers), key=itemgetter(0)):
+            what = item[0]
+            if what == "f":
+                finding(item[1])
+            elif what == "p":
+                problem(item[1])
+            elif what == "m":
+                if digest is not None:
+                    digest(item[1], item[2])
+            elif what == "c":
+                res.cells.append((item[1], item[2]))
+            elif what == "end":
+                _, records, messages, file_eras = item
+                res.records = max(res.records, records)  # every sharding worker counts every record
+                res.messages += messages
+                for era, (n, key) in file_eras.items():
+                    seen = eras.setdefault(era, [0, key])
+                    seen[0] += n
+                    seen[1] = min(seen[1], key)
+            elif what == "redo":
+                res.redo_from_line = item[1]
+                return res
+            elif what == "error":
+                raise InputError(item[1])
+        res.eras = [(era, n) for era, (n, _) in sorted(eras.items(), key=lambda kv: kv[1][1])]
+        return res
+
+    def close(self) -> None:
+        for conn in self.conns:
+            if conn is not None:
+                conn.close()
+        for p in self.procs:
+            if p is not None and p.is_alive():
+                p.terminate()
+        for p in self.procs:
+            if p is not None:
+                p.join(5)
+
+
+def start_pool(opened: list[OpenInput], jobs: int, rules: RuleSet, digests: bool, fmt: str | None = None
+               ) -> Pool | None:
+    """A pool for these inputs, or None when one process is the faster way."""
+    tasks = plan(opened, jobs, fmt)
+    if not any(tasks):
+        return None
+    for inp, task in zip(opened, tasks, strict=True):
+        if task is not None:
+            inp.fh.close()  # a worker reads it
+    return Pool(tasks, jobs, [r.id for r in rules.rules], digests)
+
+
+__all__ = ["Pool", "WorkerFailed", "start_pool"]
