@@ -110,6 +110,16 @@ def stream_refused_with_null_id(f, by_seq: dict[int, Record]) -> bool:
             and "id" in body and body["id"] is None and (body.get("error") or {}).get("code") == -32000)
 
 
+def listen_cancel_posted(f, by_seq: dict[int, Record]) -> bool:
+    """The TS SDK v2 client closes a 2026-07-28 `subscriptions/listen` over Streamable HTTP by
+    aborting its stream AND POSTing `notifications/cancelled` ("both, unconditionally"), where the
+    spec says that notification "is used only on the stdio transport" (MCP506, warning)."""
+    body = _body(by_seq.get(f.seq))
+    rid = (body.get("params") or {}).get("requestId") if isinstance(body.get("params"), dict) else None
+    return (f.rule == "MCP506" and body.get("method") == "notifications/cancelled"
+            and isinstance(rid, str) and rid.startswith("listen:"))
+
+
 def recording_views(records: list[Record]) -> Callable:
     """finding -> the records by seq of the recording it points into. A capture file appended to by
     several tees (a dual-era client's probe process, then its session) numbers each recording from

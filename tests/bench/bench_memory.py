@@ -6,7 +6,8 @@ Run: python tests/bench/bench_memory.py [--sizes 50000,200000,1000000] [--modes 
 For each mode of tests/longsession.py (one session: legacy or modern, stdio or Streamable HTTP;
 tools/call with progress, cancellations, resources, pagination, MRTR rounds...) and each size, it
 writes the capture (kept in --dir between runs) and measures the peak RSS of a child process:
-  - lint: `mcptrace lint --format json FILE` (all rules by default);
+  - lint: `mcptrace lint --jobs 1 --format json FILE` (all rules by default; one process, as one
+    session is analysed by one process whatever --jobs says);
   - live: a child that generates the same session in memory and feeds each record to the Analyser
     as it is made, as the proxy's annotator and the tee do (no file, no reader).
 It prints the peak RSS (MB, from wait4's ru_maxrss of that child alone) and the ratio of each size
@@ -88,7 +89,8 @@ def main() -> None:
         base_lint = base_live = None
         for size in sizes:
             path = capture(directory, mode, size)
-            lint_mb, _ = peak_rss_mb([py, "-m", "tracer", "lint", "--format", "json", *select, str(path)])
+            lint = [py, "-m", "tracer", "lint", "--jobs", "1", "--format", "json", *select, str(path)]
+            lint_mb, _ = peak_rss_mb(lint)
             base_lint = base_lint or lint_mb
             live = ""
             if not a.no_live and not mode.startswith("hostlog"):

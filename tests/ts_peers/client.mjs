@@ -67,6 +67,11 @@ async function session(c, modern) {
         await c.setLoggingLevel('info');
         emit('set_logging_level', { level: 'info' });
     }
+    // Modern era: a subscriptions/listen stream, open for the whole session, closed at its end (the
+    // SDK cancels it); on stdio the acknowledgement and later notifications carry its id.
+    const sub = modern ? await c.listen({ toolsListChanged: true, resourceSubscriptions: ['fixture://static/greeting'] })
+                       : undefined;
+    if (sub) emit('listen', { honored: sub.honoredFilter });
     emit('list_tools', { tools: (await c.listTools()).tools.map(t => t.name).sort() });
     emit('list_resources', { resources: (await c.listResources()).resources.map(r => r.uri).sort() });
     emit('list_resource_templates', {
@@ -109,6 +114,10 @@ async function session(c, modern) {
     emit('cancel_tool', { name: 'slow', cancelled: outcome === 'cancelled' });
     // The session must still work after a cancellation.
     await call('add', { a: 40, b: 2 }, false);
+    if (sub) {
+        await sub.close();
+        emit('listen_closed', { how: await sub.closed });
+    }
 }
 
 async function listing(c) {

@@ -35,6 +35,7 @@ RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}
 ENDPOINTS = "http-endpoints"  # key of the analysis-wide endpoint facts in `session.extra["shared"]`
 ENDPOINTS_CAP = 1024
 LISTERS = 4  # the connections that listed an endpoint's tools last
+ENDPOINT_REQUESTS_CAP = 4096  # the newest modern request ids an endpoint saw, on any connection
 
 
 @dataclass(slots=True, eq=False)
@@ -115,6 +116,9 @@ class EndpointFacts:
 
     listers: deque = field(default_factory=lambda: deque(maxlen=LISTERS))  # Tracking, newest first
     deprecated: set[str] = field(default_factory=set)  # MCP905: features already reported
+    # id key -> seq of the newest modern requests: a cancel POSTed on another TCP connection (the
+    # request's own is busy streaming its answer) names one of these (MCP502)
+    requests: BoundedMap = field(default_factory=lambda: BoundedMap(ENDPOINT_REQUESTS_CAP))
 
 
 def _endpoint(s: Session, url: str | None, create: bool) -> EndpointFacts | None:
@@ -142,6 +146,14 @@ def endpoint_tool(s: Session, facts: FlowFacts | None, name: Any) -> dict | None
         if track.tools is not None or "tools/list" in track.chains:
             return track.tool(name)
     return s.track.tool(name)
+
+
+def endpoint_request(s: Session, rec: Record, idkey: tuple) -> int | None:
+    """The seq of a recent modern request with id IDKEY sent to REC's endpoint on any connection."""
+    cur = current(rec, s)
+    facts = cur.flow if cur is not None else None
+    ep = _endpoint(s, facts.url if facts is not None else None, False)
+    return ep.requests.get(idkey) if ep is not None else None
 
 
 def state(s: Session) -> HttpState | None:
@@ -249,6 +261,8 @@ def _stateless_request(s: Session, facts: FlowFacts, m: Analysed) -> None:
     if s.track.deprecated is not ep.deprecated:
         ep.deprecated |= s.track.deprecated
         s.track.deprecated = ep.deprecated
+    if m.idkey is not None:
+        ep.requests.put(m.idkey, m.rec.seq)
     if m.method == "tools/list":
         if s.track in ep.listers:
             ep.listers.remove(s.track)

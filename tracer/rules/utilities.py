@@ -8,6 +8,7 @@ Progress tokens, log levels and the requests a cancel can name are tracked by th
 from __future__ import annotations
 
 from tracer.classify import id_key
+from tracer.http.state import endpoint_request
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.pairing import cancelled_target
 from tracer.protocol import ALL, LEG, LOG_LEVEL_RANK, LOGGING_LEVELS, META_LOG_LEVEL, MODERN
@@ -53,6 +54,10 @@ def cancel_unknown_request(m: Analysed, s):
     """`notifications/cancelled` names a request id its sender never issued (in that direction) in
     this session. (A 2026-07-28 server's cancel of a `subscriptions/listen` is MCP505's business.)
 
+    Stateless 2026-07-28 HTTP has no session: a cancel names a request sent to the same endpoint
+    on any connection (the request's own is busy streaming its answer, so a cancel POST takes
+    another). That it is POSTed at all is MCP506's business.
+
     Example: the client cancels `requestId: 99` but never sent a request with id 99.
     """
     params = m.params
@@ -64,6 +69,8 @@ def cancel_unknown_request(m: Analysed, s):
     direction = m.rec.dir
     if (direction, key) in s.pending or (direction, key) in s.used_ids or (direction, key) in s.cancelled:
         return None
+    if m.era is Era.MODERN and m.rec.http is not None and endpoint_request(s, m.rec, key) is not None:
+        return None  # stateless HTTP: the request went to the same endpoint on another connection
     who = "client" if direction is Direction.C2S else "server"
     return Hit(f"the {who} never sent a request with id {params.get('requestId')!r} in this session",
                path="$.params.requestId")
