@@ -151,3 +151,34 @@ def test_the_capture_process_moves_every_thread_between_background_and_normal_sc
                        cwd=ROOT)
     assert p.stdout.split() == ["True", "True"], p.stderr
 
+
+
+def _policies(pid: int) -> set[int]:
+    return {os.sched_getscheduler(int(t)) for t in os.listdir(f"/proc/{pid}/task")}
+
+
+@pytest.mark.skipif(not tee_splice.available() or not hasattr(os, "SCHED_IDLE"), reason="Linux only")
+@pytest.mark.skipif(not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE")
+def test_a_hurried_capture_process_runs_normally_and_goes_back_to_the_background_once_caught_up(tmp_path):
+    import time
+
+    from tracer.stdio.process import CaptureProcess
+
+    writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
+    feed = CaptureProcess(writer, live_lint=False)
+    feed.start()
+    try:
+        deadline = time.monotonic() + BOUND_S
+        while _policies(feed.pid) != {os.SCHED_IDLE} and time.monotonic() < deadline:
+            time.sleep(0.01)  # (its writer thread is starting)
+        assert _policies(feed.pid) == {os.SCHED_IDLE}
+        feed.hurry()
+        assert _policies(feed.pid) == {os.SCHED_OTHER}  # every thread, the writer's too
+        feed.event("note")  # work for it; once done and quiet, it steps back by itself
+        while _policies(feed.pid) != {os.SCHED_IDLE} and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _policies(feed.pid) == {os.SCHED_IDLE}
+    finally:
+        assert feed.close(BOUND_S)
+        writer.close()
+    assert [r.data["event"] for r in read_records(tmp_path / "cap.jsonl") if r.type is RecordType.EVENT] == ["note"]
