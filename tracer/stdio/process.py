@@ -389,7 +389,8 @@ class _Server:
 
     def note(self, data: dict) -> None:
         name = data.get("event")
-        if name == "started" and type(data.get("pid")) is int and self.pid is None:
+        # (pid 1 or below names no server of ours: killpg(1) would signal init's whole group)
+        if name == "started" and type(data.get("pid")) is int and data["pid"] > 1 and self.pid is None:
             self.pid = data["pid"]
             try:
                 self.fd = os.pidfd_open(self.pid)
