@@ -163,3 +163,33 @@ def test_the_capture_file_of_the_lean_proxy_is_what_the_addon_writes_under_mitmd
         return [(r.type, r.dir, r.raw, r.conn, r.http.get("status") if r.http else None) for r in records(path)]
 
     assert run(True) == run(False)
+
+
+class _ViewSpy:
+    """A mitmproxy view: what the annotator announces with `update`."""
+
+    def __init__(self):
+        self.updated = []
+        self.changed = asyncio.Event()
+
+    def update(self, flows):
+        self.updated.extend(flows)
+        self.changed.set()
+
+
+async def test_with_the_recording_thread_annotations_still_reach_the_flow_on_mitmproxys_loop(tmp_path):
+    addon, spy = McpCapture(background=True), _ViewSpy()
+    with taddons.context(addon, spy) as tctx:
+        tctx.configure(addon, mcptrace_output=str(tmp_path / "cap.jsonl"))
+        addon.running()
+        try:
+            f = post(INIT, resp=INIT_RESULT)
+            exchange(addon, f)
+            async with asyncio.timeout(10):
+                while f not in spy.updated:
+                    spy.changed.clear()
+                    await spy.changed.wait()
+            assert f.comment.startswith("MCP initialize · request/result")
+            assert f.metadata["mcp.kind"] == "request/result"
+        finally:
+            addon.done()

@@ -91,10 +91,12 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fir
 # -- the proxies ------------------------------------------------------------------------------------------
 
 
-def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tuple[dict[str, str], list]:
+def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tuple[dict[str, str], list, dict]:
+    """(URL to post to, processes, process id) of every configuration."""
     target = f"http://127.0.0.1:{upstream_port}"
     procs = []
     urls = {"direct": target + "/mcp"}
+    pids: dict[str, int | None] = {"direct": None}
     for name, extra in (("mitmdump", []),
                         ("mitmdump streaming", ["--set", "stream_large_bodies=1"]),
                         ("mitmdump + addon", ["-s", str(ROOT / "addons" / "mcp_capture.py"),
@@ -105,11 +107,13 @@ def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tupl
                              stderr=subprocess.DEVNULL)
         procs.append(p)
         urls[name] = f"http://127.0.0.1:{port}/mcp"
+        pids[name] = p.pid
     p = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", target + "/mcp", "--listen",
                           "127.0.0.1:0", "-o", str(tmp / "proxy.jsonl"), "--no-ui"], cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     procs.append(p)
     urls["mcptrace proxy"] = _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+)", "proxy").group(1)
+    pids["mcptrace proxy"] = p.pid
     if peers["mcphawk"].exists():
         env = {**os.environ, "HOME": str(tmp / "mcphawk-home")}  # (its database: not the user's)
         port = free_port()
@@ -117,6 +121,7 @@ def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tupl
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         procs.append(p)
         urls["mcphawk 1.0.0"] = _Lines(p.stdout).wait_for(r"Point your client at: (http://\S+)", "mcphawk").group(1)
+        pids["mcphawk 1.0.0"] = p.pid
     if peers["mcp-recorder"].exists():
         port = free_port()
         p = subprocess.Popen([str(peers["mcp-recorder"]), "record", "--target", target + "/mcp", "--port", str(port),
@@ -124,7 +129,16 @@ def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tupl
                              stderr=subprocess.DEVNULL)
         procs.append(p)
         urls["mcp-recorder 0.5.0"] = f"http://127.0.0.1:{port}/mcp"
-    return urls, procs
+        pids["mcp-recorder 0.5.0"] = p.pid
+    return urls, procs, pids
+
+
+def cpu_s(pid: int | None) -> float:
+    """CPU time (user + system) a process has used so far: steady where wall-clock latency is noisy."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _ready(client: httpx2.AsyncClient, urls: dict[str, str]) -> None:
@@ -179,19 +193,22 @@ async def main() -> None:
     port = free_port()
     server = await asyncio.start_server(lambda r, w: _serve(r, w, args.first_event_ms / 1000), "127.0.0.1", port)
     with tempfile.TemporaryDirectory() as d:
-        urls, procs = start_proxies(port, Path(d), peers)
+        urls, procs, pids = start_proxies(port, Path(d), peers)
         try:
             limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
             async with httpx2.AsyncClient(limits=limits, timeout=60, trust_env=False) as client:
                 await _ready(client, urls)
                 lat = {name: [] for name in urls}
                 first = {name: [] for name in urls}
+                cpu = dict.fromkeys(urls, 0.0)
                 names = list(urls)
                 for i in range(args.rounds):
                     order = names[i % len(names):] + names[:i % len(names)]  # each starts a round in turn
                     for name in order:
                         await json_latencies(client, urls[name], 20)  # warm the connection path
+                        before = cpu_s(pids[name])
                         lat[name] += await json_latencies(client, urls[name], args.requests)
+                        cpu[name] += cpu_s(pids[name]) - before
                     for name in order:
                         first[name].append(await first_event_delay(client, urls[name]))
         finally:
@@ -204,8 +221,9 @@ async def main() -> None:
     print(f"request latency, {args.rounds} x {args.requests} JSON POSTs per configuration (loopback, keep-alive)")
     for name in urls:
         med = statistics.median(lat[name])
+        own = f"   proxy CPU {1000 * cpu[name] / len(lat[name]):5.2f} ms/request" if pids[name] else ""
         print(f"  {name:<20} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms   "
-              f"{med / direct:5.2f}x direct")
+              f"{med / direct:5.2f}x direct{own}")
     ours = statistics.median(lat["mcptrace proxy"]) / direct
     others = {n: statistics.median(lat[n]) / direct for n in urls if n not in ("direct", "mcptrace proxy")}
     best = min(others, key=others.get)
