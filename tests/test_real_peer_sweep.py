@@ -73,3 +73,12 @@ def test_the_ts_clients_probe_process_and_its_session_are_both_in_the_one_captur
     assert len(probe) == 1 and b'"server/discover"' in probe[0]
     assert b'"server/discover"' not in session[0] and b"io.modelcontextprotocol/protocolVersion" in session[0]
     assert any(b'"tools/list"' in raw for raw in session) and len(session) > 10
+
+
+@pytest.mark.parametrize("name", ["ts-both-stdio-modern", "ts-both-stdio-auto", "ts-both-http"])
+def test_the_ts_servers_tool_list_change_travels_on_the_listen_stream_in_the_modern_sessions(ts_captures, name):
+    """What the clean-lint check above covers includes a modern change notification: the TS server
+    announces its tool-list change on the client's subscriptions/listen stream, with its id."""
+    changes = [r.raw for r in peer_sweep.capture_records(ts_captures[name])
+               if b'"notifications/tools/list_changed"' in r.raw]
+    assert changes and all(b'"io.modelcontextprotocol/subscriptionId":"listen:0"' in raw for raw in changes)

@@ -50,6 +50,7 @@ function clean(v) {
 }
 
 let ok = true;
+let overHttp = false;
 const emit = (op, fields) => process.stdout.write(JSON.stringify({ op, ...clean(fields) }) + '\n');
 const expect = (cond, what) => {
     if (!cond) {
@@ -72,7 +73,8 @@ async function session(c, modern) {
     const sub = modern ? await c.listen({ toolsListChanged: true, resourceSubscriptions: ['fixture://static/greeting'] })
                        : undefined;
     if (sub) emit('listen', { honored: sub.honoredFilter });
-    emit('list_tools', { tools: (await c.listTools()).tools.map(t => t.name).sort() });
+    const tools = (await c.listTools()).tools.map(t => t.name).sort();
+    emit('list_tools', { tools });
     emit('list_resources', { resources: (await c.listResources()).resources.map(r => r.uri).sort() });
     emit('list_resource_templates', {
         templates: (await c.listResourceTemplates()).resourceTemplates.map(t => t.uriTemplate).sort()
@@ -114,6 +116,17 @@ async function session(c, modern) {
     emit('cancel_tool', { name: 'slow', cancelled: outcome === 'cancelled' });
     // The session must still work after a cancellation.
     await call('add', { a: 40, b: 2 }, false);
+    // The TS server's change announcement: on the listen stream (modern) or unsolicited (legacy;
+    // not over stateless legacy HTTP, which has no stream for it: the GET is refused with 405).
+    if (tools.includes('grow') && (modern || !overHttp)) {
+        const changed = new Promise(resolve => c.setNotificationHandler('notifications/tools/list_changed',
+                                                                         () => resolve(true)));
+        await call('grow', {}, false);
+        const bound = new Promise(resolve => setTimeout(() => resolve(false), 10_000).unref());
+        const seen = await Promise.race([changed, bound]);
+        expect(seen, 'notifications/tools/list_changed after grow');
+        emit('tools_list_changed', { seen });
+    }
     if (sub) {
         await sub.close();
         emit('listen_closed', { how: await sub.closed });
@@ -133,6 +146,7 @@ const SCRIPTS = { fixture: session, list: listing };
 
 async function main() {
     const { mode, url, command, script } = parse(process.argv.slice(2));
+    overHttp = Boolean(url);
     const client = new Client({ name: 'mcptrace-ts-fixture-client', version: '1.0.0' },
                               { versionNegotiation: { mode: MODES[mode] } });
     const transport = url

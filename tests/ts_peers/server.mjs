@@ -25,6 +25,11 @@ import * as z from 'zod';
 const GREETING_URI = 'fixture://static/greeting';
 const GREETING_TEXT = 'Hello from the mcptrace fixture server.\n';
 
+// How a tool-list change reaches clients: HTTP serves each request from a fresh instance, so a change
+// is published on the handler's event bus (its open subscriptions/listen streams); stdio keeps one
+// instance per connection, which announces it itself.
+let toolsChanged = server => server.sendToolListChanged();
+
 function build() {
     const server = new McpServer({ name: 'mcptrace-ts-fixture', version: '1.0.0' },
                                  { capabilities: { logging: {} } });
@@ -83,11 +88,19 @@ function build() {
         messages: [{ role: 'user', content: { type: 'text',
                                               text: `Please review this ${language ?? 'python'} code:\n${code}` } }]
     }));
+    server.registerTool('grow', {
+        description: 'Announce that the tool list changed (notifications/tools/list_changed).',
+        inputSchema: z.object({})
+    }, async () => {
+        toolsChanged(server);
+        return { content: [{ type: 'text', text: 'announced' }] };
+    });
     return server;
 }
 
 function serveHttp(port) {
     const handler = createMcpHandler(() => build(), { onerror: e => process.stderr.write(`${e}\n`) });
+    toolsChanged = () => handler.notify.toolsChanged();
     // The SDK's entry is validation-free; its documentation puts Host and Origin checks in front
     // (DNS-rebinding protection): a foreign Origin gets 403.
     const web = { fetch: req => Promise.resolve(
