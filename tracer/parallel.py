@@ -268,6 +268,9 @@ class _FileWork:
 _SHARDABLE = {False: frozenset({SIBLING_PROBE}), True: frozenset({SIBLING_PROBE, ENDPOINTS})}
 
 
+_MESSAGE = RecordType.MESSAGE
+
+
 def _first_stdio_request(rec, opened: set[str]) -> bool | None:
     """Whether this record is the first client request of its stdio session (the framing observer's
     `first_client_request`), and then whether it is server/discover; None when it is not one."""
@@ -320,6 +323,19 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
             continue
         conn = item.conn
         w = owner.get(conn)
+        if w is not None and conn in opened and item.type is _MESSAGE:  # (most records: nothing to decide)
+            if w != k:
+                if item.t_ns > a_.last_t_ns:
+                    a_.last_t_ns = item.t_ns
+                load[w] += 1
+                continue
+            if item.transport not in HTTP_TRANSPORTS or w == 0:
+                load[w] += 1
+                work.record(item, line)
+                if a_.shared and not a_.shared.keys() <= _SHARDABLE[k == 0]:
+                    out.add((line, -1, 0), ("redo", line))
+                    return
+                continue
         http = item.transport in HTTP_TRANSPORTS
         first = _first_stdio_request(item, opened)  # None, or whether it is a server/discover probe
         follows = owner[probe] if probe is not None and first is not True and probe != conn else None
