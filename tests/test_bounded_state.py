@@ -22,8 +22,8 @@ CAP = 64  # every window in these tests
 
 @pytest.fixture
 def small_caps(monkeypatch):
-    for mod, names in ((session_mod, ("ANSWERED_CAP", "DETAIL_CAP", "CANCELLED_CAP", "USED_IDS_CAP",
-                                      "FLOW_REQUESTS_CAP", "ID_RANGES_CAP")),
+    for mod, names in ((session_mod, ("ANSWERED_CAP", "DETAIL_CAP", "CANCELLED_CAP", "CANCELLED_KEPT_CAP",
+                                      "USED_IDS_CAP", "FLOW_REQUESTS_CAP", "ID_RANGES_CAP")),
                        (tracking, ("TRACK_CAP", "FLOW_REQUESTS_CAP")),
                        (http_state, ("FLOW_CAP", "EVENT_IDS_CAP", "RECENT_CAP"))):
         for name in names:

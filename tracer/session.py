@@ -18,12 +18,13 @@ from typing import Any
 from tracer.model import Analysed, Direction, Era, Kind
 
 MEMORY_CAP = 50_000  # the default window of a BoundedMap
-FLOW_REQUESTS_CAP = 10_000  # HTTP exchanges whose request a session remembers (as tracer.http.state)
+FLOW_REQUESTS_CAP = 2_048  # HTTP exchanges whose request a session remembers (as tracer.http.state)
 # The windows of a session's tables, in entries. Each is far beyond what a rule needs on real traffic,
-# and each fills within the first ~30,000 messages of a long session: memory is flat after that.
+# and each fills within the first ~50,000 messages of a long session: memory is flat after that.
 ANSWERED_CAP = 10_000  # answered requests, for duplicate answers and cancels after the answer
 DETAIL_CAP = 1_024  # of those, the newest keep their params (the rules judge a duplicate answer by them)
 CANCELLED_CAP = 256  # cancelled requests that stay pending (rules scan them); older ones: `Session.cancelled`
+CANCELLED_KEPT_CAP = 1_024  # and of those, how many a late answer still finds
 USED_IDS_CAP = 10_000  # legacy request ids remembered with their request (older ones: UsedIds.ranges)
 OLD_STRING_IDS_CAP = 200_000  # older legacy string ids, as 64-bit digests
 ID_RANGES_CAP = 10_000  # runs of older legacy integer ids (a counting client needs one)
@@ -190,7 +191,7 @@ class Session:
     used_ids: UsedIds = field(default_factory=UsedIds)
     # cancelled requests moved out of `pending` (past CANCELLED_CAP): a late answer still pairs "after
     # cancel", a repeated cancel still names a known request
-    cancelled: BoundedMap = field(default_factory=lambda: BoundedMap(ANSWERED_CAP))
+    cancelled: BoundedMap = field(default_factory=lambda: BoundedMap(CANCELLED_KEPT_CAP))
     cancelling: OrderedDict = field(default_factory=OrderedDict)  # pending cancelled requests, oldest first
     detailed: deque = field(default_factory=deque)  # the answered requests that keep their params
     init: InitState | None = None

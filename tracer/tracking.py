@@ -24,10 +24,10 @@ PAGINATED_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "
                                "tasks/list"})
 _ANSWERED = ("paired", "after-cancel")  # tracer.pairing.PairStatus values that answer a request
 # The window of each table below, in entries: progress tokens (active ones are a handful; a cancelled
-# request's stays until 4,096 newer ones came), finished tokens, cursors, listens, MRTR rounds and
-# URL elicitations. Each is used again within seconds on real traffic, and each table fills within the
-# first ~30,000 messages of a long session, so memory stays flat (tests/test_bounded_state.py).
-TRACK_CAP = 4_096
+# request's stays until 1,024 newer ones came), finished tokens, cursors, listens, MRTR rounds and
+# URL elicitations. Each is used again within seconds on real traffic, and each table fills early in
+# a long session, so memory stays flat (tests/test_bounded_state.py, tests/bench/bench_memory.py).
+TRACK_CAP = 1_024
 
 
 def token_key(value: Any) -> tuple | None:

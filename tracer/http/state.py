@@ -27,9 +27,9 @@ from tracer.session import BoundedMap, Session
 
 KEY = "http"
 HTTP_TRANSPORTS = ("http", "http+sse")
-FLOW_CAP = 10_000
+FLOW_CAP = 2_048  # exchanges whose facts are kept (the ones used last: each holds its headers)
 RECENT_CAP = 1024  # server messages remembered to find one broadcast on two streams (MCP713)
-EVENT_IDS_CAP = 10_000  # SSE event ids remembered to find one repeated on another stream (MCP715)
+EVENT_IDS_CAP = 4_096  # SSE event ids remembered to find one repeated on another stream (MCP715)
 BROADCAST_WINDOW_NS = 1_000_000_000  # the same message on two streams within this is a broadcast
 RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}
 ENDPOINTS = "http-endpoints"  # key of the analysis-wide endpoint facts in `session.extra["shared"]`
