@@ -30,3 +30,12 @@ def test_the_cli_entry_and_lint_load_no_ui_and_no_mitmproxy():
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == ""
+
+
+def test_building_the_command_line_loads_no_analyser():
+    """Every command pays for the parser, the tee on each spawn by a host: it stays light."""
+    code = ("import sys\nfrom tracer.cli import build_parser\nbuild_parser()\n"
+            "print(','.join(sorted(m for m in sys.modules if m in ('tracer.analyser', 'tracer.lint', "
+            "'tracer.rules', 'pydantic'))))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == ""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from tracer.lint import Reporter
+if TYPE_CHECKING:  # (only for the annotations: `mcptrace --help` and the tee must not load the analyser)
+    from tracer.lint import Reporter
 
 FORMATS = ("text", "json", "sarif")
 
