@@ -291,6 +291,12 @@ class _Http:
         head = f"id: {eid}\n" if eid else ""
         tee.feed(f"{head}event: message\ndata: ".encode() + orjson.dumps(msg) + b"\n\n", self._tick())
 
+    def _close(self, stream: list) -> None:
+        """The server ended the stream; then the whole response is over (as the proxy's addon says)."""
+        t = self._tick()
+        stream[1].end("end", t)
+        self.rec.response(stream[0], None, t_ns=t)
+
     def step(self, direction: Direction, msg: dict, how: str) -> None:
         if how == "call" and direction is C2S:
             self.pending = self._exchange("POST", msg)
@@ -301,14 +307,14 @@ class _Http:
         elif how == "on":
             self._event(self.stream, msg)
             if "id" in msg:
-                self.stream[1].end("end", self._tick())
+                self._close(self.stream)
                 self.stream = None
         elif how == "cut":
             if self.modern:  # closing the stream is the cancellation (streamable-http, 2026-07-28)
-                self.stream[1].end("client-closed", self._tick())
+                self.rec.failed(self.stream[0], "client disconnected", self._tick())
             else:  # legacy: the notification, and the server ends the stream without a result
                 self._respond(self._exchange("POST", msg), 202, None, b"")
-                self.stream[1].end("end", self._tick())
+                self._close(self.stream)
             self.stream = None
         elif how in ("note", "reply"):
             ex = self._exchange("POST", msg)
@@ -330,7 +336,7 @@ def http_records(modern: bool, messages: int) -> Iterator[Record]:
         h.step(direction, msg, how)
         yield from h.take()
     if h.get_stream is not None:
-        h.get_stream[1].end("client-closed", h._tick())
+        h.rec.failed(h.get_stream[0], "client disconnected", h._tick())
     yield from h.take()
 
 
