@@ -192,7 +192,7 @@ class _FileWork:
         self.digests = digests
         self.out = out
         self.messages = 0
-        self.eras: dict = {}  # era value -> [count, key of its first message]
+        self.eras: dict = {}  # Era -> [count, key of its first message]
         self.born: dict[str, int] = {}  # conn -> line its open session began
 
     def record(self, rec, line: int) -> None:
@@ -215,7 +215,7 @@ class _FileWork:
 
                 out.add(key, ("m", (rec.source, rec.seq), message_digest(rec.raw)))
             self.messages += 1
-            era = a.era.value
+            era = a.era  # (named at the end: Enum.value is a slow descriptor)
             seen = self.eras.get(era)
             if seen is None:
                 self.eras[era] = [1, key]
@@ -259,7 +259,7 @@ class _FileWork:
 
     def end(self, records: int) -> None:
         self.close_all(END)
-        eras = {era: (n, key) for era, (n, key) in self.eras.items()}
+        eras = {era.value: (n, key) for era, (n, key) in self.eras.items()}
         self.out.add((END, 9, 0), ("end", records, self.messages, eras))
 
 
@@ -379,7 +379,7 @@ def _whole(task: Task, rules: RuleSet, digests: bool, out: _Out) -> None:
     for f in work.analyser.finish():
         out.add((END, 2, 0), ("f", f))
     work._cells((END, 2, 0))
-    out.add((END, 9, 0), ("end", records, work.messages, dict(work.eras)))
+    out.add((END, 9, 0), ("end", records, work.messages, {e.value: v for e, v in work.eras.items()}))
 
 
 def _worker(conn, tasks: list[Task], k: int, n: int, rule_ids: list[str], digests: bool) -> None:
