@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.classify import id_key
+from tracer.http.endpoint_rounds import endpoint_rounds
 from tracer.model import Analysed, Direction, Era, Kind
 from tracer.session import FLOW_REQUESTS_CAP, BoundedMap, PendingRequest, Session
 
@@ -355,7 +356,7 @@ def _response(m: Analysed, s: Session, t: Tracking, req: PendingRequest) -> None
     if req.era is Era.MODERN and method != "server/discover":
         t.modern_results += 1
     if result.get("resultType") == "input_required":  # (is_input_required, inlined: every result)
-        _open_round(m, t, req, result)
+        _open_round(m, t, req, result, s)
         return
     if method == "server/discover":
         caps = result.get("capabilities")
@@ -380,7 +381,7 @@ def _note_elicitations(data: Any, seq: int, t: Tracking) -> None:
             t.elicitations.put(eid, seq)
 
 
-def _open_round(m: Analysed, t: Tracking, req: PendingRequest, result: dict) -> None:
+def _open_round(m: Analysed, t: Tracking, req: PendingRequest, result: dict, s: Session) -> None:
     key = retry_key(req.method, req.params)
     if key is None:
         return
@@ -400,6 +401,11 @@ def _open_round(m: Analysed, t: Tracking, req: PendingRequest, result: dict) -> 
     t.rounds.put(key, rnd)
     if type(rnd.state) is str:
         t.rounds_by_state.put((req.method, rnd.state), rnd)
+    ep = endpoint_rounds(m, s, req.era, True)  # stateless HTTP: a retry may come on another connection
+    if ep is not None:
+        ep.rounds.put(key, rnd)
+        if type(rnd.state) is str:
+            ep.by_state.put((req.method, rnd.state), rnd)
 
 
 def _page(m: Analysed, t: Tracking, req: PendingRequest, method: str, result: dict) -> None:
@@ -470,10 +476,14 @@ def link_retry(m: Analysed, s: Session, req: PendingRequest) -> None:
     state = params.get("requestState")
     if type(state) is str:
         rnd = t.rounds_by_state.get((m.method, state))
+    key = retry_key(m.method, params) if rnd is None else None
+    if key is not None:
+        rnd = t.rounds.get(key)
     if rnd is None:
-        key = retry_key(m.method, params)
-        if key is not None:
-            rnd = t.rounds.get(key)
+        ep = endpoint_rounds(m, s, m.era, False)  # stateless HTTP: a round on another connection
+        if ep is not None:
+            rnd = ep.by_state.get((m.method, state)) if type(state) is str else None
+            rnd = rnd or (ep.rounds.get(key) if key is not None else None)
     if rnd is None:
         return
     req.retry_of = rnd

@@ -116,6 +116,12 @@ async function session(c, modern) {
     emit('cancel_tool', { name: 'slow', cancelled: outcome === 'cancelled' });
     // The session must still work after a cancellation.
     await call('add', { a: 40, b: 2 }, false);
+    // (not over stateless legacy HTTP: each request meets a fresh server instance that never saw the
+    // initialize declaring elicitation, and answers "Client does not support form elicitation.")
+    if (tools.includes('confirm') && (modern || !overHttp)) {
+        const r = await call('confirm', { action: 'deploy' }, false);
+        expect(r.content?.[0]?.text === 'confirmed deploy', `confirm: ${JSON.stringify(r.content)}`);
+    }
     // The TS server's change announcement: on the listen stream (modern) or unsolicited (legacy;
     // not over stateless legacy HTTP, which has no stream for it: the GET is refused with 405).
     if (tools.includes('grow') && (modern || !overHttp)) {
@@ -148,7 +154,10 @@ async function main() {
     const { mode, url, command, script } = parse(process.argv.slice(2));
     overHttp = Boolean(url);
     const client = new Client({ name: 'mcptrace-ts-fixture-client', version: '1.0.0' },
-                              { versionNegotiation: { mode: MODES[mode] } });
+                              { versionNegotiation: { mode: MODES[mode] }, capabilities: { elicitation: { form: {} } } });
+    // The user always confirms (2025: answers elicitation/create; 2026-07-28: the SDK fulfils the
+    // input_required result with this handler and retries the call).
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { confirm: true } }));
     const transport = url
         ? new StreamableHTTPClientTransport(new URL(url))
         : new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: 'inherit' });

@@ -15,7 +15,7 @@ import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
-    McpServer, ResourceTemplate, createMcpHandler, localhostAllowedOrigins, originValidationResponse,
+    McpServer, ResourceTemplate, acceptedContent, createMcpHandler, inputRequired, localhostAllowedOrigins, originValidationResponse,
     hostHeaderValidationResponse, localhostAllowedHostnames
 } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -88,6 +88,26 @@ function build() {
         messages: [{ role: 'user', content: { type: 'text',
                                               text: `Please review this ${language ?? 'python'} code:\n${code}` } }]
     }));
+    server.registerTool('confirm', {
+        description: 'Ask the user to confirm an action (2026-07-28: input_required; 2025: elicitation/create).',
+        inputSchema: z.object({ action: z.string() })
+    }, async ({ action }, ctx) => {
+        const schema = z.object({ confirm: z.boolean() });
+        let yes;
+        if (ctx.mcpReq.envelope) {  // a modern request: multi-round-trip, the client retries with the answer
+            const got = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', schema);
+            if (got === undefined) {
+                return inputRequired({ inputRequests: {
+                    confirm: inputRequired.elicit({ message: `Confirm ${action}?`, requestedSchema: schema }) } });
+            }
+            yes = got.confirm;
+        } else {
+            const r = await ctx.mcpReq.elicitInput({ message: `Confirm ${action}?`, requestedSchema: {
+                type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] } });
+            yes = r.action === 'accept' && r.content?.confirm === true;
+        }
+        return { content: [{ type: 'text', text: `${yes ? 'confirmed' : 'declined'} ${action}` }] };
+    });
     server.registerTool('grow', {
         description: 'Announce that the tool list changed (notifications/tools/list_changed).',
         inputSchema: z.object({})
