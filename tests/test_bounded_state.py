@@ -47,7 +47,7 @@ def _largest_tables(mode: str, messages: int) -> dict[str, int]:
 
 @pytest.mark.parametrize("mode", longsession.MODES)
 def test_no_session_table_outgrows_its_window_in_a_long_session(small_caps, mode):
-    sizes = _largest_tables(mode, 6_000)
+    sizes = _largest_tables(mode, 3_000)
     # the cancelled requests still pending: CANCELLED_CAP, plus the few in flight
     assert sizes["session.pending"] <= CAP + 4
     # the session's pending cancellations and answered-with-params lists: one window each
@@ -60,7 +60,7 @@ def test_no_session_table_outgrows_its_window_in_a_long_session(small_caps, mode
 def test_a_long_session_lints_clean_as_its_first_cycles_do(small_caps):
     """A cap that forgot what a rule needs would show as findings only once the window is crossed."""
     for mode in longsession.MODES:
-        msgs, ends = analyse_all(longsession.records(mode, 6_000))
+        msgs, ends = analyse_all(longsession.records(mode, 3_000))
         found = sorted({f.rule for m in msgs for f in m.findings} | {f.rule for f in ends})
         assert found in ([], ["MCP905"]), (mode, found)  # (MCP905: the SDK asks for logs, deprecated)
 
