@@ -40,6 +40,7 @@ a = Analyser({rules})
 n = 0
 sizes = {{}}
 for i, rec in enumerate(longsession.records({mode!r}, {size})):
+    rec.seq = i + 1  # (as the capture writer numbers them)
     m = a.feed(rec)
     n += len(m.findings) if m is not None else len(a.take_end_findings())
     if i % 10000 == 0:  # (sampled: a stdio session is gone once its process exited)
@@ -63,7 +64,10 @@ def capture(directory: Path, mode: str, size: int) -> Path:
     path = directory / f"{mode}-{size}.{'log' if mode.startswith('hostlog') else 'jsonl'}"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")  # (two runs at once write their own)
-        (longsession.write_hostlog if mode.startswith("hostlog") else longsession.write)(tmp, mode, size)
+        # written by a child: a forked child's peak RSS starts at its parent's, so this process stays small
+        code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]; import longsession; "
+                f"longsession.{'write_hostlog' if mode.startswith('hostlog') else 'write'}({str(tmp)!r}, {mode!r}, {size})")
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
         tmp.rename(path)
     return path
 
