@@ -34,6 +34,7 @@ from tracer.analyser import _CLOSE_EVENTS as CLOSE_EVENTS
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem, read_capture
 from tracer.classify import classify_common, classify_raw
+from tracer.http.endpoint_rounds import KEY as ENDPOINT_ROUNDS
 from tracer.http.state import ENDPOINTS
 from tracer.inputs import HEAD_BYTES, InputError, OpenInput, open_input
 from tracer.model import Direction, Kind, RecordType
@@ -265,7 +266,10 @@ class _FileWork:
 
 # What sessions may share in a worker's analyser, kept right by the routing above: the sibling probe
 # anywhere; HTTP endpoint facts in worker 0, which has every HTTP connection.
-_SHARDABLE = {False: frozenset({SIBLING_PROBE}), True: frozenset({SIBLING_PROBE, ENDPOINTS})}
+# Facts sessions may share and still be sharded: the sibling probe (every worker follows it), and on
+# worker 0, which owns every HTTP connection, the HTTP endpoints' facts.
+_SHARDABLE = {False: frozenset({SIBLING_PROBE}),
+              True: frozenset({SIBLING_PROBE, ENDPOINTS, ENDPOINT_ROUNDS})}
 
 
 _MESSAGE = RecordType.MESSAGE
@@ -333,7 +337,8 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
                 load[w] += 1
                 work.record(item, line)
                 if a_.shared and not a_.shared.keys() <= _SHARDABLE[k == 0]:
-                    out.add((line, -1, 0), ("redo", line))
+                    # (this line is analysed and reported already: the re-lint starts after it)
+                    out.add((line + 1, -1, 0), ("redo", line + 1))
                     return
                 continue
         http = item.transport in HTTP_TRANSPORTS
@@ -357,8 +362,9 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
             shared = a_.shared
             if shared and not shared.keys() <= _SHARDABLE[k == 0]:
                 # what sessions share beyond worker 0's HTTP endpoints (a rule family's own
-                # cross-connection facts) would be seen by only this worker's sessions
-                out.add((line, -1, 0), ("redo", line))
+                # cross-connection facts) would be seen by only this worker's sessions; this line
+                # is analysed and reported already: the re-lint starts after it
+                out.add((line + 1, -1, 0), ("redo", line + 1))
                 return
         elif item.t_ns > a_.last_t_ns:  # (what Analyser.feed does first: the end time of open sessions)
             a_.last_t_ns = item.t_ns
