@@ -229,6 +229,11 @@ class ProxyRunner:
         try:
             self.master = self._build()
             await self.master.run()
+            # mitmproxy leaves its listening sockets to the process's exit; the live viewer runs
+            # the proxy in a thread of its own process, so close them here
+            ps = self.master.addons.get("proxyserver")
+            if ps is not None:
+                await ps.servers.update([])
         finally:
             mlog.removeHandler(handler)
         if self.error:
