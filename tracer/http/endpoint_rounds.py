@@ -29,17 +29,23 @@ def endpoint_rounds(m: Analysed, s: Session, era: Era, create: bool) -> Endpoint
     """The rounds of the endpoint M travelled to, when it is modern HTTP (else None)."""
     http = m.rec.http
     url = http.get("url") if http is not None and era is Era.MODERN else None
-    shared = s.extra.get("shared") if type(url) is str else None
-    if shared is None:
+    return endpoint_fact(s, url if type(url) is str else None, KEY, EndpointRounds, create)
+
+
+def endpoint_fact(s: Session, url: str | None, key: str, make, create: bool, cap: int = ENDPOINTS_CAP):
+    """What sessions share about the endpoint `url` names, under `key` of the analyser's shared
+    facts (a bounded table of endpoints): made by `make()` when `create`, else None when unknown."""
+    shared = s.extra.get("shared")
+    if shared is None or not url:
         return None
-    eps = shared.get(KEY)
-    if eps is None:
+    table = shared.get(key)
+    if table is None:
         if not create:
             return None
-        eps = shared[KEY] = BoundedMap(ENDPOINTS_CAP)
-    key = endpoint_of(url)
-    ep = eps.get(key)
-    if ep is None and create:
-        ep = EndpointRounds()
-        eps.put(key, ep)
-    return ep
+        table = shared[key] = BoundedMap(cap)
+    where = endpoint_of(url)
+    found = table.get(where)
+    if found is None and create:
+        found = make()
+        table.put(where, found)
+    return found

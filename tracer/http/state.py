@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.classify import id_key
-from tracer.http.headers import endpoint_of, pairs
+from tracer.http.endpoint_rounds import endpoint_fact
+from tracer.http.headers import pairs
 from tracer.http.tools import header_problem
 from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
 from tracer.rules.registry import observer
@@ -122,20 +123,7 @@ class EndpointFacts:
 
 
 def _endpoint(s: Session, url: str | None, create: bool) -> EndpointFacts | None:
-    shared = s.extra.get("shared")
-    if shared is None or not url:
-        return None
-    endpoints = shared.get(ENDPOINTS)
-    if endpoints is None:
-        if not create:
-            return None
-        endpoints = shared[ENDPOINTS] = BoundedMap(ENDPOINTS_CAP)
-    key = endpoint_of(url)
-    found = endpoints.get(key)
-    if found is None and create:
-        found = EndpointFacts()
-        endpoints.put(key, found)
-    return found
+    return endpoint_fact(s, url, ENDPOINTS, EndpointFacts, create, ENDPOINTS_CAP)
 
 
 def endpoint_tool(s: Session, facts: FlowFacts | None, name: Any) -> dict | None:
