@@ -90,7 +90,9 @@ class FlowAnnotator:
     def _announce(self, flows: list[http.HTTPFlow]) -> None:
         if not flows:
             return
-        task = asyncio.get_running_loop().create_task(ctx.master.addons.trigger_event(hooks.UpdateHook(flows)))
+        task = asyncio.get_running_loop().create_task(
+            ctx.master.addons.trigger_event(hooks.UpdateHook(flows))
+        )
         self._tasks.add(task)  # keep a reference until it ran
         task.add_done_callback(self._tasks.discard)
 
@@ -128,13 +130,26 @@ def annotate(flow: http.HTTPFlow, note: dict[str, Any]) -> None:
     n = note["findings"]
     era = note.get("era", "unknown")
     rules = f" ({', '.join(note['rules'][:4])})" if n else ""
-    text = " · ".join([f"MCP {note.get('method') or '(no method)'}", "/".join(note["kinds"]) or "http", era,
-                       f"{n} finding{'s' if n != 1 else ''}{rules}"])
+    text = " · ".join(
+        [
+            f"MCP {note.get('method') or '(no method)'}",
+            "/".join(note["kinds"]) or "http",
+            era,
+            f"{n} finding{'s' if n != 1 else ''}{rules}",
+        ]
+    )
     if not flow.comment or flow.metadata.get("mcp.comment") == flow.comment:
         flow.comment = text
         flow.metadata["mcp.comment"] = text
-    flow.metadata.update({"mcp.method": note.get("method") or "", "mcp.kind": "/".join(note["kinds"]),
-                          "mcp.era": era, "mcp.findings": n, "mcp.conn": note.get("conn", "")})
+    flow.metadata.update(
+        {
+            "mcp.method": note.get("method") or "",
+            "mcp.kind": "/".join(note["kinds"]),
+            "mcp.era": era,
+            "mcp.findings": n,
+            "mcp.conn": note.get("conn", ""),
+        }
+    )
     marker = MARKERS.get(note["worst"]) if note["worst"] is not None else None
     if marker and (not flow.marked or flow.marked in MARKERS.values()):
         flow.marked = marker

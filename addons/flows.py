@@ -33,14 +33,24 @@ def request_facts(flow: http.HTTPFlow, *, live: bool = True) -> tuple:
     body = req.get_content(strict=False) if req.raw_content is not None else None
     # live: now (the request hook runs as its body completes); from a file: the flow's timestamps
     t_ns = time.time_ns() if live else int((req.timestamp_end or req.timestamp_start) * 1e9)
-    return (flow.id, conn.peername if conn else None, conn.id if conn else "", req.method, req.url,
-            req.headers.fields, body, t_ns)
+    return (
+        flow.id,
+        conn.peername if conn else None,
+        conn.id if conn else "",
+        req.method,
+        req.url,
+        req.headers.fields,
+        body,
+        t_ns,
+    )
 
 
 def exchange_from(facts: tuple) -> Exchange:
     fid, peer, client_id, method, url, fields, body, t_ns = facts
     client = f"{peer[0]}:{peer[1]}" if peer else ""
-    ex = Exchange(id=fid, client=client, method=method, url=url, req_headers=_fields(fields), client_id=client_id)
+    ex = Exchange(
+        id=fid, client=client, method=method, url=url, req_headers=_fields(fields), client_id=client_id
+    )
     ex.req_body = body
     ex.t_ns = t_ns
     return ex
@@ -54,7 +64,12 @@ def exchange_of(flow: http.HTTPFlow, *, live: bool = True) -> Exchange:
 def response_facts(flow: http.HTTPFlow, *, live: bool = True) -> tuple:
     resp = flow.response
     t_ns = time.time_ns() if live else int(resp.timestamp_start * 1e9)
-    return resp.status_code, resp.headers.fields, t_ns, flow.server_conn.peername if flow.server_conn else None
+    return (
+        resp.status_code,
+        resp.headers.fields,
+        t_ns,
+        flow.server_conn.peername if flow.server_conn else None,
+    )
 
 
 def note_response_facts(ex: Exchange, facts: tuple) -> None:

@@ -54,7 +54,9 @@ class McpCapture:
         self._tees: dict[str, SseTee] = {}
         self._listener_failed = False
         self.managed = False  # the runner opens the capture once the proxy listens (never before)
-        self.stopped = False  # done(): the capture is closed; anything mitmproxy reports later is past its end
+        self.stopped = (
+            False  # done(): the capture is closed; anything mitmproxy reports later is past its end
+        )
         self.background = background  # record on a thread of its own once mitmproxy runs
         self._thread: CaptureThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -64,19 +66,38 @@ class McpCapture:
     # -- options ---------------------------------------------------------------------------------
 
     def load(self, loader) -> None:
-        loader.add_option("mcptrace_output", str, "",
-                          "mcptrace: capture file to write (default: a new file in "
-                          "$XDG_STATE_HOME/mcptrace/captures/)")
-        loader.add_option("mcptrace_redact", bool, True,
-                          "mcptrace: redact credentials (Authorization, Cookie, API keys) in the capture")
-        loader.add_option("mcptrace_overwrite", bool, False,
-                          "mcptrace: replace an existing mcptrace_output file (default: append a new "
-                          "session to a capture; a file that is not a capture is refused)")
-        loader.add_option("mcptrace_filter", str, "",
-                          "mcptrace: only look at flows matching this mitmproxy filter expression "
-                          "(default: every flow; MCP is recognised by content)")
-        loader.add_option("mcptrace_annotate", bool, True,
-                          "mcptrace: write MCP annotations (comment, marker, mcp.* metadata) on flows")
+        loader.add_option(
+            "mcptrace_output",
+            str,
+            "",
+            "mcptrace: capture file to write (default: a new file in $XDG_STATE_HOME/mcptrace/captures/)",
+        )
+        loader.add_option(
+            "mcptrace_redact",
+            bool,
+            True,
+            "mcptrace: redact credentials (Authorization, Cookie, API keys) in the capture",
+        )
+        loader.add_option(
+            "mcptrace_overwrite",
+            bool,
+            False,
+            "mcptrace: replace an existing mcptrace_output file (default: append a new "
+            "session to a capture; a file that is not a capture is refused)",
+        )
+        loader.add_option(
+            "mcptrace_filter",
+            str,
+            "",
+            "mcptrace: only look at flows matching this mitmproxy filter expression "
+            "(default: every flow; MCP is recognised by content)",
+        )
+        loader.add_option(
+            "mcptrace_annotate",
+            bool,
+            True,
+            "mcptrace: write MCP annotations (comment, marker, mcp.* metadata) on flows",
+        )
 
     def configure(self, updated: set[str]) -> None:
         if "mcptrace_filter" in updated:
@@ -110,11 +131,15 @@ class McpCapture:
                 from tracer.paths import default_capture_path
 
                 self.path = str(default_capture_path(self.header_extra.get("label") or "mitmproxy"))
-            head = header_record("http", upstream=self.header_extra.get("upstream"),
-                                 label=self.header_extra.get("label"),
-                                 extra={k: v for k, v in self.header_extra.items() if k not in ("upstream", "label")})
-            self.writer = CaptureWriter(self.path, head, redact=ctx.options.mcptrace_redact,
-                                        overwrite=ctx.options.mcptrace_overwrite)
+            head = header_record(
+                "http",
+                upstream=self.header_extra.get("upstream"),
+                label=self.header_extra.get("label"),
+                extra={k: v for k, v in self.header_extra.items() if k not in ("upstream", "label")},
+            )
+            self.writer = CaptureWriter(
+                self.path, head, redact=ctx.options.mcptrace_redact, overwrite=ctx.options.mcptrace_overwrite
+            )
         return self.path
 
     def running(self) -> None:

@@ -67,7 +67,9 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     except exceptions.FlowReadException as exc:
         problem = ReadProblem(source, index + 1, f"cannot read flow {index + 1}: {exc}")
     for cid, (t, last) in closed.items():
-        steps.append(Step(t, CLIENT_CLOSED, last, Exchange(id="", client="", method="", url="", client_id=cid)))
+        steps.append(
+            Step(t, CLIENT_CLOSED, last, Exchange(id="", client="", method="", url="", client_id=cid))
+        )
     yield from replay(steps, source)
     if problem is not None:
         yield problem

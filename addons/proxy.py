@@ -81,9 +81,11 @@ def upstream_target(url: str) -> tuple[str, str]:
         raise ProxyError(f"--upstream {shown!r} is not an http:// or https:// URL")
     if u.username is not None or u.password is not None:
         # mitmproxy's reverse mode cannot send userinfo on; the host must send its credentials itself
-        raise ProxyError(f"--upstream {shown!r}: credentials in the URL (user:password@) are not passed on "
-                         "by the reverse proxy; give the URL without them and let the host authenticate "
-                         "(e.g. an Authorization header)")
+        raise ProxyError(
+            f"--upstream {shown!r}: credentials in the URL (user:password@) are not passed on "
+            "by the reverse proxy; give the URL without them and let the host authenticate "
+            "(e.g. an Authorization header)"
+        )
     rest = (u.path or "/") + (f"?{u.query}" if u.query else "")
     return f"{u.scheme}://{u.netloc}", rest
 
@@ -121,12 +123,16 @@ class _UpstreamFailures:
         self._said_at = now
         server = data.server
         host, port = server.address if server.address else ("?", 0)
-        where = self.runner.cfg.upstream if self.runner.cfg.upstream and not self.runner.cfg.modes \
+        where = (
+            self.runner.cfg.upstream
+            if self.runner.cfg.upstream and not self.runner.cfg.modes
             else f"{_url_host(host)}:{port}"
+        )
         more = f" ({self._unsaid} more failed connections not shown)" if self._unsaid else ""
         self._unsaid = 0
-        self.runner.notice(f"cannot connect to the upstream {where}: {server.error or 'failed'}; the host got "
-                           f"a 502{more}")
+        self.runner.notice(
+            f"cannot connect to the upstream {where}: {server.error or 'failed'}; the host got a 502{more}"
+        )
 
     def done(self) -> None:
         if self._unsaid:
@@ -203,8 +209,12 @@ class ProxyRunner:
             # connects ("eager"): an upstream that is down then costs the host a 502 and the capture
             # a request with its error, where eager mitmproxy just drops the host's connection.
             opts.update(connection_strategy="lazy")
-        settings = {"mcptrace_redact": cfg.redact, "mcptrace_filter": cfg.flow_filter,
-                    "mcptrace_annotate": cfg.annotate, "mcptrace_overwrite": cfg.overwrite}
+        settings = {
+            "mcptrace_redact": cfg.redact,
+            "mcptrace_filter": cfg.flow_filter,
+            "mcptrace_annotate": cfg.annotate,
+            "mcptrace_overwrite": cfg.overwrite,
+        }
         if cfg.output:
             settings["mcptrace_output"] = cfg.output
         try:
@@ -258,7 +268,11 @@ class ProxyRunner:
         ps = self.master.addons.get("proxyserver")
         failed = [s for s in ps.servers if s.last_exception is not None]
         if failed or not ps.listen_addrs():
-            why = str(failed[0].last_exception) if failed else (self._errors[0] if self._errors else "no listener")
+            why = (
+                str(failed[0].last_exception)
+                if failed
+                else (self._errors[0] if self._errors else "no listener")
+            )
             why = why.splitlines()[0] if why.strip() else "no listener"  # one line for the user
             self.error = f"cannot start the proxy: {why}"
             self.master.shutdown()
@@ -284,13 +298,19 @@ class ProxyRunner:
             if mode.type_name == "reverse" and self.cfg.upstream:
                 client_url = f"http://{_url_host(host)}:{port}{upstream_target(self.cfg.upstream)[1]}"
                 shown = shown_url(client_url) if self.cfg.redact else client_url
-                lines.append(f"proxying {shown_url(self.cfg.upstream) if self.cfg.redact else self.cfg.upstream}")
+                lines.append(
+                    f"proxying {shown_url(self.cfg.upstream) if self.cfg.redact else self.cfg.upstream}"
+                )
                 note = " (with the redacted values of --upstream's URL)" if shown != client_url else ""
                 lines.append(f"give the host this URL: {shown}{note}")
             elif mode.type_name in ("regular", "upstream"):
-                lines.append(f"HTTP(S) proxy listening on http://{_url_host(host)}:{port} ({mode.description})")
-                lines.append(f"point the host at it (HTTPS_PROXY=http://{_url_host(host)}:{port}) and trust "
-                             f"mitmproxy's CA {CA_CERT} to keep https:// URLs")
+                lines.append(
+                    f"HTTP(S) proxy listening on http://{_url_host(host)}:{port} ({mode.description})"
+                )
+                lines.append(
+                    f"point the host at it (HTTPS_PROXY=http://{_url_host(host)}:{port}) and trust "
+                    f"mitmproxy's CA {CA_CERT} to keep https:// URLs"
+                )
             else:
                 lines.append(f"mitmproxy {mode.description} listening on {_url_host(host)}:{port}")
         lines.append(f"capture: {capture}")

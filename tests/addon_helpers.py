@@ -14,33 +14,75 @@ from tracer.model import Record, RecordType
 
 URL_HOST, URL_PORT = "127.0.0.1", 8765
 ACCEPT_BOTH = (b"accept", b"application/json, text/event-stream")
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-INIT_RESULT = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                                                      "serverInfo": {"name": "s", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+INIT_RESULT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "result": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"},
+    },
+}
 
 
 def body(obj) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def flow(method: bytes = b"POST", path: bytes = b"/mcp", content: bytes | None = b"", headers=(),
-         status: int = 200, resp_headers=(), resp_content: bytes | None = b"", client=("127.0.0.1", 50000)):
+def flow(
+    method: bytes = b"POST",
+    path: bytes = b"/mcp",
+    content: bytes | None = b"",
+    headers=(),
+    status: int = 200,
+    resp_headers=(),
+    resp_content: bytes | None = b"",
+    client=("127.0.0.1", 50000),
+):
     """A flow with its response (headers and, unless streamed, body)."""
-    req = tutils.treq(method=method, host=URL_HOST, port=URL_PORT, path=path,
-                      headers=http.Headers([*headers]), content=content)
+    req = tutils.treq(
+        method=method,
+        host=URL_HOST,
+        port=URL_PORT,
+        path=path,
+        headers=http.Headers([*headers]),
+        content=content,
+    )
     resp = tutils.tresp(status_code=status, headers=http.Headers([*resp_headers]), content=resp_content)
     f = tflow.tflow(req=req, resp=resp)
     f.client_conn.peername = client
     return f
 
 
-def post(obj_or_bytes, *, resp=None, status=200, headers=(ACCEPT_BOTH, (b"content-type", b"application/json")),
-         resp_headers=((b"content-type", b"application/json"),), client=("127.0.0.1", 50000)):
+def post(
+    obj_or_bytes,
+    *,
+    resp=None,
+    status=200,
+    headers=(ACCEPT_BOTH, (b"content-type", b"application/json")),
+    resp_headers=((b"content-type", b"application/json"),),
+    client=("127.0.0.1", 50000),
+):
     content = obj_or_bytes if isinstance(obj_or_bytes, bytes) else body(obj_or_bytes)
     resp_content = resp if isinstance(resp, bytes) or resp is None else body(resp)
-    return flow(content=content, headers=headers, status=status, resp_headers=resp_headers,
-                resp_content=resp_content, client=client)
+    return flow(
+        content=content,
+        headers=headers,
+        status=status,
+        resp_headers=resp_headers,
+        resp_content=resp_content,
+        client=client,
+    )
 
 
 def exchange(addon, f) -> None:
@@ -72,7 +114,11 @@ def stream(addon, f, chunks: list[bytes], *, on_chunk=None, end: bool = True) ->
 
 def records(path: Path) -> list[Record]:
     with open(path, "rb") as fh:
-        return [r for r in read_capture(fh, str(path)) if isinstance(r, Record) and r.type is not RecordType.HEADER]
+        return [
+            r
+            for r in read_capture(fh, str(path))
+            if isinstance(r, Record) and r.type is not RecordType.HEADER
+        ]
 
 
 def sse_body(*events: tuple[str | None, str, str | None]) -> bytes:

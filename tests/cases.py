@@ -36,18 +36,27 @@ def build_records(entries: list[dict], default_transport: str = "stdio") -> list
     out: list[Record] = []
     for i, e in enumerate(entries, 1):
         t_ns = T0 + int(float(e.get("t_ms", i)) * 1_000_000)
-        common = dict(seq=i, t_ns=t_ns, conn=str(e.get("conn", "c1")),
-                      transport=e.get("transport", default_transport), line=i, source="case")
+        common = dict(
+            seq=i,
+            t_ns=t_ns,
+            conn=str(e.get("conn", "c1")),
+            transport=e.get("transport", default_transport),
+            line=i,
+            source="case",
+        )
         if "event" in e:
-            out.append(Record(RecordType.EVENT, data=e["event"], http=e.get("http"), sse=e.get("sse"), **common))
+            out.append(
+                Record(RecordType.EVENT, data=e["event"], http=e.get("http"), sse=e.get("sse"), **common)
+            )
             continue
         if "stderr" in e or "stderr_b64" in e:
             raw = e["stderr"].encode() if "stderr" in e else base64.b64decode(e["stderr_b64"])
             out.append(Record(RecordType.STDERR, raw=raw, offset=e.get("offset"), **common))
             continue
         if "http_only" in e:
-            out.append(Record(RecordType.HTTP, http=e["http_only"], raw=e.get("body", "").encode("utf-8"),
-                              **common))
+            out.append(
+                Record(RecordType.HTTP, http=e["http_only"], raw=e.get("body", "").encode("utf-8"), **common)
+            )
             continue
         for d in ("c2s", "s2c"):
             if d in e:
@@ -58,8 +67,18 @@ def build_records(entries: list[dict], default_transport: str = "stdio") -> list
                 raw = base64.b64decode(e[f"{d}_b64"])
             else:
                 continue
-            out.append(Record(RecordType.MESSAGE, dir=Direction(d), raw=raw, http=e.get("http"),
-                              sse=e.get("sse"), offset=e.get("offset"), eol=e.get("eol", True), **common))
+            out.append(
+                Record(
+                    RecordType.MESSAGE,
+                    dir=Direction(d),
+                    raw=raw,
+                    http=e.get("http"),
+                    sse=e.get("sse"),
+                    offset=e.get("offset"),
+                    eol=e.get("eol", True),
+                    **common,
+                )
+            )
             break
         else:
             raise ValueError(f"case entry {i} has no message: {e}")

@@ -19,7 +19,7 @@ async def main(argv: list[str]) -> int:
     if argv[0] == "--url":
         target: object = argv[1]
     else:
-        command = argv[argv.index("--") + 1:]
+        command = argv[argv.index("--") + 1 :]
         target = StdioServerParameters(command=command[0], args=command[1:])
     async with Client(target, mode="legacy", cache=None, read_timeout_seconds=120) as client:
         await client.call_tool("echo", {"text": "before the stop"})

@@ -28,22 +28,95 @@ from tracer.report import EXTRA_FORMATS, FORMATS, make_reporter
 from tracer.rules.registry import select_rules
 from tracer.view.viewdata import basics_from_line
 
-HEADER = {"type": "header", "format": "mcptrace", "version": 1, "tool": "mcptrace/fuzz", "t_ns": 1,
-          "transport": "stdio"}
-RECORD_FIELDS = ("transport", "conn", "offset", "eol", "dir_inferred", "http", "sse", "data", "t_ns", "seq",
-                 "dir", "text", "b64", "type")
-HTTP_FIELDS = ("method", "url", "status", "flow", "content_type", "request_t_ns", "req_headers",
-               "resp_headers", "stream", "session")
+HEADER = {
+    "type": "header",
+    "format": "mcptrace",
+    "version": 1,
+    "tool": "mcptrace/fuzz",
+    "t_ns": 1,
+    "transport": "stdio",
+}
+RECORD_FIELDS = (
+    "transport",
+    "conn",
+    "offset",
+    "eol",
+    "dir_inferred",
+    "http",
+    "sse",
+    "data",
+    "t_ns",
+    "seq",
+    "dir",
+    "text",
+    "b64",
+    "type",
+)
+HTTP_FIELDS = (
+    "method",
+    "url",
+    "status",
+    "flow",
+    "content_type",
+    "request_t_ns",
+    "req_headers",
+    "resp_headers",
+    "stream",
+    "session",
+)
 SSE_FIELDS = ("id", "event", "stream", "retry", "data")
 # Members rules and tracking use as keys or compare (family 2): mutated more often than the rest.
-KEY_MEMBERS = frozenset({
-    "method", "id", "level", "cursor", "nextCursor", "type", "code", "name", "uri", "progressToken",
-    "requestId", "protocolVersion", "resultType", "elicitationId", "taskId", "status", "mode", "role",
-    "mimeType", "ref", "action", "jsonrpc", "progress", "total", "_meta", "params", "result", "error",
-    "inputRequests", "requestState", "tools", "content", "capabilities", "subscriptions", "listChanged",
-    "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/logLevel", "task", "ttl",
-    "supportedVersions", "reason", "message", "data", "arguments", "annotations", "sampling", "roots",
-})
+KEY_MEMBERS = frozenset(
+    {
+        "method",
+        "id",
+        "level",
+        "cursor",
+        "nextCursor",
+        "type",
+        "code",
+        "name",
+        "uri",
+        "progressToken",
+        "requestId",
+        "protocolVersion",
+        "resultType",
+        "elicitationId",
+        "taskId",
+        "status",
+        "mode",
+        "role",
+        "mimeType",
+        "ref",
+        "action",
+        "jsonrpc",
+        "progress",
+        "total",
+        "_meta",
+        "params",
+        "result",
+        "error",
+        "inputRequests",
+        "requestState",
+        "tools",
+        "content",
+        "capabilities",
+        "subscriptions",
+        "listChanged",
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/logLevel",
+        "task",
+        "ttl",
+        "supportedVersions",
+        "reason",
+        "message",
+        "data",
+        "arguments",
+        "annotations",
+        "sampling",
+        "roots",
+    }
+)
 DATA_FIELDS = ("event", "code", "stream", "reason", "signal", "dropped")
 
 
@@ -187,7 +260,8 @@ def mutate(rng: random.Random, session: list[dict]) -> list[dict]:
                 if type(http.get("req_headers")) is not list:
                     http["req_headers"] = []
                 http["req_headers"].append(
-                    rng.choice(([hostile(rng), "v"], ["mcp-protocol-version", hostile(rng)], [hostile(rng)])))
+                    rng.choice(([hostile(rng), "v"], ["mcp-protocol-version", hostile(rng)], [hostile(rng)]))
+                )
         elif r < 0.94:
             sse = rec.get("sse") if type(rec.get("sse")) is dict else {}
             rec["sse"] = sse
@@ -295,8 +369,11 @@ def run_annotator(data: bytes) -> str | None:
 def signature(tb: str) -> str:
     """The last frame inside the project and the exception line: one per distinct bug."""
     lines = tb.strip().splitlines()
-    frames = [x.strip() for x in lines if x.strip().startswith("File ") and "/work/main/" in x
-              and "fuzz_support" not in x]
+    frames = [
+        x.strip()
+        for x in lines
+        if x.strip().startswith("File ") and "/work/main/" in x and "fuzz_support" not in x
+    ]
     return (frames[-1] if frames else "?") + " | " + lines[-1][:160]
 
 

@@ -17,8 +17,15 @@ import orjson
 T0 = 1_795_000_000_000_000_000
 
 
-def _line(seq: int, t: int, direction: str | None, obj: dict | None, rtype: str = "message", text: str | None = None,
-          conn: str = "stdio-1") -> bytes:
+def _line(
+    seq: int,
+    t: int,
+    direction: str | None,
+    obj: dict | None,
+    rtype: str = "message",
+    text: str | None = None,
+    conn: str = "stdio-1",
+) -> bytes:
     rec = {"type": rtype, "seq": seq, "t_ns": t}
     if direction:
         rec["dir"] = direction
@@ -34,8 +41,16 @@ def generate(path: str | os.PathLike, messages: int, pad: int = 200, connections
     each opened by its own handshake."""
     filler = "lorem ipsum dolor sit amet " * (pad // 27 + 1)
     filler = filler[:pad]
-    head = {"type": "header", "format": "mcptrace", "version": 1, "tool": "mcptrace/gen", "t_ns": T0,
-            "started": "2026-11-18T00:00:00.000Z", "transport": "stdio", "command": ["python", "server.py"]}
+    head = {
+        "type": "header",
+        "format": "mcptrace",
+        "version": 1,
+        "tool": "mcptrace/gen",
+        "t_ns": T0,
+        "started": "2026-11-18T00:00:00.000Z",
+        "transport": "stdio",
+        "command": ["python", "server.py"],
+    }
     lines = [orjson.dumps(head)]
     seq = 0
     t = T0
@@ -52,24 +67,68 @@ def generate(path: str | os.PathLike, messages: int, pad: int = 200, connections
     with open(path, "wb") as fh:
         for c in range(1, connections + 1):
             conn = f"stdio-{c}"
-            add("c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "gen", "version": "1"}}})
-            add("s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25",
-                                                              "capabilities": {"tools": {}},
-                                                              "serverInfo": {"name": "gen", "version": "1"}}})
+            add(
+                "c2s",
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "gen", "version": "1"},
+                    },
+                },
+            )
+            add(
+                "s2c",
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "gen", "version": "1"},
+                    },
+                },
+            )
             add("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"})
             written += 3
         i = 0
         while written < messages:
             i += 1
             conn = f"stdio-{i % connections + 1}"
-            add("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                        "params": {"name": "search", "arguments": {"query": f"q{i} {filler}"}, "_meta": {"progressToken": i}}})
-            add("s2c", {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": i, "progress": 1}})
+            add(
+                "c2s",
+                {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "search",
+                        "arguments": {"query": f"q{i} {filler}"},
+                        "_meta": {"progressToken": i},
+                    },
+                },
+            )
+            add(
+                "s2c",
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": i, "progress": 1},
+                },
+            )
             if i % 50 == 0:
-                add("s2c", {"jsonrpc": "2.0", "id": i, "error": {"code": -32603, "message": "backend timeout"}})
+                add(
+                    "s2c",
+                    {"jsonrpc": "2.0", "id": i, "error": {"code": -32603, "message": "backend timeout"}},
+                )
             else:
-                add("s2c", {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": filler}]}})
+                add(
+                    "s2c",
+                    {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": filler}]}},
+                )
             written += 3
             if i % 97 == 0:
                 add(None, None, "stderr", f"worker {i}: cache miss")

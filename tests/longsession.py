@@ -36,21 +36,50 @@ LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 CLIENT = {"name": "mcptrace-fixture-client", "version": "1.0.0"}
 SERVER = {"name": "mcptrace-fixture", "version": "1.0.0"}
-META = {f"io.modelcontextprotocol/{k}": v for k, v in
-        (("protocolVersion", MODERN), ("clientInfo", CLIENT), ("clientCapabilities", {"elicitation": {}}),
-         ("logLevel", "info"))}
+META = {
+    f"io.modelcontextprotocol/{k}": v
+    for k, v in (
+        ("protocolVersion", MODERN),
+        ("clientInfo", CLIENT),
+        ("clientCapabilities", {"elicitation": {}}),
+        ("logLevel", "info"),
+    )
+}
 SERVER_META = {"io.modelcontextprotocol/serverInfo": SERVER}
 TOOLS = [
-    {"name": "echo", "description": "Return the text unchanged (and log one info line).",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
-    {"name": "add", "description": "Add two integers.", "inputSchema": {
-        "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}},
-    {"name": "fail", "description": "Always fails: the result has isError true.",
-     "inputSchema": {"type": "object", "properties": {"reason": {"type": "string"}}}},
-    {"name": "slow", "description": "Count to `steps`, reporting progress at each step; cancellable.",
-     "inputSchema": {"type": "object", "properties": {"steps": {"type": "integer"}}, "required": ["steps"]}},
-    {"name": "deploy", "description": "Deploy after the user confirms.",
-     "inputSchema": {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}},
+    {
+        "name": "echo",
+        "description": "Return the text unchanged (and log one info line).",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {
+        "name": "add",
+        "description": "Add two integers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
+    {
+        "name": "fail",
+        "description": "Always fails: the result has isError true.",
+        "inputSchema": {"type": "object", "properties": {"reason": {"type": "string"}}},
+    },
+    {
+        "name": "slow",
+        "description": "Count to `steps`, reporting progress at each step; cancellable.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"steps": {"type": "integer"}},
+            "required": ["steps"],
+        },
+    },
+    {
+        "name": "deploy",
+        "description": "Deploy after the user confirms.",
+        "inputSchema": {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]},
+    },
 ]
 
 # (direction, message, how it travels over HTTP): "call" a request answered as JSON, "stream" a
@@ -59,7 +88,16 @@ TOOLS = [
 # GET stream, "reply" the client's answer to a server request (202), "cut" the client cancels the
 # current stream's request (the stream ends without a result).
 Step = tuple[Direction, dict, str]
-CACHED = frozenset({"server/discover", "tools/list", "resources/read", "resources/list", "prompts/list", "resources/templates/list"})
+CACHED = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "resources/read",
+        "resources/list",
+        "prompts/list",
+        "resources/templates/list",
+    }
+)
 C2S, S2C = Direction.C2S, Direction.S2C
 
 
@@ -92,15 +130,45 @@ class Session:
         if self.modern:
             req = self._req("server/discover")
             yield C2S, req, "call"
-            yield S2C, self._res(req, {"supportedVersions": [MODERN], "capabilities": {
-                "tools": {}, "resources": {}, "prompts": {}, "logging": {}}, "serverInfo": SERVER}), "call"
+            yield (
+                S2C,
+                self._res(
+                    req,
+                    {
+                        "supportedVersions": [MODERN],
+                        "capabilities": {"tools": {}, "resources": {}, "prompts": {}, "logging": {}},
+                        "serverInfo": SERVER,
+                    },
+                ),
+                "call",
+            )
             return
-        req = self._req("initialize", {"protocolVersion": LEGACY, "capabilities": {"roots": {"listChanged": True}},
-                                       "clientInfo": CLIENT})
+        req = self._req(
+            "initialize",
+            {
+                "protocolVersion": LEGACY,
+                "capabilities": {"roots": {"listChanged": True}},
+                "clientInfo": CLIENT,
+            },
+        )
         yield C2S, req, "call"
-        yield S2C, self._res(req, {"protocolVersion": LEGACY, "serverInfo": SERVER, "capabilities": {
-            "logging": {}, "prompts": {"listChanged": False}, "resources": {"listChanged": False, "subscribe": True},
-            "tools": {"listChanged": False}}}), "call"
+        yield (
+            S2C,
+            self._res(
+                req,
+                {
+                    "protocolVersion": LEGACY,
+                    "serverInfo": SERVER,
+                    "capabilities": {
+                        "logging": {},
+                        "prompts": {"listChanged": False},
+                        "resources": {"listChanged": False, "subscribe": True},
+                        "tools": {"listChanged": False},
+                    },
+                },
+            ),
+            "call",
+        )
         yield C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"}, "note"
         req = self._req("logging/setLevel", {"level": "info"})
         yield C2S, req, "call"
@@ -111,26 +179,80 @@ class Session:
         n = self.cycle
         req = self._req("tools/call", {"name": "echo", "arguments": {"text": f"hello {n}"}})
         yield C2S, req, "stream"
-        yield S2C, {"jsonrpc": "2.0", "method": "notifications/message", "params": {
-            "level": "info", "logger": "fixture", "data": f"echo called with hello {n}"}}, "on"
-        yield S2C, self._res(req, {"content": [{"type": "text", "text": f"hello {n}"}], "isError": False,
-                                   "structuredContent": {"result": f"hello {n}"}}), "on"
+        yield (
+            S2C,
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "logger": "fixture", "data": f"echo called with hello {n}"},
+            },
+            "on",
+        )
+        yield (
+            S2C,
+            self._res(
+                req,
+                {
+                    "content": [{"type": "text", "text": f"hello {n}"}],
+                    "isError": False,
+                    "structuredContent": {"result": f"hello {n}"},
+                },
+            ),
+            "on",
+        )
         req = self._req("tools/call", {"name": "add", "arguments": {"a": n, "b": 3}})
         yield C2S, req, "call"
-        yield S2C, self._res(req, {"content": [{"type": "text", "text": str(n + 3)}], "isError": False,
-                                   "structuredContent": {"result": n + 3}}), "call"
+        yield (
+            S2C,
+            self._res(
+                req,
+                {
+                    "content": [{"type": "text", "text": str(n + 3)}],
+                    "isError": False,
+                    "structuredContent": {"result": n + 3},
+                },
+            ),
+            "call",
+        )
         req = self._req("tools/call", {"name": "fail", "arguments": {"reason": "on purpose"}})
         yield C2S, req, "call"
-        yield S2C, self._res(req, {"content": [{"type": "text", "text": "Error executing tool fail: on purpose"}],
-                                   "isError": True}), "call"
+        yield (
+            S2C,
+            self._res(
+                req,
+                {
+                    "content": [{"type": "text", "text": "Error executing tool fail: on purpose"}],
+                    "isError": True,
+                },
+            ),
+            "call",
+        )
         uri = f"fixture://items/{n}"
         req = self._req("resources/read", {"uri": uri})
         yield C2S, req, "call"
-        yield S2C, self._res(req, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"item {n}"}]}), "call"
+        yield (
+            S2C,
+            self._res(req, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": f"item {n}"}]}),
+            "call",
+        )
         req = self._req("prompts/get", {"name": "review", "arguments": {"code": f"print({n})"}})
         yield C2S, req, "call"
-        yield S2C, self._res(req, {"description": "Ask for a review of some code.", "messages": [
-            {"role": "user", "content": {"type": "text", "text": f"Please review this code:\nprint({n})"}}]}), "call"
+        yield (
+            S2C,
+            self._res(
+                req,
+                {
+                    "description": "Ask for a review of some code.",
+                    "messages": [
+                        {
+                            "role": "user",
+                            "content": {"type": "text", "text": f"Please review this code:\nprint({n})"},
+                        }
+                    ],
+                },
+            ),
+            "call",
+        )
         yield from self._slow(3, cancel=False)
         yield from self._slow(5, cancel=True)
         if n % 4 == 0 and not self.modern:  # (ping is removed in 2026-07-28)
@@ -144,17 +266,48 @@ class Session:
 
     def _slow(self, steps: int, cancel: bool) -> Iterator[Step]:
         token = self.next_id + 1
-        req = self._req("tools/call", {"name": "slow", "arguments": {"steps": steps}, "_meta": {"progressToken": token}})
+        req = self._req(
+            "tools/call", {"name": "slow", "arguments": {"steps": steps}, "_meta": {"progressToken": token}}
+        )
         yield C2S, req, "stream"
         for i in range(1, 2 if cancel else steps + 1):
-            yield S2C, {"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                "progressToken": token, "progress": i, "total": steps, "message": f"step {i}/{steps}"}}, "on"
+            yield (
+                S2C,
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {
+                        "progressToken": token,
+                        "progress": i,
+                        "total": steps,
+                        "message": f"step {i}/{steps}",
+                    },
+                },
+                "on",
+            )
         if cancel:
-            yield C2S, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {
-                "requestId": req["id"], "reason": "caller cancelled"}}, "cut"
+            yield (
+                C2S,
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": req["id"], "reason": "caller cancelled"},
+                },
+                "cut",
+            )
             return
-        yield S2C, self._res(req, {"content": [{"type": "text", "text": f"done after {steps} steps"}],
-                                   "isError": False, "structuredContent": {"result": f"done after {steps} steps"}}), "on"
+        yield (
+            S2C,
+            self._res(
+                req,
+                {
+                    "content": [{"type": "text", "text": f"done after {steps} steps"}],
+                    "isError": False,
+                    "structuredContent": {"result": f"done after {steps} steps"},
+                },
+            ),
+            "on",
+        )
 
     def _tools_list(self, n: int) -> Iterator[Step]:
         req = self._req("tools/list")
@@ -170,26 +323,67 @@ class Session:
         req = self._req("tools/call", {"name": "deploy", "arguments": args})
         yield C2S, req, "call"
         state = f"rs-{n}"
-        yield S2C, {"jsonrpc": "2.0", "id": req["id"], "result": {
-            "resultType": "input_required", "requestState": state, "inputRequests": {"confirm": {
-                "method": "elicitation/create", "params": {"message": f"Deploy to stage-{n}?", "requestedSchema": {
-                    "type": "object", "properties": {}}}}}, "_meta": SERVER_META}}, "call"
-        req = self._req("tools/call", {"name": "deploy", "arguments": args, "requestState": state,
-                                       "inputResponses": {"confirm": {"action": "accept", "content": {}}}})
+        yield (
+            S2C,
+            {
+                "jsonrpc": "2.0",
+                "id": req["id"],
+                "result": {
+                    "resultType": "input_required",
+                    "requestState": state,
+                    "inputRequests": {
+                        "confirm": {
+                            "method": "elicitation/create",
+                            "params": {
+                                "message": f"Deploy to stage-{n}?",
+                                "requestedSchema": {"type": "object", "properties": {}},
+                            },
+                        }
+                    },
+                    "_meta": SERVER_META,
+                },
+            },
+            "call",
+        )
+        req = self._req(
+            "tools/call",
+            {
+                "name": "deploy",
+                "arguments": args,
+                "requestState": state,
+                "inputResponses": {"confirm": {"action": "accept", "content": {}}},
+            },
+        )
         yield C2S, req, "call"
-        yield S2C, self._res(req, {"content": [{"type": "text", "text": f"deployed to stage-{n}"}],
-                                   "isError": False}), "call"
+        yield (
+            S2C,
+            self._res(
+                req, {"content": [{"type": "text", "text": f"deployed to stage-{n}"}], "isError": False}
+            ),
+            "call",
+        )
 
     def _server_request(self, n: int) -> Iterator[Step]:
         self.server_id += 1
         yield S2C, {"jsonrpc": "2.0", "id": self.server_id, "method": "roots/list"}, "get"
-        yield C2S, {"jsonrpc": "2.0", "id": self.server_id, "result": {"roots": [
-            {"uri": f"file:///work/project-{n}", "name": f"project {n}"}]}}, "reply"
+        yield (
+            C2S,
+            {
+                "jsonrpc": "2.0",
+                "id": self.server_id,
+                "result": {"roots": [{"uri": f"file:///work/project-{n}", "name": f"project {n}"}]},
+            },
+            "reply",
+        )
         uri = f"fixture://items/{n}"
         req = self._req("resources/subscribe", {"uri": uri})
         yield C2S, req, "call"
         yield S2C, self._res(req, {}), "call"
-        yield S2C, {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}, "get"
+        yield (
+            S2C,
+            {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}},
+            "get",
+        )
         req = self._req("resources/unsubscribe", {"uri": uri})
         yield C2S, req, "call"
         yield S2C, self._res(req, {}), "call"
@@ -244,8 +438,11 @@ class _Http:
         return self.t
 
     def _headers(self, msg: dict | None) -> list:
-        h = [["accept", "application/json, text/event-stream"], ["content-type", "application/json"],
-             ["user-agent", "python-httpx/0.28.1"]]
+        h = [
+            ["accept", "application/json, text/event-stream"],
+            ["content-type", "application/json"],
+            ["user-agent", "python-httpx/0.28.1"],
+        ]
         if self.modern:
             h.append(["mcp-protocol-version", MODERN])
             method = msg.get("method") if msg else None
@@ -260,8 +457,16 @@ class _Http:
 
     def _exchange(self, method: str, msg: dict | None) -> Exchange:
         self.flows += 1
-        ex = Exchange(f"flow-{self.flows}", "127.0.0.1:50123", method, URL, self._headers(msg),
-                      orjson.dumps(msg) if msg is not None else None, t_ns=self._tick(), client_id="client-1")
+        ex = Exchange(
+            f"flow-{self.flows}",
+            "127.0.0.1:50123",
+            method,
+            URL,
+            self._headers(msg),
+            orjson.dumps(msg) if msg is not None else None,
+            t_ns=self._tick(),
+            client_id="client-1",
+        )
         self.rec.request(ex)
         return ex
 
@@ -360,10 +565,20 @@ def write_hostlog(path: str | os.PathLike, mode: str, messages: int) -> int:
             if rec.type is not RecordType.MESSAGE:
                 continue
             count += 1
-            ts = datetime.fromtimestamp(rec.t_ns / 1e9, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            ts = (
+                datetime.fromtimestamp(rec.t_ns / 1e9, UTC)
+                .isoformat(timespec="milliseconds")
+                .replace("+00:00", "Z")
+            )
             who = b"client" if rec.dir is C2S else b"server"
-            lines.append(ts.encode() + b" [fixture] [info] Message from " + who + b": " + rec.raw
-                         + b" { metadata: undefined }")
+            lines.append(
+                ts.encode()
+                + b" [fixture] [info] Message from "
+                + who
+                + b": "
+                + rec.raw
+                + b" { metadata: undefined }"
+            )
             if len(lines) >= 5000:
                 fh.write(b"\n".join(lines) + b"\n")
                 lines.clear()
@@ -371,7 +586,9 @@ def write_hostlog(path: str | os.PathLike, mode: str, messages: int) -> int:
     return count
 
 
-def state_sizes(obj: object, name: str = "session", depth: int = 0, out: dict | None = None) -> dict[str, int]:
+def state_sizes(
+    obj: object, name: str = "session", depth: int = 0, out: dict | None = None
+) -> dict[str, int]:
     """The length of every table a session keeps (lists, dicts, sets), by attribute path, down to
     the session's own state objects (tracking, HTTP and stdio facts): what to watch for growth. The
     tables' entries themselves are not walked (a pending request's params are a message's)."""
@@ -387,8 +604,12 @@ def state_sizes(obj: object, name: str = "session", depth: int = 0, out: dict | 
                 for key, sub in value.items():
                     if key != "shared" and hasattr(type(sub), "__slots__"):
                         state_sizes(sub, f"{path}[{key}]", depth + 1, out)
-        elif depth < 2 and type(value).__module__.startswith("tracer.") and hasattr(type(value), "__slots__") \
-                and type(value).__name__ in ("Tracking", "HttpState", "StdioState", "UsedIds"):
+        elif (
+            depth < 2
+            and type(value).__module__.startswith("tracer.")
+            and hasattr(type(value), "__slots__")
+            and type(value).__name__ in ("Tracking", "HttpState", "StdioState", "UsedIds")
+        ):
             state_sizes(value, path, depth + 1, out)
     return out
 
@@ -396,8 +617,12 @@ def state_sizes(obj: object, name: str = "session", depth: int = 0, out: dict | 
 def write(path: str | os.PathLike, mode: str, messages: int) -> int:
     """Write one session of MODE with at least MESSAGES messages; returns the message records."""
     transport = "stdio" if mode.startswith("stdio") else "http"
-    head = header_record(transport, command=["python", "server.py"] if transport == "stdio" else None,
-                         upstream=URL if transport == "http" else None, label=f"long session ({mode})")
+    head = header_record(
+        transport,
+        command=["python", "server.py"] if transport == "stdio" else None,
+        upstream=URL if transport == "http" else None,
+        label=f"long session ({mode})",
+    )
     count = 0
     batch: list[Record] = []
     with CaptureWriter(path, head, redact=False, overwrite=True) as w:

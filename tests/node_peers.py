@@ -29,8 +29,14 @@ def _npm() -> str:
 
 
 def _run_npm(args: list[str], cwd: Path) -> None:
-    p = subprocess.run([_npm(), *args, "--no-audit", "--no-fund", "--silent"], cwd=cwd,
-                       capture_output=True, text=True, timeout=INSTALL_BOUND_S, check=False)
+    p = subprocess.run(
+        [_npm(), *args, "--no-audit", "--no-fund", "--silent"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_BOUND_S,
+        check=False,
+    )
     if p.returncode != 0:
         pytest.fail(f"npm {' '.join(args)} failed (exit {p.returncode}): {(p.stderr or p.stdout)[-2000:]}")
 

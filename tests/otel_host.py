@@ -64,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     command: list[str] = []
     if "--" in argv:
         i = argv.index("--")
-        argv, command = argv[:i], argv[i + 1:]
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        argv, command = argv[:i], argv[i + 1 :]
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--url")
     parser.add_argument("--era", choices=sorted(MODES), default="modern")
     parser.add_argument("--pause", action="store_true")
@@ -77,10 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     trace.set_tracer_provider(provider)
     anyio.run(session, args, provider.get_tracer("otel-host"))
     provider.force_flush()
-    emit("spans", spans=[{"name": s.name, "trace_id": f"{s.context.trace_id:032x}",
-                          "span_id": f"{s.context.span_id:016x}",
-                          "parent": f"{s.parent.span_id:016x}" if s.parent else None}
-                         for s in spans.get_finished_spans()])
+    emit(
+        "spans",
+        spans=[
+            {
+                "name": s.name,
+                "trace_id": f"{s.context.trace_id:032x}",
+                "span_id": f"{s.context.span_id:016x}",
+                "parent": f"{s.parent.span_id:016x}" if s.parent else None,
+            }
+            for s in spans.get_finished_spans()
+        ],
+    )
     return 0
 
 

@@ -39,13 +39,26 @@ def decode_spans(req: ExportTraceServiceRequest) -> list[dict[str, Any]]:
         resource = _attrs(rs.resource.attributes)
         for ss in rs.scope_spans:
             for s in ss.spans:
-                out.append({
-                    "name": s.name, "trace_id": s.trace_id.hex(), "span_id": s.span_id.hex(),
-                    "parent": s.parent_span_id.hex() or None, "kind": s.kind, "start": s.start_time_unix_nano,
-                    "end": s.end_time_unix_nano, "attrs": _attrs(s.attributes), "trace_state": s.trace_state,
-                    "events": [{"name": e.name, "t": e.time_unix_nano, "attrs": _attrs(e.attributes)} for e in s.events],
-                    "status": (s.status.code, s.status.message), "resource": resource, "scope": ss.scope.name,
-                })
+                out.append(
+                    {
+                        "name": s.name,
+                        "trace_id": s.trace_id.hex(),
+                        "span_id": s.span_id.hex(),
+                        "parent": s.parent_span_id.hex() or None,
+                        "kind": s.kind,
+                        "start": s.start_time_unix_nano,
+                        "end": s.end_time_unix_nano,
+                        "attrs": _attrs(s.attributes),
+                        "trace_state": s.trace_state,
+                        "events": [
+                            {"name": e.name, "t": e.time_unix_nano, "attrs": _attrs(e.attributes)}
+                            for e in s.events
+                        ],
+                        "status": (s.status.code, s.status.message),
+                        "resource": resource,
+                        "scope": ss.scope.name,
+                    }
+                )
     return out
 
 
@@ -111,8 +124,10 @@ class OtlpReceiver:
     def wait_for(self, predicate, what: str = "spans") -> list[dict[str, Any]]:
         with self._cv:
             if not self._cv.wait_for(lambda: predicate(self.spans), timeout=BOUND_S):
-                raise AssertionError(f"the receiver did not get the {what} within {BOUND_S}s; "
-                                     f"got {[s['name'] for s in self.spans]}")
+                raise AssertionError(
+                    f"the receiver did not get the {what} within {BOUND_S}s; "
+                    f"got {[s['name'] for s in self.spans]}"
+                )
             return list(self.spans)
 
     def metric_names(self) -> set[str]:
@@ -120,16 +135,26 @@ class OtlpReceiver:
             return self._names()
 
     def _names(self) -> set[str]:
-        return {m.name for req in self.metrics for rm in req.resource_metrics for sm in rm.scope_metrics
-                for m in sm.metrics}
+        return {
+            m.name
+            for req in self.metrics
+            for rm in req.resource_metrics
+            for sm in rm.scope_metrics
+            for m in sm.metrics
+        }
 
     def wait_for_metrics(self, names: set[str]) -> dict[str, object]:
         """Wait until every metric in `names` arrived; returns the last data point seen of each."""
         with self._cv:
             if not self._cv.wait_for(lambda: names <= self._names(), timeout=BOUND_S):
                 raise AssertionError(f"metrics {names - self._names()} did not arrive within {BOUND_S}s")
-            return {m.name: m for req in self.metrics for rm in req.resource_metrics for sm in rm.scope_metrics
-                    for m in sm.metrics}
+            return {
+                m.name: m
+                for req in self.metrics
+                for rm in req.resource_metrics
+                for sm in rm.scope_metrics
+                for m in sm.metrics
+            }
 
 
 def main() -> None:

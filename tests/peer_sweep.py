@@ -31,8 +31,10 @@ from tests.ts_peers import run_ts_client, ts_http_server, ts_server_cmd
 
 TEE = [sys.executable, "-m", "tracer", "stdio", "-q"]
 DEFAULT_LOGGING = REPO / "tests" / "servers" / "sdk_default_logging.py"
-INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
-        b'"capabilities":{},"clientInfo":{"name":"origin-probe","version":"1"}}}')
+INIT = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"origin-probe","version":"1"}}}'
+)
 LONG_STEPS = 4
 
 
@@ -45,9 +47,16 @@ class Expect:
 def origin_probe(url: str) -> int:
     """POST an initialize with a foreign `Origin` (what a web page on another site would send);
     the HTTP status it got."""
-    req = urllib.request.Request(url, data=INIT, method="POST", headers={
-        "Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-        "Origin": "https://evil.example"})
+    req = urllib.request.Request(
+        url,
+        data=INIT,
+        method="POST",
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "Origin": "https://evil.example",
+        },
+    )
     try:
         with urllib.request.urlopen(req, timeout=BOUND_S) as resp:
             resp.read()
@@ -99,21 +108,25 @@ async def everything_session(target, mode: str, cap: Path) -> None:
             resources = (await c.list_resources()).resources
             dump(await c.read_resource(resources[0].uri))
             await c.get_prompt("simple-prompt", {})
-            before = cap.read_bytes().count(b'notifications/progress')
+            before = cap.read_bytes().count(b"notifications/progress")
             first = anyio.Event()
 
             async def on_progress(progress, total, message) -> None:
                 first.set()
 
             async with anyio.create_task_group() as tg:
+
                 async def call() -> None:
-                    await c.call_tool("trigger-long-running-operation", {"duration": 2, "steps": LONG_STEPS},
-                                      progress_callback=on_progress)
+                    await c.call_tool(
+                        "trigger-long-running-operation",
+                        {"duration": 2, "steps": LONG_STEPS},
+                        progress_callback=on_progress,
+                    )
 
                 tg.start_soon(call)
                 await first.wait()
                 tg.cancel_scope.cancel()  # the SDK sends notifications/cancelled
-            while cap.read_bytes().count(b'notifications/progress') < before + LONG_STEPS:
+            while cap.read_bytes().count(b"notifications/progress") < before + LONG_STEPS:
                 await anyio.sleep(0.05)  # polling the capture: bounded by fail_after
             await c.call_tool("echo", {"message": "after the cancel"})
 
@@ -152,8 +165,9 @@ EXPECT = {
     "sdk-http": Expect(required=(rf.deprecated_logging,), allowed=(rf.answer_after_cancel,)),
     "everything-stdio-legacy": Expect(required=(rf.progress_after_cancel,)),
     "everything-stdio-auto": Expect(required=(rf.progress_after_cancel,)),
-    "everything-http": Expect(required=(rf.progress_after_cancel, rf.foreign_origin_served,
-                                        rf.probe_rejected_with_null_id)),
+    "everything-http": Expect(
+        required=(rf.progress_after_cancel, rf.foreign_origin_served, rf.probe_rejected_with_null_id)
+    ),
     "everything-http-sse": Expect(required=(rf.progress_after_cancel, rf.http_sse_deprecated)),
 }
 
@@ -233,27 +247,37 @@ def ts_client_everything(out: Path) -> dict[str, Path]:
 
 
 # (the scripted sessions ask for log messages in modern requests, as the SDK fixture client does)
-EXPECT.update({
-    "ts-client-stdio-legacy": Expect(),
-    "ts-client-stdio-modern": Expect(required=(rf.deprecated_logging,)),
-    "ts-client-stdio-auto": Expect(required=(rf.deprecated_logging,)),
-    "ts-client-http": Expect(required=(rf.deprecated_logging, rf.listen_cancel_posted)),
-    "ts-server-stdio-legacy": Expect(),
-    "ts-server-stdio-modern": Expect(required=(rf.deprecated_logging, rf.no_discover_probe)),
-    "ts-server-stdio-auto": Expect(required=(rf.deprecated_logging,)),
-    "ts-server-http": Expect(required=(rf.deprecated_logging, rf.origin_rejected_with_null_id)),
-    "ts-both-stdio-legacy": Expect(),
-    "ts-both-stdio-modern": Expect(required=(rf.deprecated_logging,)),
-    "ts-both-stdio-auto": Expect(required=(rf.deprecated_logging,)),
-    "ts-both-http": Expect(required=(rf.deprecated_logging, rf.stream_refused_with_null_id,
-                                     rf.listen_cancel_posted)),
-    "ts-client-everything-stdio-legacy": Expect(),
-    "ts-client-everything-stdio-auto": Expect(),
-    "ts-client-everything-http": Expect(required=(rf.probe_rejected_with_null_id,)),
-})
+EXPECT.update(
+    {
+        "ts-client-stdio-legacy": Expect(),
+        "ts-client-stdio-modern": Expect(required=(rf.deprecated_logging,)),
+        "ts-client-stdio-auto": Expect(required=(rf.deprecated_logging,)),
+        "ts-client-http": Expect(required=(rf.deprecated_logging, rf.listen_cancel_posted)),
+        "ts-server-stdio-legacy": Expect(),
+        "ts-server-stdio-modern": Expect(required=(rf.deprecated_logging, rf.no_discover_probe)),
+        "ts-server-stdio-auto": Expect(required=(rf.deprecated_logging,)),
+        "ts-server-http": Expect(required=(rf.deprecated_logging, rf.origin_rejected_with_null_id)),
+        "ts-both-stdio-legacy": Expect(),
+        "ts-both-stdio-modern": Expect(required=(rf.deprecated_logging,)),
+        "ts-both-stdio-auto": Expect(required=(rf.deprecated_logging,)),
+        "ts-both-http": Expect(
+            required=(rf.deprecated_logging, rf.stream_refused_with_null_id, rf.listen_cancel_posted)
+        ),
+        "ts-client-everything-stdio-legacy": Expect(),
+        "ts-client-everything-stdio-auto": Expect(),
+        "ts-client-everything-http": Expect(required=(rf.probe_rejected_with_null_id,)),
+    }
+)
 SDK_RUNS = (sdk_stdio, sdk_http)
-TS_RUNS = (ts_client_stdio, ts_client_http, ts_server_stdio, ts_server_http, ts_both_stdio, ts_both_http,
-           ts_client_everything)
+TS_RUNS = (
+    ts_client_stdio,
+    ts_client_http,
+    ts_server_stdio,
+    ts_server_http,
+    ts_both_stdio,
+    ts_both_http,
+    ts_client_everything,
+)
 EVERYTHING_RUNS = (everything_stdio, everything_streamable, everything_sse)
 
 
@@ -262,8 +286,11 @@ def judge(name: str, cap: Path) -> tuple[list, list, list]:
     findings = lint_findings(cap)
     by_seq = rf.recording_views(capture_records(cap))
     want = EXPECT[name]
-    return findings, rf.unexpected(findings, by_seq, want.required + want.allowed), \
-        rf.missing(findings, by_seq, want.required)
+    return (
+        findings,
+        rf.unexpected(findings, by_seq, want.required + want.allowed),
+        rf.missing(findings, by_seq, want.required),
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -276,9 +303,11 @@ def main(argv: list[str]) -> int:
         for name, cap in run(out).items():
             findings, extra, absent = judge(name, cap)
             bad += len(extra) + len(absent)
-            print(f"{cap}: {dict(collections.Counter(f.rule for f in findings))}"
-                  f"{f'  UNEXPECTED {[(f.rule, f.seq, f.message) for f in extra]}' if extra else ''}"
-                  f"{f'  MISSING {absent}' if absent else ''}")
+            print(
+                f"{cap}: {dict(collections.Counter(f.rule for f in findings))}"
+                f"{f'  UNEXPECTED {[(f.rule, f.seq, f.message) for f in extra]}' if extra else ''}"
+                f"{f'  MISSING {absent}' if absent else ''}"
+            )
     return 1 if bad else 0
 
 

@@ -84,9 +84,26 @@ def _stop(proc: subprocess.Popen, sig=signal.SIGINT) -> int:
 def mcptrace_proxy(upstream: str, out: Path, *extra: str) -> Iterator[str]:
     """`mcptrace proxy --upstream URL` on a free loopback port; yields the URL it tells the user to
     give the host. On exit it is stopped with Ctrl-C (SIGINT), which must end it cleanly."""
-    proc = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", upstream, "--listen",
-                             "127.0.0.1:0", "-o", str(out), "--no-ui", *extra],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracer",
+            "proxy",
+            "--upstream",
+            upstream,
+            "--listen",
+            "127.0.0.1:0",
+            "-o",
+            str(out),
+            "--no-ui",
+            *extra,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     err = _Lines(proc.stderr)
     try:
         url = err.wait_for(r"give the host this URL: (\S+)", "mcptrace proxy").group(1)
@@ -105,9 +122,22 @@ def mcptrace_proxy(upstream: str, out: Path, *extra: str) -> Iterator[str]:
 def mitmdump(*args: str) -> Iterator[int]:
     """Stock mitmdump with ARGS, listening on a free loopback port; yields the port."""
     port = free_port()
-    proc = subprocess.Popen([str(MITMDUMP), "--listen-host", "127.0.0.1", "--listen-port", str(port),
-                             "--set", "flow_detail=0", *args],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            str(MITMDUMP),
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            str(port),
+            "--set",
+            "flow_detail=0",
+            *args,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     out = _Lines(proc.stdout)
     try:
         out.wait_for(r"listening at", "mitmdump")
@@ -124,8 +154,9 @@ def everything_http(mode: str) -> Iterator[str]:
     binary = everything_binary()
     port = free_port()
     env = {**os.environ, "PORT": str(port)}
-    proc = subprocess.Popen([str(binary), mode], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    proc = subprocess.Popen(
+        [str(binary), mode], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     out = _Lines(proc.stdout)
     try:
         out.wait_for(r"(listening on port|running on port) \d+", f"server-everything {mode}")
@@ -137,7 +168,11 @@ def everything_http(mode: str) -> Iterator[str]:
 
 def capture_records(path: Path) -> list[Record]:
     with open(path, "rb") as fh:
-        return [r for r in read_capture(fh, str(path)) if isinstance(r, Record) and r.type is not RecordType.HEADER]
+        return [
+            r
+            for r in read_capture(fh, str(path))
+            if isinstance(r, Record) and r.type is not RecordType.HEADER
+        ]
 
 
 def lint_findings(path: Path) -> list:

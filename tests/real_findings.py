@@ -48,15 +48,21 @@ def answer_after_cancel(f, by_seq: dict[int, Record]) -> bool:
     (MCP504). It reaches the capture only when the client has not closed the request's stream yet:
     timing decides, so it is allowed, not required."""
     answer, cancel = _body(by_seq.get(f.seq)), _body(by_seq.get(f.related_seq))
-    return (f.rule == "MCP504" and (answer.get("error") or {}).get("code") == -32800
-            and cancel.get("method") == "notifications/cancelled")
+    return (
+        f.rule == "MCP504"
+        and (answer.get("error") or {}).get("code") == -32800
+        and cancel.get("method") == "notifications/cancelled"
+    )
 
 
 def progress_after_cancel(f, by_seq: dict[int, Record]) -> bool:
     """server-everything's trigger-long-running-operation ignores the cancellation and keeps
     reporting progress (MCP504)."""
-    return (f.rule == "MCP504" and _body(by_seq.get(f.seq)).get("method") == "notifications/progress"
-            and _body(by_seq.get(f.related_seq)).get("method") == "notifications/cancelled")
+    return (
+        f.rule == "MCP504"
+        and _body(by_seq.get(f.seq)).get("method") == "notifications/progress"
+        and _body(by_seq.get(f.related_seq)).get("method") == "notifications/cancelled"
+    )
 
 
 def foreign_origin_served(f, by_seq: dict[int, Record]) -> bool:
@@ -65,15 +71,25 @@ def foreign_origin_served(f, by_seq: dict[int, Record]) -> bool:
     if f.rule != "MCP706" or rec is None or not rec.http or rec.http.get("status") != 200:
         return False
     flow = rec.http.get("flow")
-    origins = {v for r in by_seq.values() if r.http and r.http.get("flow") == flow
-               for k, v in r.http.get("req_headers") or () if k.lower() == "origin"}
+    origins = {
+        v
+        for r in by_seq.values()
+        if r.http and r.http.get("flow") == flow
+        for k, v in r.http.get("req_headers") or ()
+        if k.lower() == "origin"
+    }
     return origins == {"https://evil.example"}
 
 
 def _probe_rejection(rec: Record | None) -> bool:
     body = _body(rec)
-    return (rec is not None and (rec.http or {}).get("status") == 400 and "id" in body and body["id"] is None
-            and (body.get("error") or {}).get("code") == -32000)
+    return (
+        rec is not None
+        and (rec.http or {}).get("status") == 400
+        and "id" in body
+        and body["id"] is None
+        and (body.get("error") or {}).get("code") == -32000
+    )
 
 
 def probe_rejected_with_null_id(f, by_seq: dict[int, Record]) -> bool:
@@ -95,8 +111,14 @@ def origin_rejected_with_null_id(f, by_seq: dict[int, Record]) -> bool:
     are strings or integers, so omit it (MCP118, warning)."""
     rec = by_seq.get(f.seq)
     body = _body(rec)
-    return (f.rule == "MCP118" and rec is not None and (rec.http or {}).get("status") == 403
-            and "id" in body and body["id"] is None and (body.get("error") or {}).get("code") == -32000)
+    return (
+        f.rule == "MCP118"
+        and rec is not None
+        and (rec.http or {}).get("status") == 403
+        and "id" in body
+        and body["id"] is None
+        and (body.get("error") or {}).get("code") == -32000
+    )
 
 
 def stream_refused_with_null_id(f, by_seq: dict[int, Record]) -> bool:
@@ -106,8 +128,14 @@ def stream_refused_with_null_id(f, by_seq: dict[int, Record]) -> bool:
     rec = by_seq.get(f.seq)
     body = _body(rec)
     http = (rec.http or {}) if rec is not None else {}
-    return (f.rule == "MCP118" and http.get("status") == 405 and http.get("method") == "GET"
-            and "id" in body and body["id"] is None and (body.get("error") or {}).get("code") == -32000)
+    return (
+        f.rule == "MCP118"
+        and http.get("status") == 405
+        and http.get("method") == "GET"
+        and "id" in body
+        and body["id"] is None
+        and (body.get("error") or {}).get("code") == -32000
+    )
 
 
 def listen_cancel_posted(f, by_seq: dict[int, Record]) -> bool:
@@ -116,8 +144,12 @@ def listen_cancel_posted(f, by_seq: dict[int, Record]) -> bool:
     spec says that notification "is used only on the stdio transport" (MCP506, warning)."""
     body = _body(by_seq.get(f.seq))
     rid = (body.get("params") or {}).get("requestId") if isinstance(body.get("params"), dict) else None
-    return (f.rule == "MCP506" and body.get("method") == "notifications/cancelled"
-            and isinstance(rid, str) and rid.startswith("listen:"))
+    return (
+        f.rule == "MCP506"
+        and body.get("method") == "notifications/cancelled"
+        and isinstance(rid, str)
+        and rid.startswith("listen:")
+    )
 
 
 def recording_views(records: list[Record]) -> Callable:

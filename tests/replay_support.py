@@ -30,8 +30,9 @@ def records(*messages: tuple[str, Any], conn: str = "0") -> list[Record]:
     out = []
     for i, (d, msg) in enumerate(messages, start=1):
         raw = msg if isinstance(msg, bytes) else orjson.dumps(msg)
-        out.append(Record(RecordType.MESSAGE, seq=i, t_ns=i * 1000, dir=Direction(d), raw=raw, conn=conn,
-                          line=i + 1))
+        out.append(
+            Record(RecordType.MESSAGE, seq=i, t_ns=i * 1000, dir=Direction(d), raw=raw, conn=conn, line=i + 1)
+        )
     return out
 
 
@@ -66,15 +67,21 @@ def note(method: str, params: Any = None) -> dict[str, Any]:
 
 def mcptrace(*args: str, stdin: str | None = None, timeout: float = BOUND_S) -> subprocess.CompletedProcess:
     """Run the CLI to the end (text mode)."""
-    return subprocess.run([*MCPTRACE, *args], cwd=REPO, input=stdin, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [*MCPTRACE, *args], cwd=REPO, input=stdin, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @contextmanager
 def mock_http(capture: Path | str, *extra: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """`mcptrace mock CAPTURE --listen 127.0.0.1:0`; yields the URL it printed (waits for that line)."""
-    proc = subprocess.Popen([*MCPTRACE, "mock", str(capture), "--listen", "127.0.0.1:0", *extra], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*MCPTRACE, "mock", str(capture), "--listen", "127.0.0.1:0", *extra],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
     try:
@@ -136,7 +143,9 @@ def env_without_color() -> dict[str, str]:
 def proxy_capture(upstream: str, out: Path) -> Iterator[str]:
     """A real mitmproxy (mitmdump + mcptrace's capture addon) as a reverse proxy in front of UPSTREAM,
     writing OUT; yields the proxied MCP URL."""
-    with mitmdump(upstream, "-s", str(REPO / "addons" / "mcp_capture.py"), "--set", f"mcptrace_output={out}") as url:
+    with mitmdump(
+        upstream, "-s", str(REPO / "addons" / "mcp_capture.py"), "--set", f"mcptrace_output={out}"
+    ) as url:
         yield url
 
 
@@ -147,9 +156,22 @@ def mitmdump(upstream: str, *options: str) -> Iterator[str]:
     sleeps); on exit it is stopped with SIGTERM and waited for, so the files it writes are complete."""
     origin = upstream.rsplit("/mcp", 1)[0]
     exe = Path(sys.executable).with_name("mitmdump")
-    proc = subprocess.Popen([str(exe), "--mode", f"reverse:{origin}", "--listen-host", "127.0.0.1",
-                             "--listen-port", "0", *options],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            str(exe),
+            "--mode",
+            f"reverse:{origin}",
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            "0",
+            *options,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
 
     def pump() -> None:

@@ -32,9 +32,11 @@ from tracer.model import Direction, Kind, RecordType
 from tracer.redact import PROCESS_HASHER
 
 REPO = Path(__file__).resolve().parent.parent
-MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-               "io.modelcontextprotocol/clientCapabilities": {},
-               "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
 
 
 @pytest.fixture
@@ -51,15 +53,26 @@ def capture(tmp_path):
 
 def test_a_json_answer_becomes_a_request_and_its_paired_response_with_http_metadata(capture):
     addon, _, path = capture
-    exchange(addon, post(INIT, resp=INIT_RESULT, resp_headers=[(b"content-type", b"application/json"),
-                                                               (b"mcp-session-id", b"s-1")]))
+    exchange(
+        addon,
+        post(
+            INIT,
+            resp=INIT_RESULT,
+            resp_headers=[(b"content-type", b"application/json"), (b"mcp-session-id", b"s-1")],
+        ),
+    )
     recs = records(path)
-    assert [(r.type, r.dir) for r in recs] == [(RecordType.MESSAGE, Direction.C2S), (RecordType.MESSAGE, Direction.S2C)]
+    assert [(r.type, r.dir) for r in recs] == [
+        (RecordType.MESSAGE, Direction.C2S),
+        (RecordType.MESSAGE, Direction.S2C),
+    ]
     req, resp = recs
     assert req.raw == body(INIT) and resp.raw == body(INIT_RESULT)
     assert req.http["method"] == "POST" and req.http["url"] == "http://127.0.0.1:8765/mcp"
     assert ["accept", "application/json, text/event-stream"] in req.http["req_headers"]
-    assert resp.http["status"] == 200 and ["mcp-session-id", PROCESS_HASHER("s-1")] in resp.http["resp_headers"]
+    assert (
+        resp.http["status"] == 200 and ["mcp-session-id", PROCESS_HASHER("s-1")] in resp.http["resp_headers"]
+    )
     assert req.conn == resp.conn and req.http["flow"] == resp.http["flow"]
     msgs, _ = analyse_all(recs)
     assert msgs[1].partner_seq == msgs[0].seq and msgs[1].answers_method == "initialize"
@@ -67,8 +80,12 @@ def test_a_json_answer_becomes_a_request_and_its_paired_response_with_http_metad
 
 def test_a_notification_post_answered_202_is_a_message_then_an_http_record(capture):
     addon, _, path = capture
-    exchange(addon, post({"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"", status=202,
-                         resp_headers=[]))
+    exchange(
+        addon,
+        post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"", status=202, resp_headers=[]
+        ),
+    )
     recs = records(path)
     assert [r.type for r in recs] == [RecordType.MESSAGE, RecordType.HTTP]
     assert recs[1].http["status"] == 202 and recs[1].raw == b""
@@ -79,13 +96,35 @@ def test_a_session_keeps_the_connection_its_initialize_used(capture):
     sid = [(b"content-type", b"application/json"), (b"mcp-session-id", b"s-1")]
     exchange(addon, post(INIT, resp=INIT_RESULT, resp_headers=sid, client=("127.0.0.1", 50001)))
     later = (ACCEPT_BOTH, (b"mcp-session-id", b"s-1"), (b"mcp-protocol-version", b"2025-11-25"))
-    exchange(addon, post({"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=later, resp=b"",
-                         status=202, resp_headers=[], client=("127.0.0.1", 50003)))
-    exchange(addon, post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=later,
-                         resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}, client=("127.0.0.1", 50002)))
+    exchange(
+        addon,
+        post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=later,
+            resp=b"",
+            status=202,
+            resp_headers=[],
+            client=("127.0.0.1", 50003),
+        ),
+    )
+    exchange(
+        addon,
+        post(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers=later,
+            resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": []}},
+            client=("127.0.0.1", 50002),
+        ),
+    )
     # another client process, same machine, after that session was minted: a connection of its own
-    exchange(addon, post(INIT, resp=INIT_RESULT, resp_headers=[(b"content-type", b"application/json"),
-                                                               (b"mcp-session-id", b"s-2")]))
+    exchange(
+        addon,
+        post(
+            INIT,
+            resp=INIT_RESULT,
+            resp_headers=[(b"content-type", b"application/json"), (b"mcp-session-id", b"s-2")],
+        ),
+    )
     conns = [r.conn for r in records(path)]
     assert len(set(conns[:6])) == 1, "one session over three TCP connections"
     assert conns[6] == conns[7] != conns[0]
@@ -96,14 +135,26 @@ def test_a_session_keeps_the_connection_its_initialize_used(capture):
 
 def test_a_legacy_http_sse_session_is_followed_and_paired(capture):
     addon, _, path = capture
-    get = flow(method=b"GET", path=b"/sse", headers=[(b"accept", b"text/event-stream")],
-               resp_headers=[(b"content-type", b"text/event-stream")], resp_content=None)
+    get = flow(
+        method=b"GET",
+        path=b"/sse",
+        headers=[(b"accept", b"text/event-stream")],
+        resp_headers=[(b"content-type", b"text/event-stream")],
+        resp_content=None,
+    )
     addon.request(get)
     addon.responseheaders(get)
     tee = get.response.stream
     list(tee(b"event: endpoint\ndata: /message?sessionId=abc\n\n"))
-    note = flow(path=b"/message?sessionId=abc", content=body(INIT), headers=[(b"content-type", b"application/json")],
-                status=202, resp_headers=[], resp_content=b"Accepted", client=("127.0.0.1", 50010))
+    note = flow(
+        path=b"/message?sessionId=abc",
+        content=body(INIT),
+        headers=[(b"content-type", b"application/json")],
+        status=202,
+        resp_headers=[],
+        resp_content=b"Accepted",
+        client=("127.0.0.1", 50010),
+    )
     exchange(addon, note)
     list(tee(b"event: message\ndata: " + body(INIT_RESULT) + b"\n\n"))
     list(tee(b""))
@@ -112,8 +163,15 @@ def test_a_legacy_http_sse_session_is_followed_and_paired(capture):
     assert {r.transport for r in recs} == {"http+sse"}
     assert len({r.conn for r in recs}) == 1, "the stream and the POSTs to its endpoint are one session"
     kinds = [(r.type.value, (r.data or {}).get("event") or (r.dir.value if r.dir else None)) for r in recs]
-    assert kinds == [("event", "stream-open"), ("event", "endpoint"), ("message", "c2s"), ("http", None),
-                     ("message", "s2c"), ("event", "stream-closed"), ("event", "closed")]
+    assert kinds == [
+        ("event", "stream-open"),
+        ("event", "endpoint"),
+        ("message", "c2s"),
+        ("http", None),
+        ("message", "s2c"),
+        ("event", "stream-closed"),
+        ("event", "closed"),
+    ]
     # stored with the session id hashed, as the POSTs' URLs are (MCP902 compares them)
     assert recs[1].data["url"] == f"http://127.0.0.1:8765/message?sessionId={PROCESS_HASHER('abc')}"
     msgs, _ = analyse_all(recs)
@@ -125,10 +183,22 @@ def test_a_legacy_http_sse_session_is_followed_and_paired(capture):
 def test_other_traffic_passes_unrecorded(capture):
     addon, _, path = capture
     exchange(addon, post({"query": "{ user { id } }"}, resp={"data": {}}))  # a GraphQL POST
-    exchange(addon, flow(method=b"GET", path=b"/index.html", resp_headers=[(b"content-type", b"text/html")],
-                         resp_content=b"<html></html>"))
-    news = flow(method=b"GET", path=b"/feed", headers=[(b"accept", b"text/event-stream")],
-                resp_headers=[(b"content-type", b"text/event-stream")], resp_content=None)
+    exchange(
+        addon,
+        flow(
+            method=b"GET",
+            path=b"/index.html",
+            resp_headers=[(b"content-type", b"text/html")],
+            resp_content=b"<html></html>",
+        ),
+    )
+    news = flow(
+        method=b"GET",
+        path=b"/feed",
+        headers=[(b"accept", b"text/event-stream")],
+        resp_headers=[(b"content-type", b"text/event-stream")],
+        resp_content=None,
+    )
     stream(addon, news, [b"event: news\ndata: hello\n\n"] * 20)
     assert records(path) == []
 
@@ -137,10 +207,15 @@ def test_flows_are_byte_identical_after_the_addon(capture):
     addon, _, _ = capture
     flows = [
         post(INIT, resp=INIT_RESULT),
-        post({"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"", status=202, resp_headers=[]),
+        post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"", status=202, resp_headers=[]
+        ),
         post({"query": "x"}, resp={"data": 1}),
-        post(INIT, resp=sse_body(("message", body(INIT_RESULT).decode(), None)),
-             resp_headers=[(b"content-type", b"text/event-stream")]),
+        post(
+            INIT,
+            resp=sse_body(("message", body(INIT_RESULT).decode(), None)),
+            resp_headers=[(b"content-type", b"text/event-stream")],
+        ),
     ]
     for f in flows:
         before = copy.deepcopy(f.get_state())
@@ -160,9 +235,11 @@ def test_annotations_show_method_kind_era_and_findings_in_the_flow_list(capture)
     assert ok.metadata["mcp.era"] == "legacy" and ok.metadata["mcp.kind"] == "request/result"
     assert not ok.marked
     # a modern tools/list without the Mcp-Method header the transport requires (MCP742)
-    bad = post({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": MODERN_META}},
-               headers=(ACCEPT_BOTH, (b"mcp-protocol-version", b"2026-07-28")),
-               resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": [], "resultType": "complete"}})
+    bad = post(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": MODERN_META}},
+        headers=(ACCEPT_BOTH, (b"mcp-protocol-version", b"2026-07-28")),
+        resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": [], "resultType": "complete"}},
+    )
     exchange(addon, bad)
     assert "MCP742" in bad.comment and bad.metadata["mcp.findings"] >= 1
     assert bad.marked == ":red_circle:"
@@ -226,7 +303,10 @@ def test_the_addon_file_loads_as_a_stock_mitmproxy_script():
 
 def test_a_batch_post_is_one_message(capture):
     addon, _, path = capture
-    batch = [{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
     exchange(addon, post(batch, resp=[{"jsonrpc": "2.0", "id": 1, "result": {}}]))
     recs = records(path)
     assert len(recs) == 2
@@ -263,11 +343,14 @@ async def test_annotations_are_made_off_the_forwarding_path_and_announced_to_mit
             addon.done()
 
 
-@pytest.mark.parametrize("raw", [
-    b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}',  # an id beyond 64 bits
-    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\ud800"}}',  # a lone surrogate
-    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\xff"}}',  # not UTF-8
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}',  # an id beyond 64 bits
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\ud800"}}',  # a lone surrogate
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\xff"}}',  # not UTF-8
+    ],
+)
 def test_a_json_rpc_post_orjson_refuses_is_recorded_all_the_same(capture, raw):
     addon, _, path = capture
     exchange(addon, post(raw, resp=b'{"jsonrpc":"2.0","id":1,"result":{}}'))

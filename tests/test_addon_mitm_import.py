@@ -33,20 +33,30 @@ def _read(path):
     register_optional_inputs()
     inp = open_input(str(path))
     items = list(inp.records)
-    return inp.format.name, [i for i in items if isinstance(i, Record)], [i for i in items if isinstance(i, ReadProblem)]
+    return (
+        inp.format.name,
+        [i for i in items if isinstance(i, Record)],
+        [i for i in items if isinstance(i, ReadProblem)],
+    )
 
 
 def test_a_flow_file_becomes_paired_envelopes_in_wire_order(tmp_path):
     first = _timed(post(INIT, resp=INIT_RESULT), 1000.0)
-    second = _timed(post(LIST, resp=sse_body(("message", body(LIST_RESULT).decode(), "e1")), resp_headers=SSE), 1001.0)
+    second = _timed(
+        post(LIST, resp=sse_body(("message", body(LIST_RESULT).decode(), "e1")), resp_headers=SSE), 1001.0
+    )
     other = _timed(flow(path=b"/graphql", content=b'{"query": "{ x }"}', resp_content=b'{"data": 1}'), 1000.5)
     path = tmp_path / "session.flows"  # the extension is not what decides
     _write(path, [second, other, first])  # flow files list flows as they completed, not as they began
     fmt, recs, problems = _read(path)
     assert fmt == "mitm" and not problems
     msgs = [r for r in recs if r.type is RecordType.MESSAGE]
-    assert [(r.dir, r.raw) for r in msgs] == [(Direction.C2S, body(INIT)), (Direction.S2C, body(INIT_RESULT)),
-                                              (Direction.C2S, body(LIST)), (Direction.S2C, body(LIST_RESULT))]
+    assert [(r.dir, r.raw) for r in msgs] == [
+        (Direction.C2S, body(INIT)),
+        (Direction.S2C, body(INIT_RESULT)),
+        (Direction.C2S, body(LIST)),
+        (Direction.S2C, body(LIST_RESULT)),
+    ]
     assert msgs[3].sse == {"stream": second.id, "event": "message", "id": "e1"}
     assert msgs[0].t_ns == int(1000.001 * 1e9)
     assert [r.line for r in msgs] == [3, 3, 1, 1], "findings point at the flow's place in the file"

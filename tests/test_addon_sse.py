@@ -19,9 +19,17 @@ from tracer.analyser import analyse_all
 from tracer.model import Direction, RecordType
 
 SSE = [(b"content-type", b"text/event-stream")]
-CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": "héllo wörld ✓"}, "_meta": {"progressToken": 7}}}
-PROGRESS = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 7, "progress": 1}}
+CALL = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "method": "tools/call",
+    "params": {"name": "echo", "arguments": {"text": "héllo wörld ✓"}, "_meta": {"progressToken": 7}},
+}
+PROGRESS = {
+    "jsonrpc": "2.0",
+    "method": "notifications/progress",
+    "params": {"progressToken": 7, "progress": 1},
+}
 LOG = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "naïve — ok"}}
 RESULT = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "héllo wörld ✓"}]}}
 EVENTS = [("message", body(m).decode(), str(i)) for i, m in enumerate([PROGRESS, LOG, RESULT], 1)]
@@ -46,16 +54,23 @@ def test_each_event_is_recorded_as_soon_as_its_chunk_arrives(capture):
     addon, path = capture
     chunks = [sse_body(e) for e in EVENTS]
     seen_after_chunk = []
-    stream(addon, post(CALL, resp=None, resp_headers=SSE), chunks,
-           on_chunk=lambda _c: seen_after_chunk.append([r.raw for r in _messages(path)]))
-    assert seen_after_chunk == [[body(PROGRESS)], [body(PROGRESS), body(LOG)],
-                                [body(PROGRESS), body(LOG), body(RESULT)]]
+    stream(
+        addon,
+        post(CALL, resp=None, resp_headers=SSE),
+        chunks,
+        on_chunk=lambda _c: seen_after_chunk.append([r.raw for r in _messages(path)]),
+    )
+    assert seen_after_chunk == [
+        [body(PROGRESS)],
+        [body(PROGRESS), body(LOG)],
+        [body(PROGRESS), body(LOG), body(RESULT)],
+    ]
 
 
 def test_every_chunk_is_handed_on_unchanged_and_no_empty_chunk_is_sent(capture):
     addon, _ = capture
     whole = sse_body(*EVENTS)
-    chunks = [whole[i:i + 5] for i in range(0, len(whole), 5)]
+    chunks = [whole[i : i + 5] for i in range(0, len(whole), 5)]
     sent = stream(addon, post(CALL, resp=None, resp_headers=SSE), chunks)
     assert sent == chunks, "same bytes, same boundaries: nothing is held back or merged"
     # an empty chunk on a chunked response would be its terminator
@@ -94,8 +109,11 @@ def test_a_split_inside_a_utf8_sequence_and_between_cr_and_lf_changes_nothing():
 
 def test_the_stream_is_framed_by_open_and_close_records_with_time_to_first_event(capture):
     addon, path = capture
-    stream(addon, post(CALL, resp=None, resp_headers=[*SSE, (b"x-accel-buffering", b"no")]),
-           [sse_body(e) for e in EVENTS])
+    stream(
+        addon,
+        post(CALL, resp=None, resp_headers=[*SSE, (b"x-accel-buffering", b"no")]),
+        [sse_body(e) for e in EVENTS],
+    )
     recs = records(path)
     opened = [r for r in recs if (r.data or {}).get("event") == "stream-open"]
     closed = [r for r in recs if (r.data or {}).get("event") == "stream-closed"]
@@ -130,7 +148,11 @@ def test_a_client_that_closes_the_stream_is_recorded_as_such(capture):
 
 def test_a_buffered_sse_body_gives_the_same_records_as_a_streamed_one(capture, tmp_path):
     addon, path = capture
-    stream(addon, post(INIT, resp=None, resp_headers=SSE), [sse_body(("message", body(INIT_RESULT).decode(), None))])
+    stream(
+        addon,
+        post(INIT, resp=None, resp_headers=SSE),
+        [sse_body(("message", body(INIT_RESULT).decode(), None))],
+    )
     streamed = [(r.type, r.raw) for r in records(path)]
     # the same exchange where mitmproxy buffered the body (e.g. another addon turned streaming off)
     other = McpCapture()

@@ -55,8 +55,11 @@ def test_row_summaries_agree_with_the_analyser_for_every_message(path, tmp_path)
         d = ann.details(s)
         assert d["why"] == m.era_reason
         assert [f[0] for f in d.get("f", [])] == [f.rule for f in m.findings] + [
-            f.rule for f in ends if f.seq == m.seq]
-    with_findings = sorted({row_of_seq[m.seq] for m in msgs if m.findings} | {row_of_seq[f.seq] for f in ends if f.seq})
+            f.rule for f in ends if f.seq == m.seq
+        ]
+    with_findings = sorted(
+        {row_of_seq[m.seq] for m in msgs if m.findings} | {row_of_seq[f.seq] for f in ends if f.seq}
+    )
     assert list(ann.finding_rows) == with_findings
 
 
@@ -81,9 +84,11 @@ def test_a_request_learns_its_partner_and_latency_when_the_answer_comes(tmp_path
 
 def test_broken_and_blank_lines_become_rows_that_say_so(tmp_path):
     path = tmp_path / "cap.jsonl"
-    path.write_bytes(b'{"type":"header","format":"mcptrace","version":1}\n\nnot json\n'
-                     b'{"type":"message","seq":1,"t_ns":5,"dir":"c2s","text":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"ping\\"}"}\n'
-                     b'{"type":"mess')
+    path.write_bytes(
+        b'{"type":"header","format":"mcptrace","version":1}\n\nnot json\n'
+        b'{"type":"message","seq":1,"t_ns":5,"dir":"c2s","text":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"ping\\"}"}\n'
+        b'{"type":"mess'
+    )
     work = tmp_path / "w"
     work.mkdir()
     progress = _annotate(path, work)
@@ -105,15 +110,51 @@ def test_sse_events_get_their_place_and_gaps_in_the_stream(tmp_path):
     path = tmp_path / "sse.jsonl"
     http = {"method": "POST", "url": "http://127.0.0.1/mcp", "status": 200}
     with CaptureWriter(path, header_record("http")) as w:
-        w.write(Record(RecordType.MESSAGE, t_ns=1_000_000, dir=Direction.C2S, conn="c", transport="http", http=http,
-                       raw=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}})))
-        w.write(Record(RecordType.EVENT, t_ns=2_000_000, conn="c", transport="http",
-                       data={"event": "stream-open", "stream": "s1"}))
-        for t, obj in ((5_000_000, {"jsonrpc": "2.0", "method": "notifications/progress",
-                                    "params": {"progressToken": 1, "progress": 1}}),
-                       (9_000_000, {"jsonrpc": "2.0", "id": 1, "result": {"content": []}})):
-            w.write(Record(RecordType.MESSAGE, t_ns=t, dir=Direction.S2C, conn="c", transport="http", http=http,
-                           sse={"stream": "s1", "event": "message"}, raw=orjson.dumps(obj)))
+        w.write(
+            Record(
+                RecordType.MESSAGE,
+                t_ns=1_000_000,
+                dir=Direction.C2S,
+                conn="c",
+                transport="http",
+                http=http,
+                raw=orjson.dumps(
+                    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}
+                ),
+            )
+        )
+        w.write(
+            Record(
+                RecordType.EVENT,
+                t_ns=2_000_000,
+                conn="c",
+                transport="http",
+                data={"event": "stream-open", "stream": "s1"},
+            )
+        )
+        for t, obj in (
+            (
+                5_000_000,
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": 1, "progress": 1},
+                },
+            ),
+            (9_000_000, {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}),
+        ):
+            w.write(
+                Record(
+                    RecordType.MESSAGE,
+                    t_ns=t,
+                    dir=Direction.S2C,
+                    conn="c",
+                    transport="http",
+                    http=http,
+                    sse={"stream": "s1", "event": "message"},
+                    raw=orjson.dumps(obj),
+                )
+            )
     progress = _annotate(path, tmp_path)
     ann = Annotations(str(path), workdir=str(tmp_path))
     for m in progress:

@@ -22,10 +22,22 @@ CAP = 64  # every window in these tests
 
 @pytest.fixture
 def small_caps(monkeypatch):
-    for mod, names in ((session_mod, ("ANSWERED_CAP", "DETAIL_CAP", "CANCELLED_CAP", "CANCELLED_KEPT_CAP",
-                                      "USED_IDS_CAP", "FLOW_REQUESTS_CAP", "ID_RANGES_CAP")),
-                       (tracking, ("TRACK_CAP", "FLOW_REQUESTS_CAP")),
-                       (http_state, ("FLOW_CAP", "EVENT_IDS_CAP", "RECENT_CAP"))):
+    for mod, names in (
+        (
+            session_mod,
+            (
+                "ANSWERED_CAP",
+                "DETAIL_CAP",
+                "CANCELLED_CAP",
+                "CANCELLED_KEPT_CAP",
+                "USED_IDS_CAP",
+                "FLOW_REQUESTS_CAP",
+                "ID_RANGES_CAP",
+            ),
+        ),
+        (tracking, ("TRACK_CAP", "FLOW_REQUESTS_CAP")),
+        (http_state, ("FLOW_CAP", "EVENT_IDS_CAP", "RECENT_CAP")),
+    ):
         for name in names:
             monkeypatch.setattr(mod, name, CAP)
 
@@ -67,46 +79,85 @@ def test_a_long_session_lints_clean_as_its_first_cycles_do(small_caps):
 
 # -- the outcomes a window could change --------------------------------------------------------
 
-INIT = [{"c2s": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                                                       "serverInfo": {"name": "s", "version": "1"}}}},
-        {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}}]
+INIT = [
+    {
+        "c2s": {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        }
+    },
+    {
+        "s2c": {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "s", "version": "1"},
+            },
+        }
+    },
+    {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
+]
 
 
 def _calls(ids) -> list[dict]:
     out = []
     for i in ids:
-        out.append({"c2s": {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo",
-                                                                                        "arguments": {"i": i}}}})
+        out.append(
+            {
+                "c2s": {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"i": i}},
+                }
+            }
+        )
         out.append({"s2c": {"jsonrpc": "2.0", "id": i, "result": {"content": []}}})
     return out
 
 
 def _findings(entries, *rules):
     msgs, ends = analyse_all(build_records(entries), select_rules(list(rules)))
-    return [(f.rule, f.seq, f.message) for m in msgs for f in m.findings] + [(f.rule, f.seq, f.message) for f in ends]
+    return [(f.rule, f.seq, f.message) for m in msgs for f in m.findings] + [
+        (f.rule, f.seq, f.message) for f in ends
+    ]
 
 
 def test_a_legacy_id_reused_long_after_its_window_is_still_flagged(small_caps):
     entries = INIT + _calls(range(1, 10 * CAP)) + _calls(["req-a"]) + _calls(range(10 * CAP, 12 * CAP))
     entries += _calls(["req-b"] + [f"x{i}" for i in range(3 * CAP)])
-    entries += [{"c2s": {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}},
-                {"c2s": {"jsonrpc": "2.0", "id": "req-a", "method": "tools/list"}}]  # (never answered: no matter)
+    entries += [
+        {"c2s": {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}},
+        {"c2s": {"jsonrpc": "2.0", "id": "req-a", "method": "tools/list"}},
+    ]  # (never answered: no matter)
     found = _findings(entries, "MCP201")
     assert [(rule, seq) for rule, seq, _ in found] == [("MCP201", len(entries) - 1), ("MCP201", len(entries))]
     assert "id 7 was already used earlier in this session" in found[0][2]
 
 
 def test_a_legacy_id_reused_within_its_window_names_the_earlier_request(small_caps):
-    entries = INIT + _calls(range(1, CAP // 2)) + [{"c2s": {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}}]
+    entries = (
+        INIT + _calls(range(1, CAP // 2)) + [{"c2s": {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}}]
+    )
     found = _findings(entries, "MCP201")
     assert len(found) == 1 and "id 5 was already used at seq 12 in this session" in found[0][2]
 
 
 def test_fresh_ids_are_not_taken_for_reused_ones_after_the_window(small_caps):
     # ids counting up, then down, then scattered: runs merge and split, and no new id is flagged
-    ids = list(range(1, 5 * CAP)) + list(range(20 * CAP, 10 * CAP, -1)) + [100_000 + 7 * i for i in range(3 * CAP)]
+    ids = (
+        list(range(1, 5 * CAP))
+        + list(range(20 * CAP, 10 * CAP, -1))
+        + [100_000 + 7 * i for i in range(3 * CAP)]
+    )
     assert _findings(INIT + _calls(ids), "MCP201") == []
 
 
@@ -121,9 +172,19 @@ def test_a_duplicate_answer_within_the_window_is_still_flagged(small_caps):
 def _cancelled_calls(n: int, first_id: int = 1) -> list[dict]:
     out = []
     for i in range(first_id, first_id + n):
-        out.append({"c2s": {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
-            "name": "slow", "arguments": {}, "_meta": {"progressToken": f"p{i}"}}}})
-        out.append({"c2s": {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}})
+        out.append(
+            {
+                "c2s": {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {}, "_meta": {"progressToken": f"p{i}"}},
+                }
+            }
+        )
+        out.append(
+            {"c2s": {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}}
+        )
     return out
 
 

@@ -150,8 +150,15 @@ def test_two_writers_appending_to_one_capture_at_once_never_tear_each_others_rec
     path = tmp_path / "cap.jsonl"
     _session(path, "earlier")
     n = 3000
-    procs = [subprocess.Popen([sys.executable, "-c", _APPENDER, str(path), conn, str(n)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for conn in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _APPENDER, str(path), conn, str(n)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for conn in ("a", "b")
+    ]
     for p in procs:
         assert p.stdout.readline() == "open\n"
     for p in procs:

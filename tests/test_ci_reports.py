@@ -12,17 +12,37 @@ from tracer.capture import header_record, write_records
 from tracer.cli import main
 
 INIT = [
-    {"c2s": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}},
-    {"s2c": {"jsonrpc": "2.0", "id": 0, "result": {
-        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-        "serverInfo": {"name": "s", "version": "1"}}}},
+    {
+        "c2s": {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        }
+    },
+    {
+        "s2c": {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "s", "version": "1"},
+            },
+        }
+    },
     {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
     {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
     {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}},
 ]
 UNKNOWN_ID = {"s2c": {"jsonrpc": "2.0", "id": 41, "result": {}}}  # MCP203 error
-PING_PARAMS = {"c2s": {"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"echo": "x"}}}  # MCP522 warning
+PING_PARAMS = {
+    "c2s": {"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"echo": "x"}}
+}  # MCP522 warning
 PONG = {"s2c": {"jsonrpc": "2.0", "id": 7, "result": {}}}
 CUSTOM = {"c2s": {"jsonrpc": "2.0", "method": "acme/hello\nworld"}}  # MCP209 info (a newline in the text)
 LIST = {"c2s": {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}}
@@ -97,9 +117,19 @@ def test_baseline_accepts_known_findings_and_survives_unrelated_edits(tmp_path, 
     assert code == 0 and "wrote 2 baseline entries" in err
     assert {e["rule"] for e in json.loads(base.read_text())["findings"]} == {"MCP203", "MCP522"}
     # Same traffic with other messages in front: every line and seq number moves.
-    edited = capture(tmp_path / "s.jsonl", [*INIT, LIST, LISTED, LIST | {"c2s": {**LIST["c2s"], "id": 4}},
-                                            {"s2c": {"jsonrpc": "2.0", "id": 4, "result": {"tools": []}}},
-                                            UNKNOWN_ID, PING_PARAMS, PONG])
+    edited = capture(
+        tmp_path / "s.jsonl",
+        [
+            *INIT,
+            LIST,
+            LISTED,
+            LIST | {"c2s": {**LIST["c2s"], "id": 4}},
+            {"s2c": {"jsonrpc": "2.0", "id": 4, "result": {"tools": []}}},
+            UNKNOWN_ID,
+            PING_PARAMS,
+            PONG,
+        ],
+    )
     code, out, err = lint(capsys, "--format", "json", "--baseline", base, edited)
     assert code == 0, out
     assert json.loads(out)["findings"] == []
@@ -129,8 +159,14 @@ def test_identical_findings_are_counted_not_merged(tmp_path, capsys):
     assert code == 1 and len(json.loads(out)["findings"]) == 1
 
 
-@pytest.mark.parametrize("content", ["not json", '{"tool": "other"}', '{"tool": "mcptrace", "baseline": 1, '
-                                     '"findings": [{"rule": "MCP203"}]}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "not json",
+        '{"tool": "other"}',
+        '{"tool": "mcptrace", "baseline": 1, "findings": [{"rule": "MCP203"}]}',
+    ],
+)
 def test_a_broken_baseline_is_a_one_line_usage_error(content, faulty, tmp_path, capsys):
     base = tmp_path / "baseline.json"
     base.write_text(content)

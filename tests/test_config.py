@@ -73,10 +73,14 @@ def test_per_file_ignores_drop_rules_only_for_matching_files(project, capsys):
 
 def test_severity_overrides_change_what_is_reported_and_the_exit_code(project, capsys):
     (project / "mcptrace.toml").write_text(
-        'select = ["MCP3"]\n[severity]\nMCP3 = "warning"\nMCP312 = "info"\n')
+        'select = ["MCP3"]\n[severity]\nMCP3 = "warning"\nMCP312 = "info"\n'
+    )
     rc, findings = lint_json(capsys, "demo.jsonl")
-    assert {f["rule"]: f["severity"] for f in findings} == {"MCP312": "info", "MCP314": "warning",
-                                                           "MCP320": "warning"}
+    assert {f["rule"]: f["severity"] for f in findings} == {
+        "MCP312": "info",
+        "MCP314": "warning",
+        "MCP320": "warning",
+    }
     assert rc == 0  # MCP320, an error by default, is a warning here
 
 
@@ -88,14 +92,23 @@ def test_a_baseline_path_in_the_config_is_relative_to_the_config_file(project, c
     assert (rc, findings) == (0, [])
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('selekt = ["MCP1"]\n', "[tool.mcptrace] unknown key 'selekt'"),
-    ('fail-on = "high"\n', "[tool.mcptrace] fail-on: expected 'info', 'warning', 'error' or 'never' (got 'high')"),
-    ('select = "MCP1"\n', "[tool.mcptrace] select: expected a list of strings (got 'MCP1')"),
-    ('[severity]\nMCP310 = 3\n', "[tool.mcptrace] severity['MCP310']: expected 'info', 'warning' or 'error'"),
-    ('select = ["MCP999"]\n', "[tool.mcptrace] select: unknown rule"),
-    ('select = [\n', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('selekt = ["MCP1"]\n', "[tool.mcptrace] unknown key 'selekt'"),
+        (
+            'fail-on = "high"\n',
+            "[tool.mcptrace] fail-on: expected 'info', 'warning', 'error' or 'never' (got 'high')",
+        ),
+        ('select = "MCP1"\n', "[tool.mcptrace] select: expected a list of strings (got 'MCP1')"),
+        (
+            "[severity]\nMCP310 = 3\n",
+            "[tool.mcptrace] severity['MCP310']: expected 'info', 'warning' or 'error'",
+        ),
+        ('select = ["MCP999"]\n', "[tool.mcptrace] select: unknown rule"),
+        ("select = [\n", "not valid TOML"),
+    ],
+)
 def test_a_bad_config_is_one_line_naming_the_file_and_key_and_exit_2(project, capsys, text, expected):
     (project / "mcptrace.toml").write_text(text)
     rc = main(["lint", "demo.jsonl"])
@@ -138,15 +151,26 @@ def test_redact_in_the_config_adds_header_names_the_captures_hide(project, monke
     monkeypatch.setattr(redact, "_extra", None)
     (project / "mcptrace.toml").write_text('redact = ["X-Tenant-Secret"]\n')
     assert redact.redact_headers([["x-tenant-secret", "s3"], ["accept", "a"]]) == [
-        ["x-tenant-secret", "<redacted>"], ["accept", "a"]]
+        ["x-tenant-secret", "<redacted>"],
+        ["accept", "a"],
+    ]
     monkeypatch.setattr(redact, "_extra", None)  # the next test reads its own config
 
 
-@pytest.mark.parametrize(("entry", "expected"), [
-    ({"fingerprint": "f", "rule": "MCP203", "count": -1}, "findings[0].count: input should be greater than or equal to 1"),
-    ({"fingerprint": 7, "rule": "MCP203"}, "findings[0].fingerprint: input should be a valid string (got 7)"),
-    ({"rule": "MCP203"}, "findings[0].fingerprint: field required"),
-])
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        (
+            {"fingerprint": "f", "rule": "MCP203", "count": -1},
+            "findings[0].count: input should be greater than or equal to 1",
+        ),
+        (
+            {"fingerprint": 7, "rule": "MCP203"},
+            "findings[0].fingerprint: input should be a valid string (got 7)",
+        ),
+        ({"rule": "MCP203"}, "findings[0].fingerprint: field required"),
+    ],
+)
 def test_a_baseline_entry_of_the_wrong_shape_is_refused_naming_the_field(project, capsys, entry, expected):
     # (before the baseline model, a count of -1 suppressed matching findings without end)
     base = project / "base.json"

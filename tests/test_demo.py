@@ -16,8 +16,12 @@ DELIBERATE = {"MCP111", "MCP203", "MCP211", "MCP312", "MCP314", "MCP320"}
 
 def test_demo_records_both_eras_through_the_tee_and_prints_the_deliberate_violations(tmp_path):
     out = tmp_path / "demo.jsonl"
-    p = subprocess.run([sys.executable, "-m", "tracer", "demo", "--no-ui", "-o", str(out)],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "tracer", "demo", "--no-ui", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert f"capture written to {out}" in p.stderr
     for rule in DELIBERATE:
@@ -39,7 +43,12 @@ def test_demo_records_both_eras_through_the_tee_and_prints_the_deliberate_violat
 
 
 def test_demo_refuses_to_open_the_viewer_without_a_terminal(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "tracer", "demo", "-o", str(tmp_path / "d.jsonl")],
-                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    p = subprocess.run(
+        [sys.executable, "-m", "tracer", "demo", "-o", str(tmp_path / "d.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "terminal" in p.stderr

@@ -16,8 +16,9 @@ from tests.sdk_peers import CAPTURES, REPO, run_clients, sdk_http_server
 
 
 def mcptrace(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracer", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
 
 
 def findings(path: Path) -> Counter:
@@ -63,7 +64,11 @@ def test_har_export_is_har_1_2_with_sse_events_kept_and_no_credentials(proxied, 
     assert started == sorted(started)
     headers = [h["name"].lower() for e in entries for h in e["request"]["headers"]]
     assert "authorization" not in headers or all(
-        h["value"] == "<redacted>" for e in entries for h in e["request"]["headers"] if h["name"].lower() == "authorization")
+        h["value"] == "<redacted>"
+        for e in entries
+        for h in e["request"]["headers"]
+        if h["name"].lower() == "authorization"
+    )
 
 
 def test_a_har_exported_from_a_har_reads_back_to_the_same_findings(proxied, tmp_path):
@@ -74,7 +79,9 @@ def test_a_har_exported_from_a_har_reads_back_to_the_same_findings(proxied, tmp_
 
 
 def test_har_export_of_a_stdio_capture_says_there_is_no_http_traffic(tmp_path):
-    done = mcptrace("export", "-f", "har", "-o", str(tmp_path / "x.har"), str(CAPTURES / "sdk-stdio-legacy.jsonl"))
+    done = mcptrace(
+        "export", "-f", "har", "-o", str(tmp_path / "x.har"), str(CAPTURES / "sdk-stdio-legacy.jsonl")
+    )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no HTTP exchanges" in done.stderr
     assert not (tmp_path / "x.har").exists()

@@ -37,9 +37,15 @@ def _all_in(rx: OtlpReceiver) -> list[dict]:
 
 
 def _host(era: str, server: list[str], *extra: str, env: dict | None = None, stdin=None):
-    return subprocess.Popen([sys.executable, str(HOST), "--era", era, *extra, "--", *server], cwd=REPO,
-                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, str(HOST), "--era", era, *extra, "--", *server],
+        cwd=REPO,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _ops(proc: subprocess.Popen, *, stdin_text: str | None = None) -> tuple[list[dict], str]:
@@ -54,12 +60,28 @@ def test_live_stdio_export_delivers_one_span_per_request_with_the_conventions_at
     with OtlpReceiver() as rx:
         run_client(era, command=[*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()])
         spans = _all_in(rx)
-        wanted = {"mcp.client.operation.duration"} | ({"mcp.client.session.duration"} if era == "legacy" else set())
+        wanted = {"mcp.client.operation.duration"} | (
+            {"mcp.client.session.duration"} if era == "legacy" else set()
+        )
         metrics = rx.wait_for_metrics(wanted)
     duration = metrics["mcp.client.operation.duration"]
     assert duration.unit == "s"
     assert list(duration.histogram.data_points[0].explicit_bounds) == [
-        0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
+        0.01,
+        0.02,
+        0.05,
+        0.1,
+        0.2,
+        0.5,
+        1,
+        2,
+        5,
+        10,
+        30,
+        60,
+        120,
+        300,
+    ]
     requests = _requests(cap)
     got = _request_spans(spans)
     assert sorted(s["attrs"]["mcptrace.capture.seq"] for s in got) == sorted(m.seq for m in requests)
@@ -93,11 +115,21 @@ def test_live_spans_have_the_ids_a_later_export_of_the_capture_gives(tmp_path):
     with OtlpReceiver() as rx:
         run_client("modern", command=[*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()])
         live = _all_in(rx)
-    subprocess.run([sys.executable, "-m", "tracer", "export", "-f", "otlp-json", "-o", str(out), str(cap)],
-                   cwd=REPO, check=True, capture_output=True, timeout=BOUND_S)
+    subprocess.run(
+        [sys.executable, "-m", "tracer", "export", "-f", "otlp-json", "-o", str(out), str(cap)],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        timeout=BOUND_S,
+    )
     offline = [json.loads(line) for line in out.read_text().splitlines()]
-    ids = {(s["traceId"], s["spanId"], s["name"]) for doc in offline for rs in doc["resourceSpans"]
-           for ss in rs["scopeSpans"] for s in ss["spans"]}
+    ids = {
+        (s["traceId"], s["spanId"], s["name"])
+        for doc in offline
+        for rs in doc["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    }
     assert {(s["trace_id"], s["span_id"], s["name"]) for s in live} == ids
 
 
@@ -118,20 +150,33 @@ def test_a_host_spans_traceparent_becomes_the_parent_and_findings_arrive_as_span
     findings = {(f.rule, f.message) for m in msgs for f in m.findings} | {(f.rule, f.message) for f in ends}
     if era == "modern":  # (the legacy session is clean: then no finding event either)
         assert findings, "the session has findings to show (MCP808, MCP905)"
-    events = {(e["attrs"]["mcptrace.finding.rule"], e["attrs"]["mcptrace.finding.message"])
-              for s in spans for e in s["events"] if e["name"] == "mcptrace.finding"}
+    events = {
+        (e["attrs"]["mcptrace.finding.rule"], e["attrs"]["mcptrace.finding.message"])
+        for s in spans
+        for e in s["events"]
+        if e["name"] == "mcptrace.finding"
+    }
     assert events == findings
 
 
 def test_a_receiver_stopped_mid_session_costs_the_host_nothing_and_the_drops_are_counted(tmp_path):
-    plain = _host("legacy", [*TEE, "-o", str(tmp_path / "plain.jsonl"), "--", *server_cmd()], "--pause",
-                  stdin=subprocess.PIPE)
+    plain = _host(
+        "legacy",
+        [*TEE, "-o", str(tmp_path / "plain.jsonl"), "--", *server_cmd()],
+        "--pause",
+        stdin=subprocess.PIPE,
+    )
     expected, _ = _ops(plain, stdin_text="go\n")
     cap = tmp_path / "cap.jsonl"
     rx = OtlpReceiver().__enter__()
     try:
-        proc = _host("legacy", [*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()], "--pause",
-                     stdin=subprocess.PIPE, env={"OTEL_BSP_SCHEDULE_DELAY": "20"})
+        proc = _host(
+            "legacy",
+            [*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()],
+            "--pause",
+            stdin=subprocess.PIPE,
+            env={"OTEL_BSP_SCHEDULE_DELAY": "20"},
+        )
         first = [json.loads(proc.stdout.readline()) for _ in range(4)]  # list, two calls, "paused"
         assert first[-1]["op"] == "paused"
         rx.wait_for(lambda spans: len(_request_spans(spans)) >= 3, "the first spans")
@@ -158,7 +203,11 @@ def test_live_proxy_export_of_both_eras_marks_http_transport_and_legacy_session_
     for s in got:
         assert s["attrs"]["network.transport"] == "tcp" and s["attrs"]["network.protocol.name"] == "http"
         assert s["attrs"]["server.address"] == "127.0.0.1" and isinstance(s["attrs"]["server.port"], int)
-    legacy = [s for s in got if s["attrs"]["mcptrace.era"] == "legacy" and s["attrs"]["mcp.method.name"] != "initialize"]
+    legacy = [
+        s
+        for s in got
+        if s["attrs"]["mcptrace.era"] == "legacy" and s["attrs"]["mcp.method.name"] != "initialize"
+    ]
     modern = [s for s in got if s["attrs"]["mcptrace.era"] == "modern"]
     assert legacy and modern
     assert all("mcp.session.id" in s["attrs"] for s in legacy)
@@ -169,8 +218,9 @@ def test_live_proxy_export_of_both_eras_marks_http_transport_and_legacy_session_
 def test_live_export_carries_tool_arguments_and_results_only_with_otlp_bodies(tmp_path):
     cap = tmp_path / "cap.jsonl"
     with OtlpReceiver() as rx:
-        run_client("legacy", command=[*TEE, "-o", str(cap), "--otlp", rx.url, "--otlp-bodies", "--",
-                                      *server_cmd()])
+        run_client(
+            "legacy", command=[*TEE, "-o", str(cap), "--otlp", rx.url, "--otlp-bodies", "--", *server_cmd()]
+        )
         spans = _all_in(rx)
     add = next(s for s in _request_spans(spans) if s["attrs"].get("gen_ai.tool.name") == "add")
     assert json.loads(add["attrs"]["gen_ai.tool.call.arguments"]) == {"a": 2, "b": 3}

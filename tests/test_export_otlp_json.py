@@ -23,12 +23,20 @@ from tracer.export.otlp_json import OtlpJsonWriter
 
 FIXTURES = sorted(CAPTURES.glob("*.jsonl"))
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def _export(path, *extra: str, seed: str = "0") -> bytes:
-    done = subprocess.run([sys.executable, "-m", "tracer", "export", "-f", "otlp-json", *extra, str(path)],
-                          cwd=REPO, capture_output=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": seed})
+    done = subprocess.run(
+        [sys.executable, "-m", "tracer", "export", "-f", "otlp-json", *extra, str(path)],
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "PYTHONHASHSEED": seed},
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -51,8 +59,13 @@ def spans_of(records, **kw) -> list[dict]:
     writer = OtlpJsonWriter(out)
     build_spans(records, writer, source="case", identity="case", analyser=Analyser(), **kw)
     writer.close()
-    return [s for line in out.getvalue().splitlines() for rs in orjson.loads(line)["resourceSpans"]
-            for ss in rs["scopeSpans"] for s in ss["spans"]]
+    return [
+        s
+        for line in out.getvalue().splitlines()
+        for rs in orjson.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    ]
 
 
 def attrs(span: dict) -> dict:
@@ -77,20 +90,55 @@ def test_otlp_json_of_a_fixture_capture_is_byte_identical_across_runs_and_parses
 
 
 def test_a_valid_traceparent_and_tracestate_become_the_parent_an_invalid_one_is_ignored():
-    spans = spans_of(build_records([
-        {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                 "params": {"name": "add", "arguments": {}, "_meta": {**META, "traceparent": TRACEPARENT,
-                                                                     "tracestate": "rojo=00f067aa0ba902b7"}}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "content": []}}},
-        {"c2s": {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                 "params": {"name": "add", "arguments": {}, "_meta": {**META, "traceparent": "00-zz-bad",
-                                                                     "tracestate": "x"}}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "content": []}}},
-        {"c2s": {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                 "params": {"name": "add", "arguments": {}, "_meta": {**META, "traceparent": TRACEPARENT,
-                                                                     "tracestate": "Bad Key=1"}}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "content": []}}},
-    ]))
+    spans = spans_of(
+        build_records(
+            [
+                {
+                    "c2s": {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "tools/call",
+                        "params": {
+                            "name": "add",
+                            "arguments": {},
+                            "_meta": {
+                                **META,
+                                "traceparent": TRACEPARENT,
+                                "tracestate": "rojo=00f067aa0ba902b7",
+                            },
+                        },
+                    }
+                },
+                {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "content": []}}},
+                {
+                    "c2s": {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "tools/call",
+                        "params": {
+                            "name": "add",
+                            "arguments": {},
+                            "_meta": {**META, "traceparent": "00-zz-bad", "tracestate": "x"},
+                        },
+                    }
+                },
+                {"s2c": {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "content": []}}},
+                {
+                    "c2s": {
+                        "jsonrpc": "2.0",
+                        "id": 3,
+                        "method": "tools/call",
+                        "params": {
+                            "name": "add",
+                            "arguments": {},
+                            "_meta": {**META, "traceparent": TRACEPARENT, "tracestate": "Bad Key=1"},
+                        },
+                    }
+                },
+                {"s2c": {"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "content": []}}},
+            ]
+        )
+    )
     joined, alone, no_state = spans[0], spans[1], spans[2]
     assert joined["traceId"] == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert joined["parentSpanId"] == "00f067aa0ba902b7" and joined["traceState"] == "rojo=00f067aa0ba902b7"
@@ -102,14 +150,34 @@ def test_a_valid_traceparent_and_tracestate_become_the_parent_an_invalid_one_is_
 
 
 def test_errors_null_ids_and_bodies_map_as_the_conventions_say():
-    records = build_records([
-        {"c2s": {"jsonrpc": "2.0", "id": "a", "method": "tools/call",
-                 "params": {"name": "secret", "arguments": {"token": "s3cr3t"}, "_meta": META}}},
-        {"s2c": {"jsonrpc": "2.0", "id": "a", "error": {"code": -32602, "message": "Unknown tool: secret"}}},
-        {"c2s": {"jsonrpc": "2.0", "id": None, "method": "ping", "params": {"_meta": META}}},
-        {"c2s": {"jsonrpc": "2.0", "id": 7, "method": "resources/read",
-                 "params": {"uri": "file:///etc/motd", "_meta": META}}},
-    ])
+    records = build_records(
+        [
+            {
+                "c2s": {
+                    "jsonrpc": "2.0",
+                    "id": "a",
+                    "method": "tools/call",
+                    "params": {"name": "secret", "arguments": {"token": "s3cr3t"}, "_meta": META},
+                }
+            },
+            {
+                "s2c": {
+                    "jsonrpc": "2.0",
+                    "id": "a",
+                    "error": {"code": -32602, "message": "Unknown tool: secret"},
+                }
+            },
+            {"c2s": {"jsonrpc": "2.0", "id": None, "method": "ping", "params": {"_meta": META}}},
+            {
+                "c2s": {
+                    "jsonrpc": "2.0",
+                    "id": 7,
+                    "method": "resources/read",
+                    "params": {"uri": "file:///etc/motd", "_meta": META},
+                }
+            },
+        ]
+    )
     spans = spans_of(records)
     err = attrs(spans[0])
     assert spans[0]["name"] == "tools/call secret"
@@ -121,7 +189,9 @@ def test_errors_null_ids_and_bodies_map_as_the_conventions_say():
     assert "jsonrpc.request.id" not in attrs(ping)  # never for a null id
     read = next(s for s in spans if attrs(s)["mcp.method.name"] == "resources/read")
     assert attrs(read)["mcp.resource.uri"] == "file:///etc/motd" and read["name"] == "resources/read"
-    assert attrs(read)["mcptrace.end_reason"] == "end-of-capture" and attrs(read)["error.type"] == "no_response"
+    assert (
+        attrs(read)["mcptrace.end_reason"] == "end-of-capture" and attrs(read)["error.type"] == "no_response"
+    )
     assert any(e["name"] == "mcptrace.finding" for e in read.get("events", []))  # never answered: a finding
     with_bodies = attrs(spans_of(records, include_bodies=True)[0])
     assert orjson.loads(with_bodies["gen_ai.tool.call.arguments"]) == {"token": "s3cr3t"}
@@ -130,11 +200,21 @@ def test_errors_null_ids_and_bodies_map_as_the_conventions_say():
 def test_an_mrtr_operation_is_a_parent_span_over_its_rounds(tmp_path):
     cap = tmp_path / "ask.jsonl"
     tee = [sys.executable, "-m", "tracer", "stdio", "-o", str(cap), "--", sys.executable, str(ASKING_SERVER)]
-    done = subprocess.run([sys.executable, str(ASKING_CLIENT), "--era", "modern", "--", *tee],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, str(ASKING_CLIENT), "--era", "modern", "--", *tee],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
-    spans = [s for line in _export(cap).splitlines() for rs in orjson.loads(line)["resourceSpans"]
-             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    spans = [
+        s
+        for line in _export(cap).splitlines()
+        for rs in orjson.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    ]
     ops = [s for s in spans if s["name"].startswith("mcptrace.mrtr.operation ")]
     assert ops
     op = ops[0]
@@ -146,12 +226,26 @@ def test_an_mrtr_operation_is_a_parent_span_over_its_rounds(tmp_path):
 
 
 def test_sessions_of_an_appended_capture_that_reuse_seqs_each_keep_their_spans():
-    first = build_records([{"conn": "stdio-1", "c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-                                                       "params": {"_meta": META}}}])
-    second = build_records([{"conn": "stdio-2", "c2s": {"jsonrpc": "2.0", "id": 1, "method": "prompts/list",
-                                                        "params": {"_meta": META}}},
-                            {"conn": "stdio-2", "s2c": {"jsonrpc": "2.0", "id": 1,
-                                                        "result": {"resultType": "complete", "prompts": []}}}])
+    first = build_records(
+        [
+            {
+                "conn": "stdio-1",
+                "c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}},
+            }
+        ]
+    )
+    second = build_records(
+        [
+            {
+                "conn": "stdio-2",
+                "c2s": {"jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": {"_meta": META}},
+            },
+            {
+                "conn": "stdio-2",
+                "s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "prompts": []}},
+            },
+        ]
+    )
     # a second session appended to the capture numbers its records from 1 again
     assert first[0].seq == second[0].seq == 1
     spans = spans_of(first + second)

@@ -24,8 +24,13 @@ BOUND_S = 60
 
 
 def _client(*target: str) -> tuple[subprocess.Popen, _Lines]:
-    proc = subprocess.Popen([sys.executable, str(FAULT_CLIENT), *target], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(FAULT_CLIENT), *target],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     return proc, _Lines(proc.stdout)
 
 
@@ -59,13 +64,31 @@ def _is_slow_call(r) -> bool:
 
 
 @pytest.mark.parametrize("answer", ["sse", "json"])
-def test_sigint_to_the_proxy_mid_call_keeps_every_message_and_closes_the_call_as_capture_stopped(tmp_path, answer):
+def test_sigint_to_the_proxy_mid_call_keeps_every_message_and_closes_the_call_as_capture_stopped(
+    tmp_path, answer
+):
     cap = tmp_path / "proxy.jsonl"
     extra = ("--json-response",) if answer == "json" else ()
     with sdk_http_server("--slow-step", "60", *extra) as upstream:
-        proxy = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", upstream, "--listen",
-                                  "127.0.0.1:0", "-o", str(cap), "--no-ui"], cwd=REPO, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+        proxy = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tracer",
+                "proxy",
+                "--upstream",
+                upstream,
+                "--listen",
+                "127.0.0.1:0",
+                "-o",
+                str(cap),
+                "--no-ui",
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         err = _Lines(proxy.stderr)
         url = err.wait_for(r"give the host this URL: (\S+)", "mcptrace proxy").group(1)
         client, out = _client("--url", url)
@@ -94,8 +117,14 @@ def test_sigint_to_the_proxy_mid_call_keeps_every_message_and_closes_the_call_as
     flow = slow.http["flow"]
     if answer == "sse":
         assert "notifications/progress" in _methods(records, Direction.S2C)
-        [closed] = [r.data for r in records if r.type is RecordType.EVENT and r.http and r.http.get("flow") == flow
-                    and r.data.get("event") == "stream-closed"]
+        [closed] = [
+            r.data
+            for r in records
+            if r.type is RecordType.EVENT
+            and r.http
+            and r.http.get("flow") == flow
+            and r.data.get("event") == "stream-closed"
+        ]
         assert closed["reason"] == "capture-stopped" and closed["messages"] >= 1, closed
     else:
         [failed] = [r.http for r in records if r.type is RecordType.HTTP and r.http.get("flow") == flow]
@@ -105,8 +134,11 @@ def test_sigint_to_the_proxy_mid_call_keeps_every_message_and_closes_the_call_as
 def test_sigterm_to_the_tee_mid_session_keeps_every_message_and_ends_the_capture_with_the_exit(tmp_path):
     cap, pidfile, errfile = tmp_path / "tee.jsonl", tmp_path / "tee.pid", tmp_path / "tee.err"
     # the host (the SDK client) spawns the tee; `exec` keeps the shell's pid, so the test knows the tee's
-    tee = (f'echo $$ > {pidfile}; exec "{sys.executable}" -m tracer stdio -o {cap} -- '
-           + " ".join(f'"{a}"' for a in server_cmd("--slow-step", "60")) + f" 2> {errfile}")
+    tee = (
+        f'echo $$ > {pidfile}; exec "{sys.executable}" -m tracer stdio -o {cap} -- '
+        + " ".join(f'"{a}"' for a in server_cmd("--slow-step", "60"))
+        + f" 2> {errfile}"
+    )
     client, out = _client("--", "sh", "-c", tee)
     try:
         out.wait_for("in flight", "the SDK client")
@@ -132,16 +164,33 @@ def test_sigint_to_the_http_mock_with_the_hosts_stream_open_ends_it_cleanly():
     from urllib.parse import urlsplit
 
     capture = REPO / "fixtures" / "captures" / "sdk-stdio-legacy.jsonl"
-    mock = subprocess.Popen([sys.executable, "-m", "tracer", "mock", str(capture), "--listen", "127.0.0.1:0"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "tracer", "mock", str(capture), "--listen", "127.0.0.1:0"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     err = _Lines(mock.stderr)
     try:
         u = urlsplit(_Lines(mock.stdout).wait_for(r"^http://\S+", "mcptrace mock").group(0))
         post = http.client.HTTPConnection(u.hostname, u.port, timeout=BOUND_S)
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}
-        post.request("POST", u.path, body=orjson.dumps(init), headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "h", "version": "1"},
+            },
+        }
+        post.request(
+            "POST",
+            u.path,
+            body=orjson.dumps(init),
+            headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+        )
         answer = post.getresponse()
         sid = answer.getheader("mcp-session-id")
         answer.read()
@@ -162,7 +211,8 @@ def test_sigint_to_the_http_mock_with_the_hosts_stream_open_ends_it_cleanly():
 
 
 def test_quitting_the_live_viewer_mid_call_closes_the_call_into_the_capture_without_an_addon_error(
-        tmp_path, caplog):
+    tmp_path, caplog
+):
     # `q` in the viewer ends `run_proxy_with_viewer`, which stops the proxy thread like this
     from addons.proxy import ProxyConfig, ProxyRunner
     from tracer.cli.view import start_proxy_thread
@@ -186,5 +236,7 @@ def test_quitting_the_live_viewer_mid_call_closes_the_call_into_the_capture_with
     assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")], caplog.text
     records = capture_records(cap)
     [slow] = [r for r in records if _is_slow_call(r)]
-    [failed] = [r.http for r in records if r.type is RecordType.HTTP and r.http.get("flow") == slow.http["flow"]]
+    [failed] = [
+        r.http for r in records if r.type is RecordType.HTTP and r.http.get("flow") == slow.http["flow"]
+    ]
     assert failed["error"] == "capture-stopped"

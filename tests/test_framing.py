@@ -28,14 +28,17 @@ def test_line_framer_reassembles_any_bytes_split_anywhere(data, cuts):
     rebuilt = b"".join(fr.data + (b"\n" if fr.eol else b"") for fr in frames)
     assert rebuilt == data
     for fr in frames:
-        assert data[fr.offset:fr.offset + len(fr.data)] == fr.data
+        assert data[fr.offset : fr.offset + len(fr.data)] == fr.data
     assert frames == _frame_all(data, [])
 
 
 def test_line_framer_reports_offsets_and_the_missing_final_newline():
     frames = _frame_all(b'{"a":1}\r\nbanner\n{"b"', [3, 9])
     assert [(fr.data, fr.offset, fr.eol) for fr in frames] == [
-        (b'{"a":1}\r', 0, True), (b"banner", 9, True), (b'{"b"', 16, False)]
+        (b'{"a":1}\r', 0, True),
+        (b"banner", 9, True),
+        (b'{"b"', 16, False),
+    ]
 
 
 def test_line_framer_caps_what_it_keeps_of_a_huge_line_but_keeps_offsets_exact():
@@ -56,10 +59,12 @@ def _sse_all(data: bytes, cuts: list[int]):
     return [(e.event, e.data, e.id) for e in out]
 
 
-SSE = ("event: message\nid: 7\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"caf\u00e9\"}}\n\n"
-       ": keep-alive\n\n"
-       "data: line1\r\ndata: line2\r\n\r\n"
-       "event: endpoint\rdata: /messages?sid=1\r\r").encode()
+SSE = (
+    'event: message\nid: 7\ndata: {"jsonrpc":"2.0","id":1,"result":{"t":"caf\u00e9"}}\n\n'
+    ": keep-alive\n\n"
+    "data: line1\r\ndata: line2\r\n\r\n"
+    "event: endpoint\rdata: /messages?sid=1\r\r"
+).encode()
 
 
 @settings(max_examples=300)

@@ -25,12 +25,21 @@ def _seeds():
 
 def _json_values():
     # lone surrogates included (legal as JSON escapes), as are controls and non-characters
-    text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
-                   max_size=12)
-    scalars = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-               | st.floats(allow_nan=False, allow_infinity=False) | text)
-    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
-                        | st.dictionaries(text, inner, max_size=4), max_leaves=12)
+    text = st.text(
+        alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=12
+    )
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(min_value=-(2**70), max_value=2**70)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | text
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
+        max_leaves=12,
+    )
 
 
 @SETTINGS
@@ -58,19 +67,44 @@ def test_any_json_value_as_a_message_or_a_record_member_never_crashes(rnd, value
     elif where == 1 and rec:
         rec[rnd.choice(["transport", "conn", "offset", "http", "sse", "data", "seq", "t_ns", "eol"])] = value
     else:
-        recs.append({"type": "message", "seq": 99, "t_ns": 1, "dir": "s2c", "transport": "http", "conn": "c",
-                     "text": json.dumps({"jsonrpc": "2.0", "id": value, "result": value})})
+        recs.append(
+            {
+                "type": "message",
+                "seq": 99,
+                "t_ns": 1,
+                "dir": "s2c",
+                "transport": "http",
+                "conn": "c",
+                "text": json.dumps({"jsonrpc": "2.0", "id": value, "result": value}),
+            }
+        )
     assert run_pipeline(capture_bytes(recs)) is None
 
 
 @SETTINGS
-@given(st.lists(st.dictionaries(st.sampled_from(["request", "response", "time", "timings", "startedDateTime"]),
-                                _json_values(), max_size=5), max_size=4))
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["request", "response", "time", "timings", "startedDateTime"]),
+            _json_values(),
+            max_size=5,
+        ),
+        max_size=4,
+    )
+)
 def test_any_har_entries_are_read_without_a_crash(entries):
     from tracer.inputs.har import read
 
-    good = {"request": {"method": "POST", "url": "http://h/mcp", "postData": {"text": '{"jsonrpc":"2.0","method":"x"}'}},
-            "response": {"status": 202}, "startedDateTime": "2026-01-01T00:00:00Z", "time": 1}
+    good = {
+        "request": {
+            "method": "POST",
+            "url": "http://h/mcp",
+            "postData": {"text": '{"jsonrpc":"2.0","method":"x"}'},
+        },
+        "response": {"status": 202},
+        "startedDateTime": "2026-01-01T00:00:00Z",
+        "time": 1,
+    }
     doc = {"log": {"entries": [{**good, **e} for e in entries]}}
     items = list(read(io.BytesIO(json.dumps(doc).encode()), "f.har"))
     assert all(-(1 << 63) <= getattr(x, "t_ns", 0) < 1 << 63 for x in items)

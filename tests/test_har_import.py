@@ -14,12 +14,31 @@ from tracer.inputs import open_input
 from tracer.model import Direction, Record, RecordType
 
 URL = "https://mcp.example.com/mcp"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "web", "version": "1"}}}
-INIT_RESULT = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                                                      "serverInfo": {"name": "s", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "web", "version": "1"},
+    },
+}
+INIT_RESULT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "result": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"},
+    },
+}
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
-LIST_RESULT = {"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}}
+LIST_RESULT = {
+    "jsonrpc": "2.0",
+    "id": 2,
+    "result": {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]},
+}
 SESSION = [["mcp-session-id", "s-1"], ["mcp-protocol-version", "2025-11-25"]]
 
 
@@ -27,16 +46,34 @@ def _h(pairs):
     return [{"name": k, "value": v} for k, v in pairs]
 
 
-def entry(started, method, body, status, resp_headers, content, req_headers=(), time_ms=20.0,
-          accept="application/json, text/event-stream", **extra):
-    req = {"method": method, "url": URL, "httpVersion": "HTTP/1.1",
-           "headers": _h([["accept", accept], ["content-type", "application/json"], *req_headers])}
+def entry(
+    started,
+    method,
+    body,
+    status,
+    resp_headers,
+    content,
+    req_headers=(),
+    time_ms=20.0,
+    accept="application/json, text/event-stream",
+    **extra,
+):
+    req = {
+        "method": method,
+        "url": URL,
+        "httpVersion": "HTTP/1.1",
+        "headers": _h([["accept", accept], ["content-type", "application/json"], *req_headers]),
+    }
     if body is not None:
         req["postData"] = {"mimeType": "application/json", "text": json.dumps(body)}
-    return {"startedDateTime": started, "time": time_ms, "request": req,
-            "response": {"status": status, "headers": _h(resp_headers), "content": content},
-            "timings": {"blocked": -1, "dns": -1, "connect": -1, "send": 1, "wait": 5, "receive": time_ms - 6},
-            **extra}
+    return {
+        "startedDateTime": started,
+        "time": time_ms,
+        "request": req,
+        "response": {"status": status, "headers": _h(resp_headers), "content": content},
+        "timings": {"blocked": -1, "dns": -1, "connect": -1, "send": 1, "wait": 5, "receive": time_ms - 6},
+        **extra,
+    }
 
 
 def sse_text(*messages) -> str:
@@ -44,7 +81,13 @@ def sse_text(*messages) -> str:
 
 
 def har(entries) -> dict:
-    return {"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "537.36"}, "entries": entries}}
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "WebInspector", "version": "537.36"},
+            "entries": entries,
+        }
+    }
 
 
 def _read(path):
@@ -55,14 +98,37 @@ def _read(path):
 def _session() -> list[dict]:
     return [
         # out of order on purpose: devtools writes entries as they finish
-        entry("2026-11-29T10:00:01.000Z", "POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, 202,
-              [], {"size": 0, "mimeType": "", "text": ""}, req_headers=SESSION),
-        entry("2026-11-29T10:00:00.000+00:00", "POST", INIT, 200,
-              [["content-type", "application/json"], ["mcp-session-id", "s-1"]],
-              {"size": 10, "mimeType": "application/json",
-               "text": base64.b64encode(json.dumps(INIT_RESULT).encode()).decode(), "encoding": "base64"}),
-        entry("2026-11-29T10:00:02.000Z", "POST", LIST, 200, [["content-type", "text/event-stream"]],
-              {"size": 10, "mimeType": "text/event-stream", "text": sse_text(LIST_RESULT)}, req_headers=SESSION),
+        entry(
+            "2026-11-29T10:00:01.000Z",
+            "POST",
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            202,
+            [],
+            {"size": 0, "mimeType": "", "text": ""},
+            req_headers=SESSION,
+        ),
+        entry(
+            "2026-11-29T10:00:00.000+00:00",
+            "POST",
+            INIT,
+            200,
+            [["content-type", "application/json"], ["mcp-session-id", "s-1"]],
+            {
+                "size": 10,
+                "mimeType": "application/json",
+                "text": base64.b64encode(json.dumps(INIT_RESULT).encode()).decode(),
+                "encoding": "base64",
+            },
+        ),
+        entry(
+            "2026-11-29T10:00:02.000Z",
+            "POST",
+            LIST,
+            200,
+            [["content-type", "text/event-stream"]],
+            {"size": 10, "mimeType": "text/event-stream", "text": sse_text(LIST_RESULT)},
+            req_headers=SESSION,
+        ),
     ]
 
 
@@ -76,8 +142,12 @@ def test_a_browser_har_becomes_paired_envelopes_in_wire_order(tmp_path):
     assert not problems
     msgs = [r for r in recs if r.type is RecordType.MESSAGE]
     assert [(r.dir, json.loads(r.raw).get("method") or json.loads(r.raw).get("id")) for r in msgs] == [
-        (Direction.C2S, "initialize"), (Direction.S2C, 1), (Direction.C2S, "notifications/initialized"),
-        (Direction.C2S, "tools/list"), (Direction.S2C, 2)]
+        (Direction.C2S, "initialize"),
+        (Direction.S2C, 1),
+        (Direction.C2S, "notifications/initialized"),
+        (Direction.C2S, "tools/list"),
+        (Direction.S2C, 2),
+    ]
     assert len({r.conn for r in recs}) == 1 and {r.transport for r in recs} == {"http"}
     sse = msgs[-1]
     assert sse.sse["event"] == "message" and sse.http["status"] == 200
@@ -88,8 +158,14 @@ def test_a_browser_har_becomes_paired_envelopes_in_wire_order(tmp_path):
 
 
 def test_traffic_that_is_not_mcp_is_left_out(tmp_path):
-    other = entry("2026-11-29T10:00:00Z", "GET", None, 200, [["content-type", "text/html"]],
-                  {"size": 5, "mimeType": "text/html", "text": "<html>"})
+    other = entry(
+        "2026-11-29T10:00:00Z",
+        "GET",
+        None,
+        200,
+        [["content-type", "text/html"]],
+        {"size": 5, "mimeType": "text/html", "text": "<html>"},
+    )
     path = tmp_path / "site.har"
     path.write_text(json.dumps(har([other, *_session()])))
     recs, _ = _read(path)
@@ -98,9 +174,16 @@ def test_traffic_that_is_not_mcp_is_left_out(tmp_path):
 
 
 def test_an_aborted_request_and_a_broken_entry_are_reported_not_fatal(tmp_path):
-    aborted = entry("2026-11-29T10:00:03Z", "POST", {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                                                      "params": {"name": "echo"}}, 0, [], {}, req_headers=SESSION,
-                    _error="net::ERR_ABORTED")
+    aborted = entry(
+        "2026-11-29T10:00:03Z",
+        "POST",
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo"}},
+        0,
+        [],
+        {},
+        req_headers=SESSION,
+        _error="net::ERR_ABORTED",
+    )
     path = tmp_path / "broken.har"
     path.write_text(json.dumps(har([*_session(), aborted, {"nonsense": True}])))
     recs, problems = _read(path)
@@ -117,8 +200,15 @@ def test_a_file_that_only_looks_like_har_is_a_read_problem(tmp_path):
 
 
 def test_lint_reads_a_har_and_reports_its_findings(tmp_path, capsys):
-    bad = entry("2026-11-29T10:00:00Z", "POST", INIT, 200, [["content-type", "text/plain"]],
-                {"size": 2, "mimeType": "text/plain", "text": "ok"}, accept="application/json")
+    bad = entry(
+        "2026-11-29T10:00:00Z",
+        "POST",
+        INIT,
+        200,
+        [["content-type", "text/plain"]],
+        {"size": 2, "mimeType": "text/plain", "text": "ok"},
+        accept="application/json",
+    )
     path = tmp_path / "bad.har"
     path.write_text(json.dumps(har([bad])))
     assert main(["lint", "--format", "json", str(path)]) == 1
@@ -132,12 +222,25 @@ def test_an_event_stream_stored_as_latin_1_is_read_back_as_the_utf8_it_was(tmp_p
     wire = sse_text(result).encode("utf-8")
     entries = [
         *_session()[:2],
-        entry("2026-11-29T10:00:02Z", "POST", LIST, 200, [["content-type", "text/event-stream"]],
-              {"size": len(wire), "mimeType": "text/event-stream", "text": wire.decode("latin-1")},
-              req_headers=SESSION),
-        entry("2026-11-29T10:00:03Z", "POST", {**LIST, "id": 3}, 200, [["content-type", "text/event-stream"]],
-              {"size": len(wire), "mimeType": "text/event-stream", "text": sse_text({**result, "id": 3})},
-              req_headers=SESSION)]
+        entry(
+            "2026-11-29T10:00:02Z",
+            "POST",
+            LIST,
+            200,
+            [["content-type", "text/event-stream"]],
+            {"size": len(wire), "mimeType": "text/event-stream", "text": wire.decode("latin-1")},
+            req_headers=SESSION,
+        ),
+        entry(
+            "2026-11-29T10:00:03Z",
+            "POST",
+            {**LIST, "id": 3},
+            200,
+            [["content-type", "text/event-stream"]],
+            {"size": len(wire), "mimeType": "text/event-stream", "text": sse_text({**result, "id": 3})},
+            req_headers=SESSION,
+        ),
+    ]
     path = tmp_path / "hardump.har"
     path.write_text(json.dumps(har(entries)))
     recs, _ = _read(path)

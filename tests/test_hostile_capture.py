@@ -14,10 +14,21 @@ from tracer.analyser import Analyser
 from tracer.capture import ReadProblem, read_capture
 
 HEAD = {"type": "header", "format": "mcptrace", "version": 1, "tool": "t", "t_ns": 1, "transport": "http"}
-GOOD = {"type": "message", "seq": 1, "t_ns": 5, "dir": "c2s", "transport": "http", "conn": "c1",
-        "text": '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
-        "http": {"method": "POST", "url": "http://h/mcp", "flow": "f1",
-                 "req_headers": [["mcp-protocol-version", "2025-11-25"]]}}
+GOOD = {
+    "type": "message",
+    "seq": 1,
+    "t_ns": 5,
+    "dir": "c2s",
+    "transport": "http",
+    "conn": "c1",
+    "text": '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    "http": {
+        "method": "POST",
+        "url": "http://h/mcp",
+        "flow": "f1",
+        "req_headers": [["mcp-protocol-version", "2025-11-25"]],
+    },
+}
 EVENT = {"type": "event", "seq": 2, "t_ns": 6, "transport": "stdio", "conn": "c1", "data": {"event": "exit"}}
 
 # (record to start from, member path, hostile value): the examples of the issue and their kin
@@ -83,8 +94,11 @@ def test_a_record_member_of_the_wrong_type_is_a_broken_line_and_reading_goes_on(
 def test_lint_reports_every_bad_member_by_line_without_an_internal_error(tmp_path):
     path = tmp_path / "hostile.jsonl"
     path.write_bytes(_capture(*(_with(b, p, v) for b, p, v in BAD_FIELDS), {**GOOD, "seq": 99}))
-    proc = subprocess.run([sys.executable, "-m", "tracer", "lint", "--format", "json", str(path)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracer", "lint", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1, proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
     report = json.loads(proc.stdout)
@@ -122,8 +136,17 @@ def test_a_record_the_analysis_cannot_read_costs_its_line_and_the_report_stays_w
     assert report["problems"][0]["line"] == 3 and "KeyError" in report["problems"][0]["message"]
 
 
-@pytest.mark.parametrize(("member", "value"), [("version", "1"), ("transport", ["stdio"]), ("command", "python x"),
-                                               ("command", [["python"]]), ("label", {"l": 1}), ("t_ns", 1.5)])
+@pytest.mark.parametrize(
+    ("member", "value"),
+    [
+        ("version", "1"),
+        ("transport", ["stdio"]),
+        ("command", "python x"),
+        ("command", [["python"]]),
+        ("label", {"l": 1}),
+        ("t_ns", 1.5),
+    ],
+)
 def test_a_header_member_of_the_wrong_type_is_a_broken_line_and_the_records_are_read(member, value):
     data = ("\n".join(json.dumps(r) for r in ({**HEAD, member: value}, GOOD)) + "\n").encode()
     items = list(read_capture(io.BytesIO(data), "cap.jsonl"))
@@ -136,4 +159,6 @@ def test_a_negative_time_is_a_broken_record_so_every_latency_fits_64_bits():
     data = _capture({**GOOD, "t_ns": -(2**63)}, {**GOOD, "seq": 2, "t_ns": 2**63 - 1})
     items = list(read_capture(io.BytesIO(data), "cap.jsonl"))
     assert isinstance(items[1], ReadProblem) and "'t_ns' is negative" in items[1].message
-    assert [x.t_ns for x in items if not isinstance(x, ReadProblem) and x.type.value == "message"] == [2**63 - 1]
+    assert [x.t_ns for x in items if not isinstance(x, ReadProblem) and x.type.value == "message"] == [
+        2**63 - 1
+    ]

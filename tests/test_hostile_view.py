@@ -26,16 +26,23 @@ async def test_the_viewer_shows_rows_details_and_bodies_of_hostile_ndjson_lines(
         assert scr.view.ann.error is None
         texts = [scr.view.info(row).basics.preview for row in range(len(scr.view))]
         assert "18446744073709551617" in " ".join(texts)  # the preview keeps the integer exact
-        big_row = next(r for r in range(len(scr.view)) if "18446744073709551617" in scr.view.info(r).basics.preview)
+        big_row = next(
+            r for r in range(len(scr.view)) if "18446744073709551617" in scr.view.info(r).basics.preview
+        )
         while scr.list.selected_row != big_row:
             await pilot.press("j")
-        await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == big_row, "the detail")
+        await until(
+            pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == big_row, "the detail"
+        )
         assert "18446744073709551617" in plain(scr.detail.body)
         await pilot.press("e")
         from textual.widgets import TextArea
 
-        await until(pilot, lambda: len(app.screen.query(TextArea)) and app.screen.query_one(TextArea).text,
-                    "the whole body")
+        await until(
+            pilot,
+            lambda: len(app.screen.query(TextArea)) and app.screen.query_one(TextArea).text,
+            "the whole body",
+        )
         assert json.loads(app.screen.query_one(TextArea).text)["id"] == 18446744073709551617
         await pilot.press("escape")
         for _ in range(len(scr.view)):  # every row's detail renders
@@ -47,16 +54,28 @@ async def test_the_viewer_shows_rows_details_and_bodies_of_hostile_ndjson_lines(
 def _capture(path, raws):
     with CaptureWriter(path, header_record("stdio"), overwrite=True) as w:
         for i, raw in enumerate(raws):
-            w.write(Record(RecordType.MESSAGE, dir=Direction.C2S if i % 2 == 0 else Direction.S2C, raw=raw, conn="c"))
+            w.write(
+                Record(
+                    RecordType.MESSAGE, dir=Direction.C2S if i % 2 == 0 else Direction.S2C, raw=raw, conn="c"
+                )
+            )
 
 
 def test_a_record_the_analysis_cannot_read_is_a_broken_row_with_its_reason_and_the_rest_is_analysed(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # No input known to this version makes the analyser raise any more (the fuzz tests hold it to
     # that), so one is made to, for the second message, to show what the viewer does the day one does.
     cap = tmp_path / "c.jsonl"
-    _capture(cap, [b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b'{"jsonrpc":"2.0","id":1,"result":{}}',
-                   b'{"jsonrpc":"2.0","id":2,"method":"ping"}', b'{"jsonrpc":"2.0","id":2,"result":{}}'])
+    _capture(
+        cap,
+        [
+            b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+            b'{"jsonrpc":"2.0","id":1,"result":{}}',
+            b'{"jsonrpc":"2.0","id":2,"method":"ping"}',
+            b'{"jsonrpc":"2.0","id":2,"result":{}}',
+        ],
+    )
     work = tmp_path / "w"
     work.mkdir()
     ann = Annotator(str(cap), str(work))
@@ -131,7 +150,9 @@ async def test_e_on_a_body_too_large_to_format_pages_it_raw(tmp_path):
 def test_an_id_of_400_digits_is_kept_exact_through_the_analysis_details(tmp_path):
     cap = tmp_path / "c.jsonl"
     big = 10**400
-    _capture(cap, [b'{"jsonrpc":"2.0","id":' + str(big).encode() + b',"method":"tools/list"}'])  # never answered
+    _capture(
+        cap, [b'{"jsonrpc":"2.0","id":' + str(big).encode() + b',"method":"tools/list"}']
+    )  # never answered
     work = tmp_path / "w"
     work.mkdir()
     Annotator(str(cap), str(work)).run()  # the end-of-session finding re-reads the row's details
@@ -145,10 +166,28 @@ def test_answers_timed_at_the_ends_of_the_clock_are_analysed_with_their_latency_
     cap = tmp_path / "c.jsonl"
     lines = [{"type": "header", "format": "mcptrace", "version": 1, "t_ns": 1, "transport": "stdio"}]
     for i, (t_req, t_resp) in enumerate([(1, 2**63 - 1), (2**63 - 1, 1)], 1):  # (0 is "no time")
-        lines.append({"type": "message", "seq": 2 * i - 1, "t_ns": t_req, "dir": "c2s", "transport": "stdio",
-                      "conn": "c", "text": json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"})})
-        lines.append({"type": "message", "seq": 2 * i, "t_ns": t_resp, "dir": "s2c", "transport": "stdio",
-                      "conn": "c", "text": json.dumps({"jsonrpc": "2.0", "id": i, "result": {}})})
+        lines.append(
+            {
+                "type": "message",
+                "seq": 2 * i - 1,
+                "t_ns": t_req,
+                "dir": "c2s",
+                "transport": "stdio",
+                "conn": "c",
+                "text": json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}),
+            }
+        )
+        lines.append(
+            {
+                "type": "message",
+                "seq": 2 * i,
+                "t_ns": t_resp,
+                "dir": "s2c",
+                "transport": "stdio",
+                "conn": "c",
+                "text": json.dumps({"jsonrpc": "2.0", "id": i, "result": {}}),
+            }
+        )
     cap.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     work = tmp_path / "w"
     work.mkdir()

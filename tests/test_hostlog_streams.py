@@ -8,10 +8,14 @@ from tracer.analyser import analyse_all
 from tracer.inputs import open_input
 from tracer.model import Record, RecordType
 
-INIT = ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-        '"capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}}')
-INIT_RESULT = ('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":'
-               '{"tools":{}},"serverInfo":{"name":"fs","version":"1.0"}}}')
+INIT = (
+    '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}}'
+)
+INIT_RESULT = (
+    '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":'
+    '{"tools":{}},"serverInfo":{"name":"fs","version":"1.0"}}}'
+)
 PING = '{"jsonrpc":"2.0","id":1,"method":"ping"}'  # legacy-only: the era is known without initialize
 PONG = '{"jsonrpc":"2.0","id":1,"result":{}}'
 
@@ -27,29 +31,41 @@ def _lint(tmp_path, text):
 
 
 def test_a_server_started_in_the_log_whose_first_client_message_is_not_initialize_is_flagged(tmp_path):
-    _recs, _msgs, found = _lint(tmp_path, (
-        "2025-06-13T14:44:29.900Z [fs] [info] Initializing server...\n"
-        f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {PING} {{ metadata: undefined }}\n"
-        f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {PONG}\n"))
+    _recs, _msgs, found = _lint(
+        tmp_path,
+        (
+            "2025-06-13T14:44:29.900Z [fs] [info] Initializing server...\n"
+            f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {PING} {{ metadata: undefined }}\n"
+            f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {PONG}\n"
+        ),
+    )
     assert [f.seq for f in found if f.rule == "MCP401"] == [2]
 
 
 def test_a_clean_start_in_the_log_passes_the_start_of_session_rules(tmp_path):
-    _recs, _msgs, found = _lint(tmp_path, (
-        "2025-06-13T14:44:29.900Z [fs] [info] Initializing server...\n"
-        f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
-        f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"))
+    _recs, _msgs, found = _lint(
+        tmp_path,
+        (
+            "2025-06-13T14:44:29.900Z [fs] [info] Initializing server...\n"
+            f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
+            f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"
+        ),
+    )
     assert not [f for f in found if f.rule.startswith("MCP4")]
 
 
 def test_each_restart_is_a_new_connection_judged_from_its_own_start(tmp_path):
-    recs, msgs, found = _lint(tmp_path, (
-        f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
-        f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"
-        "2025-06-13T14:45:00.000Z [fs] [info] Initializing server...\n"
-        f"2025-06-13T14:45:00.100Z [info] [fs] Message from client: {PING}\n"
-        "2025-06-13T14:46:00.000Z [fs] [info] Initializing server...\n"
-        f"2025-06-13T14:46:00.100Z [info] [fs] Message from client: {INIT}\n"))
+    recs, msgs, found = _lint(
+        tmp_path,
+        (
+            f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
+            f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"
+            "2025-06-13T14:45:00.000Z [fs] [info] Initializing server...\n"
+            f"2025-06-13T14:45:00.100Z [info] [fs] Message from client: {PING}\n"
+            "2025-06-13T14:46:00.000Z [fs] [info] Initializing server...\n"
+            f"2025-06-13T14:46:00.100Z [info] [fs] Message from client: {INIT}\n"
+        ),
+    )
     assert [m.rec.conn for m in msgs] == ["fs", "fs", "fs#2", "fs#3"]
     closes = [r for r in recs if r.type is RecordType.EVENT and (r.data or {}).get("event") == "closed"]
     assert [r.conn for r in closes] == ["fs", "fs#2"]
@@ -58,19 +74,27 @@ def test_each_restart_is_a_new_connection_judged_from_its_own_start(tmp_path):
 
 
 def test_interleaved_servers_each_start_their_own_stream(tmp_path):
-    _recs, msgs, found = _lint(tmp_path, (
-        f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
-        f"2025-06-13T14:44:29.946Z [info] [git] Message from client: {PING}\n"
-        f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"))
+    _recs, msgs, found = _lint(
+        tmp_path,
+        (
+            f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
+            f"2025-06-13T14:44:29.946Z [info] [git] Message from client: {PING}\n"
+            f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"
+        ),
+    )
     assert [(m.rec.conn, m.rec.offset) for m in msgs] == [("fs", 0), ("git", 0), ("fs", 0)]
     assert [f.rule for f in found if f.rule == "MCP401"] == ["MCP401"]
 
 
 def test_a_message_line_whose_payload_is_not_json_is_host_text_not_a_message(tmp_path):
-    recs, msgs, found = _lint(tmp_path, (
-        f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
-        "2025-06-13T14:44:29.950Z [info] [fs] Message from server: Starting filesystem server...\n"
-        f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"))
+    recs, msgs, found = _lint(
+        tmp_path,
+        (
+            f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
+            "2025-06-13T14:44:29.950Z [info] [fs] Message from server: Starting filesystem server...\n"
+            f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"
+        ),
+    )
     assert len(msgs) == 2
     texts = [r.data["text"] for r in recs if r.type is RecordType.EVENT]
     assert texts == ["Message from server: Starting filesystem server..."]

@@ -14,12 +14,20 @@ from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind, Record, RecordType
 
 JSON = (b"content-type", b"application/json")
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
 CACHE = {"ttlMs": 60000, "cacheScope": "public"}
 SERVER_META = {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
-TOOL = {"name": "query", "inputSchema": {"type": "object", "properties": {
-    "region": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"}}}}
+TOOL = {
+    "name": "query",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"}},
+    },
+}
 
 
 @pytest.fixture
@@ -58,19 +66,34 @@ def _with_session(sid: bytes, version: bytes = b"2025-11-25"):
 def test_two_concurrent_handshakes_of_one_client_process_are_two_connections(capture):
     addon, path = capture
     a, b = _client(50001), _client(50002)
-    first, second = _on(post(INIT, resp=INIT_RESULT, resp_headers=_init_result(b"s-a")), a), \
-        _on(post(INIT, resp=INIT_RESULT, resp_headers=_init_result(b"s-b")), b)
+    first, second = (
+        _on(post(INIT, resp=INIT_RESULT, resp_headers=_init_result(b"s-a")), a),
+        _on(post(INIT, resp=INIT_RESULT, resp_headers=_init_result(b"s-b")), b),
+    )
     for f in (first, second):  # both requests are out before either answer mints its session
         addon.request(f)
     for f in (first, second):
         addon.responseheaders(f)
         addon.response(f)
     for sid, client in ((b"s-a", a), (b"s-b", b)):
-        for obj, resp, status in (({"jsonrpc": "2.0", "method": "notifications/initialized"}, b"", 202),
-                                  ({"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-                                   {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}, 200)):
-            f = _on(post(obj, resp=resp, status=status, headers=_with_session(sid),
-                         resp_headers=[JSON] if status == 200 else []), client)
+        for obj, resp, status in (
+            ({"jsonrpc": "2.0", "method": "notifications/initialized"}, b"", 202),
+            (
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}},
+                200,
+            ),
+        ):
+            f = _on(
+                post(
+                    obj,
+                    resp=resp,
+                    status=status,
+                    headers=_with_session(sid),
+                    resp_headers=[JSON] if status == 200 else [],
+                ),
+                client,
+            )
             addon.request(f)
             addon.responseheaders(f)
             addon.response(f)
@@ -90,10 +113,26 @@ def test_a_legacy_session_without_session_id_spans_the_tcp_connections_of_its_cl
 
     exchange(addon, post(INIT, resp=INIT_RESULT, client=("127.0.0.1", 50001)))
     legacy = (ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2025-11-25"))
-    exchange(addon, post({"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=legacy, resp=b"",
-                         status=202, resp_headers=[], client=("127.0.0.1", 50002)))
-    exchange(addon, post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=legacy,
-                         resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}, client=("127.0.0.1", 50003)))
+    exchange(
+        addon,
+        post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=legacy,
+            resp=b"",
+            status=202,
+            resp_headers=[],
+            client=("127.0.0.1", 50002),
+        ),
+    )
+    exchange(
+        addon,
+        post(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers=legacy,
+            resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": []}},
+            client=("127.0.0.1", 50003),
+        ),
+    )
     assert len({r.conn for r in records(path)}) == 1
     assert _findings(path) == []
 
@@ -103,8 +142,17 @@ def test_concurrent_modern_clients_reusing_request_ids_are_kept_apart(capture):
     flows = []
     for port in (50001, 50002):
         req = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
-        headers = (ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"tools/list"))
-        resp = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": [], **CACHE, "_meta": SERVER_META}}
+        headers = (
+            ACCEPT_BOTH,
+            JSON,
+            (b"mcp-protocol-version", b"2026-07-28"),
+            (b"mcp-method", b"tools/list"),
+        )
+        resp = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"resultType": "complete", "tools": [], **CACHE, "_meta": SERVER_META},
+        }
         flows.append(post(req, resp=resp, headers=headers, client=("127.0.0.1", port)))
     for f in flows:
         addon.request(f)
@@ -122,18 +170,53 @@ def test_a_tool_listed_on_one_connection_and_called_on_another_is_judged_by_mcp7
     addon, path = capture
     from tests.addon_helpers import exchange
 
-    listed = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": [TOOL], **CACHE, "_meta": SERVER_META}}
-    exchange(addon, post({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}},
-                         headers=(ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2026-07-28"),
-                                  (b"mcp-method", b"tools/list"), (b"user-agent", b"inspector/1")),
-                         resp=listed, client=("127.0.0.1", 50001)))
-    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "query", "arguments": {"region": "eu", "q": "x"}, "_meta": META}}
-    answer = {"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "content": [], "_meta": SERVER_META}}
-    exchange(addon, post(call, resp=answer, client=("127.0.0.1", 50002),
-                         headers=(ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2026-07-28"),
-                                  (b"mcp-method", b"tools/call"), (b"mcp-name", b"query"),
-                                  (b"user-agent", b"agent/2"))))
+    listed = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"resultType": "complete", "tools": [TOOL], **CACHE, "_meta": SERVER_META},
+    }
+    exchange(
+        addon,
+        post(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}},
+            headers=(
+                ACCEPT_BOTH,
+                JSON,
+                (b"mcp-protocol-version", b"2026-07-28"),
+                (b"mcp-method", b"tools/list"),
+                (b"user-agent", b"inspector/1"),
+            ),
+            resp=listed,
+            client=("127.0.0.1", 50001),
+        ),
+    )
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "query", "arguments": {"region": "eu", "q": "x"}, "_meta": META},
+    }
+    answer = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {"resultType": "complete", "content": [], "_meta": SERVER_META},
+    }
+    exchange(
+        addon,
+        post(
+            call,
+            resp=answer,
+            client=("127.0.0.1", 50002),
+            headers=(
+                ACCEPT_BOTH,
+                JSON,
+                (b"mcp-protocol-version", b"2026-07-28"),
+                (b"mcp-method", b"tools/call"),
+                (b"mcp-name", b"query"),
+                (b"user-agent", b"agent/2"),
+            ),
+        ),
+    )
     assert len({r.conn for r in records(path)}) == 2
     assert "MCP745" in _findings(path)
 
@@ -142,9 +225,24 @@ def test_a_closed_tcp_connection_ends_its_sessionless_connection_once_its_exchan
     addon, path = capture
     client = _client(50001)
     req = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
-    resp = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": [], **CACHE, "_meta": SERVER_META}}
-    f = _on(post(req, resp=resp, headers=(ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2026-07-28"),
-                                          (b"mcp-method", b"tools/list"))), client)
+    resp = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"resultType": "complete", "tools": [], **CACHE, "_meta": SERVER_META},
+    }
+    f = _on(
+        post(
+            req,
+            resp=resp,
+            headers=(
+                ACCEPT_BOTH,
+                JSON,
+                (b"mcp-protocol-version", b"2026-07-28"),
+                (b"mcp-method", b"tools/list"),
+            ),
+        ),
+        client,
+    )
     addon.request(f)
     addon.client_disconnected(client)  # mitmproxy may report the close before the flow's end
     assert [r.type for r in records(path)] == [RecordType.MESSAGE]
@@ -152,7 +250,10 @@ def test_a_closed_tcp_connection_ends_its_sessionless_connection_once_its_exchan
     addon.response(f)
     recs = records(path)
     assert [(r.type, (r.data or {}).get("event")) for r in recs] == [
-        (RecordType.MESSAGE, None), (RecordType.MESSAGE, None), (RecordType.EVENT, "connection-closed")]
+        (RecordType.MESSAGE, None),
+        (RecordType.MESSAGE, None),
+        (RecordType.EVENT, "connection-closed"),
+    ]
     assert len({r.conn for r in recs}) == 1
     assert _findings(path) == []
 
@@ -165,8 +266,16 @@ def test_a_session_outlives_the_tcp_connection_of_its_handshake(capture):
     addon.responseheaders(f)
     addon.response(f)
     addon.client_disconnected(a)
-    later = _on(post({"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"", status=202,
-                     resp_headers=[], headers=_with_session(b"s-1")), b)
+    later = _on(
+        post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            resp=b"",
+            status=202,
+            resp_headers=[],
+            headers=_with_session(b"s-1"),
+        ),
+        b,
+    )
     addon.request(later)
     addon.responseheaders(later)
     addon.response(later)
@@ -190,8 +299,13 @@ def test_the_address_the_server_was_reached_at_is_recorded(capture):
 
 def test_a_request_on_a_bare_flow_without_client_identity_still_gets_a_connection(capture):
     addon, path = capture
-    f = flow(method=b"POST", content=body(INIT), headers=[ACCEPT_BOTH, JSON], resp_headers=[JSON],
-             resp_content=body(INIT_RESULT))
+    f = flow(
+        method=b"POST",
+        content=body(INIT),
+        headers=[ACCEPT_BOTH, JSON],
+        resp_headers=[JSON],
+        resp_content=body(INIT_RESULT),
+    )
     f.client_conn.peername = None
     addon.request(f)
     addon.responseheaders(f)
@@ -206,11 +320,25 @@ def test_a_deprecated_feature_of_a_stateless_endpoint_is_noted_once_across_tcp_c
     meta = {**META, "io.modelcontextprotocol/logLevel": "info"}
     for port, rid in ((50001, 1), (50002, 2), (50003, 3)):
         req = {"jsonrpc": "2.0", "id": rid, "method": "tools/list", "params": {"_meta": meta}}
-        resp = {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", "tools": [], **CACHE,
-                                                        "_meta": SERVER_META}}
-        exchange(addon, post(req, resp=resp, client=("127.0.0.1", port),
-                             headers=(ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2026-07-28"),
-                                      (b"mcp-method", b"tools/list"))))
+        resp = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "result": {"resultType": "complete", "tools": [], **CACHE, "_meta": SERVER_META},
+        }
+        exchange(
+            addon,
+            post(
+                req,
+                resp=resp,
+                client=("127.0.0.1", port),
+                headers=(
+                    ACCEPT_BOTH,
+                    JSON,
+                    (b"mcp-protocol-version", b"2026-07-28"),
+                    (b"mcp-method", b"tools/list"),
+                ),
+            ),
+        )
     assert len({r.conn for r in records(path)}) == 3
     assert _findings(path) == ["MCP905"]
 
@@ -219,11 +347,21 @@ def test_a_request_that_forgets_the_session_id_on_the_session_tcp_connection_is_
     addon, path = capture
     client = _client(50001)
     legacy = (ACCEPT_BOTH, JSON, (b"mcp-protocol-version", b"2025-11-25"))
-    for f in (post(INIT, resp=INIT_RESULT, resp_headers=_init_result(b"s-1")),
-              post({"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"", status=202,
-                   resp_headers=[], headers=_with_session(b"s-1")),
-              post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=legacy,
-                   resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": []}})):
+    for f in (
+        post(INIT, resp=INIT_RESULT, resp_headers=_init_result(b"s-1")),
+        post(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            resp=b"",
+            status=202,
+            resp_headers=[],
+            headers=_with_session(b"s-1"),
+        ),
+        post(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers=legacy,
+            resp={"jsonrpc": "2.0", "id": 2, "result": {"tools": []}},
+        ),
+    ):
         _on(f, client)
         addon.request(f)
         addon.responseheaders(f)
@@ -242,8 +380,11 @@ def test_a_flow_file_ends_each_sessionless_connection_when_its_tcp_connection_cl
     flows = []
     for i, port in enumerate((50001, 50001, 50002)):
         req = {"jsonrpc": "2.0", "id": i, "method": "tools/list", "params": {"_meta": META}}
-        resp = {"jsonrpc": "2.0", "id": i, "result": {"resultType": "complete", "tools": [], **CACHE,
-                                                      "_meta": SERVER_META}}
+        resp = {
+            "jsonrpc": "2.0",
+            "id": i,
+            "result": {"resultType": "complete", "tools": [], **CACHE, "_meta": SERVER_META},
+        }
         f = post(req, resp=resp, headers=headers, client=("127.0.0.1", port))
         t = 1000.0 + i
         f.request.timestamp_start, f.request.timestamp_end = t, t + 0.001

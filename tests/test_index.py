@@ -19,9 +19,12 @@ def _rows(data: bytes, final: bool) -> list[bytes]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
-       torn=st.binary(max_size=20).map(lambda b: b.replace(b"\n", b"")), chunk=st.integers(1, 64),
-       final=st.booleans())
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    torn=st.binary(max_size=20).map(lambda b: b.replace(b"\n", b"")),
+    chunk=st.integers(1, 64),
+    final=st.booleans(),
+)
 def test_every_row_reads_back_exactly_whatever_the_chunk_size(tmp_path_factory, lines, torn, chunk, final):
     data = b"".join(line + b"\n" for line in lines) + torn
     path = tmp_path_factory.mktemp("ix") / "f"

@@ -9,10 +9,14 @@ from tracer.inputs import open_input
 from tracer.inputs.settle import settle
 from tracer.model import Direction, Record, RecordType
 
-INIT = ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-        '"capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}}')
-INIT_RESULT = ('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":'
-               '{"tools":{}},"serverInfo":{"name":"fs","version":"1.0"}}}')
+INIT = (
+    '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}}'
+)
+INIT_RESULT = (
+    '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":'
+    '{"tools":{}},"serverInfo":{"name":"fs","version":"1.0"}}}'
+)
 INITIALIZED = '{"jsonrpc":"2.0","method":"notifications/initialized"}'
 LIST = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
 LIST_RESULT = '{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}'
@@ -29,14 +33,23 @@ def _analyse(path):
 
 def _log(tmp_path, lines):
     log = tmp_path / "mcp-server-fs.log"
-    log.write_text("".join(f"2025-06-13T14:44:{t} [info] [fs] Message from {who}: {body}\n" for t, who, body in lines))
+    log.write_text(
+        "".join(f"2025-06-13T14:44:{t} [info] [fs] Message from {who}: {body}\n" for t, who, body in lines)
+    )
     return log
 
 
 def test_a_host_log_answer_logged_a_millisecond_before_its_request_is_paired_with_a_note(tmp_path):
-    log = _log(tmp_path, [("29.945Z", "client", INIT), ("29.946Z", "server", INIT_RESULT),
-                          ("29.950Z", "client", INITIALIZED),
-                          ("30.101Z", "server", LIST_RESULT), ("30.102Z", "client", LIST)])
+    log = _log(
+        tmp_path,
+        [
+            ("29.945Z", "client", INIT),
+            ("29.946Z", "server", INIT_RESULT),
+            ("29.950Z", "client", INITIALIZED),
+            ("30.101Z", "server", LIST_RESULT),
+            ("30.102Z", "client", LIST),
+        ],
+    )
     fmt, msgs, found = _analyse(log)
     assert fmt == "hostlog"
     assert not found & PAIRING_RULES, found
@@ -48,18 +61,32 @@ def test_a_host_log_answer_logged_a_millisecond_before_its_request_is_paired_wit
 
 
 def test_an_initialize_result_logged_before_its_request_opens_the_session(tmp_path):
-    log = _log(tmp_path, [("29.945Z", "server", INIT_RESULT), ("29.946Z", "client", INIT),
-                          ("29.950Z", "client", INITIALIZED), ("30.101Z", "client", LIST),
-                          ("30.102Z", "server", LIST_RESULT)])
+    log = _log(
+        tmp_path,
+        [
+            ("29.945Z", "server", INIT_RESULT),
+            ("29.946Z", "client", INIT),
+            ("29.950Z", "client", INITIALIZED),
+            ("30.101Z", "client", LIST),
+            ("30.102Z", "server", LIST_RESULT),
+        ],
+    )
     _fmt, msgs, found = _analyse(log)
     assert not found & PAIRING_RULES, found
     assert msgs[1].answers_method == "initialize" and msgs[1].version == "2025-06-18"
 
 
 def test_an_answer_whose_request_comes_later_than_the_window_stays_unpaired_and_in_place(tmp_path):
-    log = _log(tmp_path, [("29.945Z", "client", INIT), ("29.946Z", "server", INIT_RESULT),
-                          ("29.950Z", "client", INITIALIZED),
-                          ("30.000Z", "server", LIST_RESULT), ("30.200Z", "client", LIST)])
+    log = _log(
+        tmp_path,
+        [
+            ("29.945Z", "client", INIT),
+            ("29.946Z", "server", INIT_RESULT),
+            ("29.950Z", "client", INITIALIZED),
+            ("30.000Z", "server", LIST_RESULT),
+            ("30.200Z", "client", LIST),
+        ],
+    )
     _fmt, msgs, found = _analyse(log)
     assert "MCP211" in found and found & {"MCP203", "MCP205"}  # unknown id (it follows a notification)
     assert [m.seq for m in msgs] == [1, 2, 3, 4, 5]
@@ -78,11 +105,21 @@ def test_ndjson_without_timestamps_pairs_an_answer_written_just_before_its_reque
 def test_an_mcptrace_capture_keeps_its_order_so_an_answer_before_its_request_is_flagged(tmp_path):
     path = tmp_path / "cap.jsonl"
     t0 = 1_780_000_000_000_000_000
-    body = [(Direction.C2S, INIT), (Direction.S2C, INIT_RESULT), (Direction.C2S, INITIALIZED),
-            (Direction.S2C, LIST_RESULT), (Direction.C2S, LIST)]
-    write_records(str(path), header_record("stdio"),
-                  [Record(RecordType.MESSAGE, seq=i, t_ns=t0 + i * 1_000_000, dir=d, raw=raw.encode())
-                   for i, (d, raw) in enumerate(body, 1)])
+    body = [
+        (Direction.C2S, INIT),
+        (Direction.S2C, INIT_RESULT),
+        (Direction.C2S, INITIALIZED),
+        (Direction.S2C, LIST_RESULT),
+        (Direction.C2S, LIST),
+    ]
+    write_records(
+        str(path),
+        header_record("stdio"),
+        [
+            Record(RecordType.MESSAGE, seq=i, t_ns=t0 + i * 1_000_000, dir=d, raw=raw.encode())
+            for i, (d, raw) in enumerate(body, 1)
+        ],
+    )
     fmt, msgs, found = _analyse(path)
     assert fmt == "capture"
     assert "MCP211" in found and found & {"MCP203", "MCP205"}
@@ -91,11 +128,19 @@ def test_an_mcptrace_capture_keeps_its_order_so_an_answer_before_its_request_is_
 
 def test_settling_keeps_every_record_and_the_order_of_everything_it_does_not_move():
     t0 = 1_780_000_000_000_000_000
-    recs = [Record(RecordType.MESSAGE, seq=1, t_ns=t0, dir=Direction.S2C, raw=LIST_RESULT.encode()),
-            Record(RecordType.EVENT, seq=2, t_ns=t0 + 1, data={"event": "host-log"}),
-            Record(RecordType.MESSAGE, seq=3, t_ns=t0 + 2, dir=Direction.S2C, raw=b"not json"),
-            Record(RecordType.MESSAGE, seq=4, t_ns=t0 + 3, dir=Direction.C2S, raw=LIST.encode()),
-            Record(RecordType.MESSAGE, seq=5, t_ns=t0 + 4, dir=Direction.S2C, raw=b'{"jsonrpc":"2.0","id":9,"result":{}}')]
+    recs = [
+        Record(RecordType.MESSAGE, seq=1, t_ns=t0, dir=Direction.S2C, raw=LIST_RESULT.encode()),
+        Record(RecordType.EVENT, seq=2, t_ns=t0 + 1, data={"event": "host-log"}),
+        Record(RecordType.MESSAGE, seq=3, t_ns=t0 + 2, dir=Direction.S2C, raw=b"not json"),
+        Record(RecordType.MESSAGE, seq=4, t_ns=t0 + 3, dir=Direction.C2S, raw=LIST.encode()),
+        Record(
+            RecordType.MESSAGE,
+            seq=5,
+            t_ns=t0 + 4,
+            dir=Direction.S2C,
+            raw=b'{"jsonrpc":"2.0","id":9,"result":{}}',
+        ),
+    ]
     assert [r.seq for r in settle(recs)] == [2, 3, 4, 1, 5]
 
 
@@ -109,14 +154,25 @@ def test_settling_any_mix_of_requests_and_answers_yields_every_record_exactly_on
         for seq in range(1, rnd.randint(1, 80)):
             t += rnd.choice((0, 1_000_000, 30_000_000, 80_000_000))
             i = rnd.randint(1, 6)
-            raw = (f'{{"jsonrpc":"2.0","id":{i},"method":"ping"}}' if rnd.random() < 0.5
-                   else f'{{"jsonrpc":"2.0","id":{i},"result":{{}}}}')
-            recs.append(Record(RecordType.MESSAGE, seq=seq, t_ns=rnd.choice((t, 0)),
-                               dir=rnd.choice((Direction.C2S, Direction.S2C)), raw=raw.encode(),
-                               conn=rnd.choice(("a", "b"))))
+            raw = (
+                f'{{"jsonrpc":"2.0","id":{i},"method":"ping"}}'
+                if rnd.random() < 0.5
+                else f'{{"jsonrpc":"2.0","id":{i},"result":{{}}}}'
+            )
+            recs.append(
+                Record(
+                    RecordType.MESSAGE,
+                    seq=seq,
+                    t_ns=rnd.choice((t, 0)),
+                    dir=rnd.choice((Direction.C2S, Direction.S2C)),
+                    raw=raw.encode(),
+                    conn=rnd.choice(("a", "b")),
+                )
+            )
         out = [r.seq for r in settle(recs)]
         assert sorted(out) == [r.seq for r in recs]
-        moved = {r.seq for r in recs if r.raw.find(b'"result"') > 0} & {s for k, s in enumerate(out)
-                                                                          if k and out[k - 1] > s}
+        moved = {r.seq for r in recs if r.raw.find(b'"result"') > 0} & {
+            s for k, s in enumerate(out) if k and out[k - 1] > s
+        }
         kept = [s for s in out if s not in moved]
         assert kept == sorted(kept), "only answers move, and only after their request"

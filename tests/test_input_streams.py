@@ -35,21 +35,39 @@ def _ndjson(path):
 
 def _hostlog(path):
     who = {"c2s": "client", "s2c": "server"}
-    path.write_text("2025-06-13T14:44:29.900Z [fs] [info] Initializing server...\n" + "".join(
-        f"2025-06-13T14:44:3{i}.123Z [fs] [info] Message from {who[d]}: {json.dumps(obj)}\n"
-        for i, (d, obj) in enumerate(SESSION)))
+    path.write_text(
+        "2025-06-13T14:44:29.900Z [fs] [info] Initializing server...\n"
+        + "".join(
+            f"2025-06-13T14:44:3{i}.123Z [fs] [info] Message from {who[d]}: {json.dumps(obj)}\n"
+            for i, (d, obj) in enumerate(SESSION)
+        )
+    )
 
 
 def _har(path):
     def entry(i, req, resp):
-        return {"startedDateTime": f"2025-06-13T14:44:3{i}.000Z", "time": 10,
-                "request": {"method": "POST", "url": "https://mcp.example.com/mcp", "httpVersion": "HTTP/1.1",
-                            "headers": [{"name": "content-type", "value": "application/json"}],
-                            "postData": {"mimeType": "application/json", "text": json.dumps(req)}},
-                "response": {"status": 200, "headers": [{"name": "content-type", "value": "application/json"}],
-                             "content": {"mimeType": "application/json", "text": json.dumps(resp)}}}
-    path.write_text(json.dumps({"log": {"version": "1.2", "entries": [
-        entry(0, INIT, INIT_RESULT), entry(1, LIST, STRAY)]}}))
+        return {
+            "startedDateTime": f"2025-06-13T14:44:3{i}.000Z",
+            "time": 10,
+            "request": {
+                "method": "POST",
+                "url": "https://mcp.example.com/mcp",
+                "httpVersion": "HTTP/1.1",
+                "headers": [{"name": "content-type", "value": "application/json"}],
+                "postData": {"mimeType": "application/json", "text": json.dumps(req)},
+            },
+            "response": {
+                "status": 200,
+                "headers": [{"name": "content-type", "value": "application/json"}],
+                "content": {"mimeType": "application/json", "text": json.dumps(resp)},
+            },
+        }
+
+    path.write_text(
+        json.dumps(
+            {"log": {"version": "1.2", "entries": [entry(0, INIT, INIT_RESULT), entry(1, LIST, STRAY)]}}
+        )
+    )
 
 
 def _mitm(path):
@@ -66,8 +84,12 @@ WRITERS = {"capture": _capture, "ndjson": _ndjson, "hostlog": _hostlog, "har": _
 
 
 def _lint(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "tracer", "lint", "--format", "json", *args],
-                          input=stdin, capture_output=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", "lint", "--format", "json", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def _findings(proc):
@@ -81,7 +103,7 @@ def test_every_format_piped_into_lint_dash_reads_as_the_file_does(tmp_path, fmt)
     path = tmp_path / f"input.{fmt}"
     WRITERS[fmt](path)
     _, from_file = _findings(_lint(str(path)))
-    assert ("MCP203" in {r for r, _, _ in from_file}), from_file
+    assert "MCP203" in {r for r, _, _ in from_file}, from_file
     piped = _lint("-", stdin=path.read_bytes())  # input= is a pipe: nothing to seek back in
     report, from_pipe = _findings(piped)
     assert from_pipe == from_file
@@ -118,9 +140,12 @@ def test_an_empty_pipe_and_binary_garbage_on_stdin_are_one_line_and_exit_2():
         assert p.stdout == b""
 
 
-@pytest.mark.parametrize("forced, actual", [("hostlog", "capture"), ("capture", "ndjson"), ("har", "hostlog")])
+@pytest.mark.parametrize(
+    "forced, actual", [("hostlog", "capture"), ("capture", "ndjson"), ("har", "hostlog")]
+)
 def test_a_forced_format_that_reads_no_message_is_an_input_error_naming_what_the_file_looks_like(
-        tmp_path, forced, actual):
+    tmp_path, forced, actual
+):
     path = tmp_path / "input.log"
     WRITERS[actual](path)
     p = _lint("--input-format", forced, str(path))
@@ -158,8 +183,11 @@ def test_a_reader_that_a_file_trips_up_is_an_input_error_not_an_internal_one(tmp
 
     inputs._ensure_builtin()
     monkeypatch.setattr(inputs, "FORMATS", list(inputs.FORMATS))
-    inputs.register(inputs.InputFormat("fragile", "a fragile format", lambda head: head.startswith(b"FRAGILE"),
-                                       fragile, priority=1))
+    inputs.register(
+        inputs.InputFormat(
+            "fragile", "a fragile format", lambda head: head.startswith(b"FRAGILE"), fragile, priority=1
+        )
+    )
     path = tmp_path / "x.fragile"
     path.write_bytes(b"FRAGILE\n")
     assert main(["lint", str(path)]) == 2
@@ -173,15 +201,31 @@ def test_replay_reads_its_capture_from_a_pipe_as_from_the_file(tmp_path):
     from tests.sdk_peers import CAPTURES, server_cmd
 
     legacy = CAPTURES / "sdk-stdio-legacy.jsonl"
-    runs = [mcptrace("replay", src, "-o", str(tmp_path / f"new{i}.jsonl"), "--format", "json", "--", *server_cmd(),
-                     stdin=legacy.read_text()) for i, src in enumerate((str(legacy), "-"))]
+    runs = [
+        mcptrace(
+            "replay",
+            src,
+            "-o",
+            str(tmp_path / f"new{i}.jsonl"),
+            "--format",
+            "json",
+            "--",
+            *server_cmd(),
+            stdin=legacy.read_text(),
+        )
+        for i, src in enumerate((str(legacy), "-"))
+    ]
     assert [p.returncode for p in runs] == [0, 0], runs[1].stderr
-    from_file, from_pipe = ([(r["request"], r["outcome"]) for r in json.loads(p.stdout)["requests"]] for p in runs)
+    from_file, from_pipe = (
+        [(r["request"], r["outcome"]) for r in json.loads(p.stdout)["requests"]] for p in runs
+    )
     assert from_pipe == from_file and ("initialize", "same") in from_pipe
 
 
 def test_a_stdio_mock_refuses_a_capture_on_standard_input_in_one_line():
-    p = subprocess.run([sys.executable, "-m", "tracer", "mock", "-"], input=b"", capture_output=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "tracer", "mock", "-"], input=b"", capture_output=True, timeout=60
+    )
     assert p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"--listen" in p.stderr
 
 

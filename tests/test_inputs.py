@@ -9,16 +9,24 @@ from tracer.capture import ReadProblem
 from tracer.inputs import InputError, open_input
 from tracer.model import Direction, Era, Kind, Record, RecordType
 
-INIT = ('{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-        '"capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}}')
-INIT_RESULT = ('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":'
-               '{"tools":{}},"serverInfo":{"name":"fs","version":"1.0"}}}')
+INIT = (
+    '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"claude-ai","version":"0.1.0"}}}'
+)
+INIT_RESULT = (
+    '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":'
+    '{"tools":{}},"serverInfo":{"name":"fs","version":"1.0"}}}'
+)
 
 
 def _records(path):
     inp = open_input(str(path))
     items = list(inp.records)
-    return inp.format.name, [i for i in items if isinstance(i, Record)], [i for i in items if isinstance(i, ReadProblem)]
+    return (
+        inp.format.name,
+        [i for i in items if isinstance(i, Record)],
+        [i for i in items if isinstance(i, ReadProblem)],
+    )
 
 
 def test_claude_desktop_log_lines_become_messages_and_host_events(tmp_path):
@@ -44,8 +52,10 @@ def test_claude_desktop_log_lines_become_messages_and_host_events(tmp_path):
 
 def test_ndjson_without_directions_gets_inferred_ones_marked_as_such(tmp_path):
     f = tmp_path / "traffic.txt"
-    f.write_text(INIT + "\n" + INIT_RESULT + "\n" + '{"jsonrpc":"2.0","method":"notifications/message",'
-                 '"params":{"level":"info","data":"hi"}}\n')
+    f.write_text(
+        INIT + "\n" + INIT_RESULT + "\n" + '{"jsonrpc":"2.0","method":"notifications/message",'
+        '"params":{"level":"info","data":"hi"}}\n'
+    )
     fmt, recs, _ = _records(f)
     assert fmt == "ndjson"
     assert [r.dir for r in recs] == [Direction.C2S, Direction.S2C, Direction.S2C]
@@ -71,8 +81,11 @@ def test_missing_and_empty_files_are_clear_input_errors(tmp_path):
 def test_a_50_mb_single_line_is_read_as_one_message(tmp_path):
     f = tmp_path / "big.ndjson"
     blob = "x" * (50 * 1024 * 1024)
-    f.write_text('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"b":"'
-                 + blob + '"}}}\n')
+    f.write_text(
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"b":"'
+        + blob
+        + '"}}}\n'
+    )
     fmt, recs, _ = _records(f)
     assert fmt == "ndjson" and len(recs) == 1
     analysed, _ = analyse_all(recs)

@@ -13,10 +13,31 @@ from tracer.cli import main
 from tracer.model import Direction, Record, RecordType
 
 GOOD = [
-    ("c2s", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}),
-    ("s2c", {"jsonrpc": "2.0", "id": 1, "result": {
-        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}}),
+    (
+        "c2s",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        },
+    ),
+    (
+        "s2c",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "s", "version": "1"},
+            },
+        },
+    ),
     ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ("c2s", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
     ("s2c", {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}),
@@ -68,7 +89,9 @@ def test_json_report_is_parseable_and_complete(tmp_path, capsys):
     assert main(["lint", "--format", "json", path]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["messages"] == 6
-    assert [f["rule"] for f in doc["findings"]] == ["MCP801"]  # stdio: a stray line is explained by the framing rule
+    assert [f["rule"] for f in doc["findings"]] == [
+        "MCP801"
+    ]  # stdio: a stray line is explained by the framing rule
     assert doc["findings"][0]["line"] == 7 and doc["findings"][0]["severity"] == "error"
 
 

@@ -15,10 +15,20 @@ from tracer.cli import main
 LIST = {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}
 LISTED = {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}}
 # A server that outlived its stdin's EOF: MCP809, a finding about the process, not about a message.
-OUTLIVED = [LIST, LISTED, {"event": {"event": "stdin-eof"}},
-            {"event": {"event": "terminate", "signal": "SIGTERM", "reason": "no exit after stdin EOF",
-                       "after_ms": 3000}},
-            {"event": {"event": "exit", "code": 143, "signal": "SIGTERM"}}]
+OUTLIVED = [
+    LIST,
+    LISTED,
+    {"event": {"event": "stdin-eof"}},
+    {
+        "event": {
+            "event": "terminate",
+            "signal": "SIGTERM",
+            "reason": "no exit after stdin EOF",
+            "after_ms": 3000,
+        }
+    },
+    {"event": {"event": "exit", "code": 143, "signal": "SIGTERM"}},
+]
 UNKNOWN_ID = {"s2c": {"jsonrpc": "2.0", "id": 41, "result": {}}}  # MCP203 on a message
 
 

@@ -47,8 +47,18 @@ def _write(path: Path, recordings: list[list], transport: str = "stdio") -> None
     lines = []
     t = 1_780_000_000_000_000_000
     for records in recordings:
-        lines.append(orjson.dumps({"type": "header", "format": "mcptrace", "version": 1, "tool": "test",
-                                   "transport": transport, "t_ns": t}))
+        lines.append(
+            orjson.dumps(
+                {
+                    "type": "header",
+                    "format": "mcptrace",
+                    "version": 1,
+                    "tool": "test",
+                    "transport": transport,
+                    "t_ns": t,
+                }
+            )
+        )
         for seq, rec in enumerate(records, 1):
             t += 1_000_000
             rec.seq, rec.t_ns = seq, t
@@ -122,7 +132,9 @@ def test_several_files_of_several_formats_are_reported_in_the_order_given(tmp_pa
     cases = tmp_path / "cases.jsonl"
     _write(cases, [_interleaved_cases("")])
     ndjson = tmp_path / "raw.ndjson"
-    ndjson.write_text('{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n{"jsonrpc":"2.0","id":1,"result":{}}\n')
+    ndjson.write_text(
+        '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n{"jsonrpc":"2.0","id":1,"result":{}}\n'
+    )
     for fmt in ("text", "sarif"):
         rc, out, _ = _same(capsys, "--format", fmt, CAPTURES[0], str(cases), str(ndjson), CAPTURES[1])
         assert rc == 1 and out.index(CAPTURES[0]) < out.index(str(cases)) < out.index(str(ndjson))
@@ -156,19 +168,44 @@ def test_an_http_record_on_a_connection_that_began_on_stdio_is_still_linted_as_o
 def test_sessions_after_a_sibling_probe_process_are_judged_with_it(tmp_path, capsys):
     # a dual-era client probes a disposable process with server/discover, then starts its session on
     # a fresh one without a probe (MCP808 stays quiet); other clients run meanwhile
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+    }
     entries = []
     for i in range(40):
         entries += [
-            {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
-             "conn": f"probe{i}"},
-            {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "supportedVersions": [
-                "2026-07-28"], "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}, "conn": f"probe{i}"},
+            {
+                "c2s": {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+                "conn": f"probe{i}",
+            },
+            {
+                "s2c": {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "result": {
+                        "resultType": "complete",
+                        "supportedVersions": ["2026-07-28"],
+                        "capabilities": {},
+                        "serverInfo": {"name": "s", "version": "1"},
+                    },
+                },
+                "conn": f"probe{i}",
+            },
             {"event": {"event": "closed"}, "conn": f"probe{i}"},
-            {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}, "conn": f"s{i}"},
-            {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}, "conn": f"x{i}"},
-            {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": []}}, "conn": f"s{i}"},
+            {
+                "c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+                "conn": f"s{i}",
+            },
+            {
+                "c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}},
+                "conn": f"x{i}",
+            },
+            {
+                "s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "tools": []}},
+                "conn": f"s{i}",
+            },
         ]
     path = tmp_path / "probes.jsonl"
     _write(path, [build_records(entries)])

@@ -8,7 +8,9 @@ import json
 from tests.replay_support import note, recording, req, res
 from tracer.mock.engine import MockServer
 
-INIT = req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}})
+INIT = req(
+    1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}}
+)
 
 
 class Host:
@@ -36,7 +38,8 @@ class Host:
 
 async def test_an_answer_recorded_after_the_hosts_cancel_waits_for_the_callers_cancel():
     rec = recording(
-        ("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25"})),
+        ("c2s", INIT),
+        ("s2c", res(1, {"protocolVersion": "2025-11-25"})),
         ("c2s", req(5, "tools/call", {"name": "slow"})),
         ("c2s", note("notifications/cancelled", {"requestId": 5})),
         ("s2c", {"jsonrpc": "2.0", "id": 5, "error": {"code": -32800, "message": "Request cancelled"}}),
@@ -55,7 +58,8 @@ async def test_an_answer_recorded_after_the_hosts_cancel_waits_for_the_callers_c
 
 async def test_a_recorded_server_request_is_asked_with_the_mocks_own_id_and_awaited_before_the_answer():
     rec = recording(
-        ("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25"})),
+        ("c2s", INIT),
+        ("s2c", res(1, {"protocolVersion": "2025-11-25"})),
         ("c2s", req(2, "tools/call", {"name": "greet"})),
         ("s2c", req(0, "elicitation/create", {"message": "Name?"})),
         ("c2s", res(0, {"action": "accept", "content": {"name": "Ada"}})),
@@ -68,10 +72,13 @@ async def test_a_recorded_server_request_is_asked_with_the_mocks_own_id_and_awai
     assert ask["params"] == {"message": "Name?"}
     assert ask["id"] == 1  # the mock numbers its own requests; the recorded id 0 is not reused
     assert not any(m.get("id") == "call-1" for m in host.seen)  # nothing until the host answers
-    await session.receive(json.dumps(res(ask["id"], {"action": "accept", "content": {"name": "Bob"}})).encode(),
-                          host.emit)
+    await session.receive(
+        json.dumps(res(ask["id"], {"action": "accept", "content": {"name": "Bob"}})).encode(), host.emit
+    )
     answer = await host.until(lambda m: m.get("id") == "call-1")
-    assert answer["result"]["content"][0]["text"] == "Hello, Ada!"  # the recorded answer, whatever the host said
+    assert (
+        answer["result"]["content"][0]["text"] == "Hello, Ada!"
+    )  # the recorded answer, whatever the host said
     await session.close()
 
 

@@ -23,18 +23,22 @@ HOSTILE = {
     "a 65-bit id": b'{"jsonrpc":"2.0","id":36893488147419103232,"method":"tools/list"}',
     "a lone surrogate as the tool name": b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"\\ud800"}}',
     "params nested 300 deep": b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":'
-                              + b"[" * 300 + b"]" * 300 + b"}}",
+    + b"[" * 300
+    + b"]" * 300
+    + b"}}",
     "a 65-bit integer in the arguments": b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo",'
-                                        b'"arguments":{"n":36893488147419103232}}}',
+    b'"arguments":{"n":36893488147419103232}}}',
 }
 
 
 def _recording():
     return recording(
-        ("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
+        ("c2s", INIT),
+        ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
         ("c2s", req(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})),
         ("s2c", res(2, {"content": [{"type": "text", "text": "hi"}]})),
-        ("c2s", req(3, "tools/list")), ("s2c", res(3, {"tools": []})),
+        ("c2s", req(3, "tools/list")),
+        ("s2c", res(3, {"tools": []})),
     )
 
 
@@ -69,8 +73,12 @@ async def test_a_request_orjson_cannot_write_back_gets_a_complete_answer_over_ht
 
 
 def test_over_stdio_a_surrogate_tool_name_and_a_65_bit_id_are_answered_and_the_mock_goes_on(tmp_path):
-    lines = [HOSTILE["a lone surrogate as the tool name"].decode(), HOSTILE["a 65-bit id"].decode(),
-             HOSTILE["params nested 300 deep"].decode(), req(3, "tools/list")]
+    lines = [
+        HOSTILE["a lone surrogate as the tool name"].decode(),
+        HOSTILE["a 65-bit id"].decode(),
+        HOSTILE["params nested 300 deep"].decode(),
+        req(3, "tools/list"),
+    ]
     _code, out, err = serve(small_capture(tmp_path), INIT, *lines)
     by_id = {m["id"]: m for m in out if "id" in m}
     assert by_id[7]["error"]["code"] == -32602  # no recorded tools/call has that name: the usual miss
@@ -122,8 +130,13 @@ async def test_an_idle_session_past_the_timeout_is_forgotten_and_a_busy_table_an
         second = head.headers.get("mcp-session-id")
         assert head.status == 200 and list(server.sessions) == [second]
         # a session with an open server stream is in use: it is not forgotten to make room
-        stream_head, _reader, writer = await open_request(Url.parse(url), "GET", [("Mcp-Session-Id", second),
-                                                         ("Accept", "text/event-stream")], b"", timeout=10)
+        stream_head, _reader, writer = await open_request(
+            Url.parse(url),
+            "GET",
+            [("Mcp-Session-Id", second), ("Accept", "text/event-stream")],
+            b"",
+            timeout=10,
+        )
         assert stream_head.status == 200
         head, body = await call(url, "POST", INIT)
         assert head.status == 503 and body["error"]["code"] == -32603 and list(server.sessions) == [second]
@@ -136,10 +149,15 @@ async def test_request_bodies_held_at_once_are_bounded_in_total():
     server, url = await _started(body_budget=1000)
     u = Url.parse(url)
     try:
-        body = json.dumps(req(2, "tools/call", {"name": "echo", "arguments": {"text": "hi", "pad": "x" * 700}})).encode()
+        body = json.dumps(
+            req(2, "tools/call", {"name": "echo", "arguments": {"text": "hi", "pad": "x" * 700}})
+        ).encode()
         reader, writer = await asyncio.open_connection(u.host, u.port)
-        writer.write(f"POST {u.target} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:-10])
+        writer.write(
+            f"POST {u.target} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:-10]
+        )
         await writer.drain()
         for _ in range(10_000):  # until the server holds the first body's bytes (no sleeps: yield to it)
             if server.bodies.held >= len(body) - 10:
@@ -160,18 +178,26 @@ async def test_request_bodies_held_at_once_are_bounded_in_total():
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
     | st.floats(allow_nan=False, allow_infinity=False)  # (JSON has neither)
     | st.text(alphabet=st.characters(codec=None, exclude_categories=())),  # lone surrogates included
-    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(["name", "arguments", "_meta", "k"]),
-                                                             kids, max_size=3),
-    max_leaves=10)
+    lambda kids: (
+        st.lists(kids, max_size=3)
+        | st.dictionaries(st.sampled_from(["name", "arguments", "_meta", "k"]), kids, max_size=3)
+    ),
+    max_leaves=10,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(st.integers(min_value=-(2**80), max_value=2**80), st.text()),
-       st.sampled_from(["tools/call", "tools/list", "ping", "initialize", "\ud800"]), json_values,
-       st.integers(min_value=0, max_value=400))
+@given(
+    st.one_of(st.integers(min_value=-(2**80), max_value=2**80), st.text()),
+    st.sampled_from(["tools/call", "tools/list", "ping", "initialize", "\ud800"]),
+    json_values,
+    st.integers(min_value=0, max_value=400),
+)
 def test_any_request_gets_exactly_one_complete_answer_with_its_id(rid, method, params, depth):
     for _ in range(depth):
         params = [params]
@@ -197,9 +223,12 @@ def test_requests_that_wait_for_a_cancel_are_bounded_per_session(monkeypatch):
     from tracer.mock import engine
 
     monkeypatch.setattr(engine, "MAX_PENDING", 3)
-    rec = recording(("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25"})),
-                    ("c2s", req(2, "tools/call", {"name": "slow"})),
-                    ("c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}))
+    rec = recording(
+        ("c2s", INIT),
+        ("s2c", res(1, {"protocolVersion": "2025-11-25"})),
+        ("c2s", req(2, "tools/call", {"name": "slow"})),
+        ("c2s", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}),
+    )
 
     async def run() -> tuple[int, list[dict]]:
         session = MockServer(rec).session()

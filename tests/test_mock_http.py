@@ -13,13 +13,16 @@ from tracer.mock.engine import MockServer
 from tracer.mock.http import MockHttpServer
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
-INIT = req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}})
+INIT = req(
+    1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}}
+)
 
 
 @pytest.fixture
 async def mock_url():
     rec = recording(
-        ("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
+        ("c2s", INIT),
+        ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
         ("c2s", req(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})),
         ("s2c", note("notifications/message", {"level": "info", "data": "echo called"})),
         ("s2c", res(2, {"content": [{"type": "text", "text": "hi"}]})),
@@ -35,8 +38,11 @@ async def mock_url():
 
 
 async def call(url: str, method: str, body: object = None, **headers: str):
-    hs = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
-          *[(k.replace("_", "-"), v) for k, v in headers.items()]]
+    hs = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        *[(k.replace("_", "-"), v) for k, v in headers.items()],
+    ]
     data = json.dumps(body).encode() if body is not None else b""
     head, reader, writer = await open_request(Url.parse(url), method, hs, data, timeout=10)
     raw = b"".join([c async for c in iter_body(reader, head.headers, until_close=True)])
@@ -58,7 +64,9 @@ async def test_initialize_opens_a_session_named_by_a_fresh_session_id(mock_url):
 
 
 async def test_an_answer_preceded_by_notifications_streams_as_sse_and_a_plain_one_is_json(mock_url):
-    head, events = await call(mock_url, "POST", req(9, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
+    head, events = await call(
+        mock_url, "POST", req(9, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    )
     assert head.content_type == "text/event-stream"
     assert [e.get("method") or e["id"] for e in events] == ["notifications/message", 9]
     head, body = await call(mock_url, "POST", req(10, "tools/list", {"_meta": MODERN_META}))

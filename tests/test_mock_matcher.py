@@ -5,13 +5,26 @@ from __future__ import annotations
 from tests.replay_support import note, recording, req, res
 from tracer.mock.matcher import INVALID_PARAMS, METHOD_NOT_FOUND, Matcher, MatchMode
 
-META_A = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "a"}}
-META_B = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "b"}}
+META_A = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "a"},
+}
+META_B = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "b"},
+}
 
 
 def session():
     return recording(
-        ("c2s", req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "host"}})),
+        (
+            "c2s",
+            req(
+                1,
+                "initialize",
+                {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "host"}},
+            ),
+        ),
         ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "srv"}})),
         ("c2s", note("notifications/initialized")),
         ("c2s", req(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": META_A})),
@@ -43,8 +56,14 @@ def test_identical_requests_get_their_recorded_answers_in_order_then_the_last_ag
 
 
 def test_initialize_matches_whatever_the_host_says_about_itself():
-    m = matcher().match("initialize", {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
-                                       "clientInfo": {"name": "another host"}})
+    m = matcher().match(
+        "initialize",
+        {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"roots": {}},
+            "clientInfo": {"name": "another host"},
+        },
+    )
     assert m.ok and m.exchange.answer.result["serverInfo"] == {"name": "srv"}
 
 
@@ -79,26 +98,55 @@ def test_strict_mode_wants_the_recorded_order_and_the_same_meta():
     other_meta = mt.match("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": META_B})
     assert not other_meta.ok
     assert "$.params._meta" in other_meta.message
-    same = mt.match("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3},
-                                   "_meta": {**META_A, "progressToken": 99}})
+    same = mt.match(
+        "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}, "_meta": {**META_A, "progressToken": 99}}
+    )
     assert same.ok  # the caller picks its progress token
 
 
 def test_an_mrtr_retry_matches_with_other_input_responses_but_the_same_request_state():
     rec = recording(
         ("c2s", req(1, "tools/call", {"name": "greet", "arguments": {}})),
-        ("s2c", res(1, {"resultType": "input_required", "requestState": "S1",
-                        "inputRequests": {"q": {"method": "elicitation/create", "params": {"message": "Name?"}}}})),
-        ("c2s", req(2, "tools/call", {"name": "greet", "arguments": {}, "requestState": "S1",
-                                      "inputResponses": {"q": {"action": "accept", "content": {"name": "Ada"}}}})),
+        (
+            "s2c",
+            res(
+                1,
+                {
+                    "resultType": "input_required",
+                    "requestState": "S1",
+                    "inputRequests": {"q": {"method": "elicitation/create", "params": {"message": "Name?"}}},
+                },
+            ),
+        ),
+        (
+            "c2s",
+            req(
+                2,
+                "tools/call",
+                {
+                    "name": "greet",
+                    "arguments": {},
+                    "requestState": "S1",
+                    "inputResponses": {"q": {"action": "accept", "content": {"name": "Ada"}}},
+                },
+            ),
+        ),
         ("s2c", res(2, {"resultType": "complete", "content": [{"type": "text", "text": "Hello, Ada!"}]})),
     )
     mt = Matcher(rec.host_requests())
     first = mt.match("tools/call", {"name": "greet", "arguments": {}})
     assert first.ok and first.exchange.input_required
-    retry = mt.match("tools/call", {"name": "greet", "arguments": {}, "requestState": "S1",
-                                    "inputResponses": {"q": {"action": "accept", "content": {"name": "Bob"}}}})
+    retry = mt.match(
+        "tools/call",
+        {
+            "name": "greet",
+            "arguments": {},
+            "requestState": "S1",
+            "inputResponses": {"q": {"action": "accept", "content": {"name": "Bob"}}},
+        },
+    )
     assert retry.ok and retry.exchange.answer.result["content"][0]["text"] == "Hello, Ada!"
-    forged = mt.match("tools/call", {"name": "greet", "arguments": {}, "requestState": "S2",
-                                     "inputResponses": {"q": {}}})
+    forged = mt.match(
+        "tools/call", {"name": "greet", "arguments": {}, "requestState": "S2", "inputResponses": {"q": {}}}
+    )
     assert not forged.ok and "$.params.requestState" in forged.message

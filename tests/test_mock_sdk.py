@@ -68,8 +68,13 @@ def test_a_capture_taken_through_mitmproxy_serves_both_eras_over_http(real_resul
 
 
 def run_asking(era: str, *target: str) -> list[dict]:
-    proc = subprocess.run([sys.executable, str(ASKING_CLIENT), "--era", era, "--timeout", "20", *target], cwd=REPO,
-                          capture_output=True, text=True, timeout=BOUND_S)
+    proc = subprocess.run(
+        [sys.executable, str(ASKING_CLIENT), "--era", era, "--timeout", "20", *target],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
@@ -81,7 +86,9 @@ def asking(tmp_path_factory) -> dict[str, tuple[Path, list[dict]]]:
     out = {}
     for era in ("legacy", "modern"):
         cap = d / f"asking-{era}.jsonl"
-        ops = run_asking(era, "--", *MCPTRACE, "stdio", "-q", "-o", str(cap), "--", sys.executable, str(ASKING_SERVER))
+        ops = run_asking(
+            era, "--", *MCPTRACE, "stdio", "-q", "-o", str(cap), "--", sys.executable, str(ASKING_SERVER)
+        )
         out[era] = (cap, ops)
     return out
 
@@ -105,8 +112,9 @@ def test_the_mock_asks_the_host_what_the_recorded_server_asked_over_http(asking,
 
 
 async def test_an_unrecorded_tool_call_gets_an_error_naming_the_closest_recorded_request():
-    params = StdioServerParameters(command=MCPTRACE[0], args=[*MCPTRACE[1:], "mock", "-q",
-                                                              str(CAPTURES / "sdk-stdio-legacy.jsonl")])
+    params = StdioServerParameters(
+        command=MCPTRACE[0], args=[*MCPTRACE[1:], "mock", "-q", str(CAPTURES / "sdk-stdio-legacy.jsonl")]
+    )
     async with Client(params, mode="legacy", cache=None) as client:
         ok = await client.call_tool("add", {"a": 2, "b": 3})
         assert ok.structured_content == {"result": 5}
@@ -119,8 +127,9 @@ async def test_an_unrecorded_tool_call_gets_an_error_naming_the_closest_recorded
 
 
 async def test_a_legacy_host_against_a_modern_capture_is_told_the_handshake_was_never_recorded():
-    params = StdioServerParameters(command=MCPTRACE[0], args=[*MCPTRACE[1:], "mock", "-q",
-                                                              str(CAPTURES / "sdk-stdio-modern.jsonl")])
+    params = StdioServerParameters(
+        command=MCPTRACE[0], args=[*MCPTRACE[1:], "mock", "-q", str(CAPTURES / "sdk-stdio-modern.jsonl")]
+    )
     with pytest.raises(Exception) as err:
         async with Client(params, mode="legacy", cache=None):
             pass
@@ -130,15 +139,24 @@ async def test_a_legacy_host_against_a_modern_capture_is_told_the_handshake_was_
 
 def test_the_mock_exits_1_and_says_so_when_a_request_had_no_recorded_match():
     lines = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
-                                                                       "capabilities": {}, "clientInfo": {"name": "t"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}},
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "nope", "arguments": {}}},
         {"jsonrpc": "2.0", "id": 3, "method": "ping"},
     ]
-    proc = subprocess.run([*MCPTRACE, "mock", str(CAPTURES / "sdk-stdio-legacy.jsonl")], cwd=REPO,
-                          input="".join(json.dumps(x) + "\n" for x in lines), capture_output=True, text=True,
-                          timeout=BOUND_S)
+    proc = subprocess.run(
+        [*MCPTRACE, "mock", str(CAPTURES / "sdk-stdio-legacy.jsonl")],
+        cwd=REPO,
+        input="".join(json.dumps(x) + "\n" for x in lines),
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+    )
     answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
     assert answers[1]["result"]["serverInfo"]["name"] == "mcptrace-fixture"
     assert answers[2]["error"]["code"] == -32602

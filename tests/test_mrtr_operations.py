@@ -22,15 +22,23 @@ from tracer.pairing import operation_latency_ns, operation_rounds
 
 ASKING_SERVER = REPO / "fixtures" / "sdk" / "asking_server.py"
 ASKING_CLIENT = REPO / "fixtures" / "sdk" / "asking_client.py"
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 def record_asking_session(era: str, tmp_path):
     """Run the SDK's asking client against the asking server through `mcptrace stdio`."""
     cap = tmp_path / f"ask-{era}.jsonl"
     tee = [sys.executable, "-m", "tracer", "stdio", "-o", str(cap), "--", sys.executable, str(ASKING_SERVER)]
-    done = subprocess.run([sys.executable, str(ASKING_CLIENT), "--era", era, "--", *tee],
-                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, str(ASKING_CLIENT), "--era", era, "--", *tee],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     with open(cap, "rb") as fh:
         msgs, ends = analyse_all(read_capture(fh, str(cap)))
@@ -39,8 +47,11 @@ def record_asking_session(era: str, tmp_path):
 
 def calls_of(msgs, tool: str):
     """The requests calling `tool` and the responses answering them, in wire order."""
-    seqs = {m.seq for m in msgs if m.kind is Kind.REQUEST and m.method == "tools/call"
-            and (m.params or {}).get("name") == tool}
+    seqs = {
+        m.seq
+        for m in msgs
+        if m.kind is Kind.REQUEST and m.method == "tools/call" and (m.params or {}).get("name") == tool
+    }
     return [m for m in msgs if m.seq in seqs or (m.request is not None and m.request.seq in seqs)]
 
 
@@ -88,20 +99,60 @@ def test_sdk_traffic_that_asks_for_input_lints_without_errors_or_warnings(era, m
 
 def _three_rounds():
     call = {"name": "deploy", "arguments": {"env": "prod"}}
-    return build_records([
-        {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**call, "_meta": META}}, "t_ms": 0},
-        {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required", "requestState": "r1"}},
-         "t_ms": 10},
-        {"c2s": {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {**call, "requestState": "r1",
-                                                                              "_meta": META}}, "t_ms": 100},
-        {"s2c": {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "input_required", "requestState": "r2"}},
-         "t_ms": 120},
-        {"c2s": {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {**call, "requestState": "r2",
-                                                                              "_meta": META}}, "t_ms": 300},
-        {"s2c": {"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "content": []}}, "t_ms": 350},
-        {"c2s": {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {**call, "_meta": META}}, "t_ms": 400},
-        {"s2c": {"jsonrpc": "2.0", "id": 4, "result": {"resultType": "complete", "content": []}}, "t_ms": 410},
-    ])
+    return build_records(
+        [
+            {
+                "c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**call, "_meta": META}},
+                "t_ms": 0,
+            },
+            {
+                "s2c": {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "result": {"resultType": "input_required", "requestState": "r1"},
+                },
+                "t_ms": 10,
+            },
+            {
+                "c2s": {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {**call, "requestState": "r1", "_meta": META},
+                },
+                "t_ms": 100,
+            },
+            {
+                "s2c": {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "result": {"resultType": "input_required", "requestState": "r2"},
+                },
+                "t_ms": 120,
+            },
+            {
+                "c2s": {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "tools/call",
+                    "params": {**call, "requestState": "r2", "_meta": META},
+                },
+                "t_ms": 300,
+            },
+            {
+                "s2c": {"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "content": []}},
+                "t_ms": 350,
+            },
+            {
+                "c2s": {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {**call, "_meta": META}},
+                "t_ms": 400,
+            },
+            {
+                "s2c": {"jsonrpc": "2.0", "id": 4, "result": {"resultType": "complete", "content": []}},
+                "t_ms": 410,
+            },
+        ]
+    )
 
 
 def test_three_round_call_links_every_round_to_the_first():
@@ -116,21 +167,53 @@ def test_three_round_call_links_every_round_to_the_first():
 
 
 def test_retry_echoing_the_state_is_linked_even_if_its_arguments_changed():
-    msgs, _ = analyse_all(build_records([
-        {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "resources/read",
-                 "params": {"uri": "file:///a", "_meta": META}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required", "requestState": "s"}}},
-        {"c2s": {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
-                 "params": {"uri": "file:///A", "requestState": "s", "_meta": META}}},
-    ]))
+    msgs, _ = analyse_all(
+        build_records(
+            [
+                {
+                    "c2s": {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "resources/read",
+                        "params": {"uri": "file:///a", "_meta": META},
+                    }
+                },
+                {
+                    "s2c": {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "result": {"resultType": "input_required", "requestState": "s"},
+                    }
+                },
+                {
+                    "c2s": {
+                        "jsonrpc": "2.0",
+                        "id": 2,
+                        "method": "resources/read",
+                        "params": {"uri": "file:///A", "requestState": "s", "_meta": META},
+                    }
+                },
+            ]
+        )
+    )
     assert [m.op_seq for m in msgs] == [1, 1, 1]
 
 
 def test_retry_markers_without_an_earlier_round_link_nothing():
-    msgs, _ = analyse_all(build_records([
-        {"c2s": {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                 "params": {"name": "deploy", "requestState": "stale", "_meta": META}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 9, "result": {"resultType": "complete", "content": []}}},
-    ]))
+    msgs, _ = analyse_all(
+        build_records(
+            [
+                {
+                    "c2s": {
+                        "jsonrpc": "2.0",
+                        "id": 9,
+                        "method": "tools/call",
+                        "params": {"name": "deploy", "requestState": "stale", "_meta": META},
+                    }
+                },
+                {"s2c": {"jsonrpc": "2.0", "id": 9, "result": {"resultType": "complete", "content": []}}},
+            ]
+        )
+    )
     assert [m.op_seq for m in msgs] == [None, None]
     assert "MCP332" in {f.rule for f in msgs[0].findings}

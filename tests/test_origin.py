@@ -21,19 +21,35 @@ def _rules(path) -> list[str]:
 
 
 @pytest.mark.parametrize(("reached", "flagged"), [("127.0.0.1", True), ("::1", True), ("203.0.113.7", False)])
-def test_an_origin_matching_the_host_is_foreign_when_the_server_was_reached_at_loopback(tmp_path, reached, flagged):
-    e = entry("2026-11-29T10:00:00.000Z", "POST", INIT, 200, [["content-type", "application/json"]],
-              {"size": 10, "mimeType": "application/json", "text": json.dumps(INIT_RESULT)},
-              req_headers=[["origin", "https://mcp.example.com"]], serverIPAddress=reached)
+def test_an_origin_matching_the_host_is_foreign_when_the_server_was_reached_at_loopback(
+    tmp_path, reached, flagged
+):
+    e = entry(
+        "2026-11-29T10:00:00.000Z",
+        "POST",
+        INIT,
+        200,
+        [["content-type", "application/json"]],
+        {"size": 10, "mimeType": "application/json", "text": json.dumps(INIT_RESULT)},
+        req_headers=[["origin", "https://mcp.example.com"]],
+        serverIPAddress=reached,
+    )
     path = tmp_path / "rebind.har"
     path.write_text(json.dumps(har([e])))
     assert ("MCP706" in _rules(path)) is flagged
 
 
 def test_a_server_address_of_the_wrong_type_in_a_har_is_ignored(tmp_path):
-    e = entry("2026-11-29T10:00:00.000Z", "POST", INIT, 200, [["content-type", "application/json"]],
-              {"size": 10, "mimeType": "application/json", "text": json.dumps(INIT_RESULT)},
-              req_headers=[["origin", "https://mcp.example.com"]], serverIPAddress={"ip": "127.0.0.1"})
+    e = entry(
+        "2026-11-29T10:00:00.000Z",
+        "POST",
+        INIT,
+        200,
+        [["content-type", "application/json"]],
+        {"size": 10, "mimeType": "application/json", "text": json.dumps(INIT_RESULT)},
+        req_headers=[["origin", "https://mcp.example.com"]],
+        serverIPAddress={"ip": "127.0.0.1"},
+    )
     path = tmp_path / "odd.har"
     path.write_text(json.dumps(har([e])))
     assert "MCP706" not in _rules(path)

@@ -30,7 +30,11 @@ def _run(*args: str, **kw) -> subprocess.CompletedProcess:
 
 def _headers(path) -> list[dict]:
     with open(path, "rb") as fh:
-        return [r.data for r in read_capture(fh, str(path)) if isinstance(r, Record) and r.type is RecordType.HEADER]
+        return [
+            r.data
+            for r in read_capture(fh, str(path))
+            if isinstance(r, Record) and r.type is RecordType.HEADER
+        ]
 
 
 def test_a_host_restarting_the_server_twice_through_one_capture_file_keeps_both_sessions(tmp_path):
@@ -47,11 +51,14 @@ def test_a_host_restarting_the_server_twice_through_one_capture_file_keeps_both_
     assert len(report["summary"]["sessions"]) == 2, report["summary"]["sessions"]
 
 
-@pytest.mark.parametrize("door", [
-    ["stdio", "--", sys.executable, "-c", "import sys; open(sys.argv[1], 'w')", "STARTED"],
-    ["proxy", "--no-ui", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1/mcp"],
-    ["demo", "--no-ui"],
-])
+@pytest.mark.parametrize(
+    "door",
+    [
+        ["stdio", "--", sys.executable, "-c", "import sys; open(sys.argv[1], 'w')", "STARTED"],
+        ["proxy", "--no-ui", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1/mcp"],
+        ["demo", "--no-ui"],
+    ],
+)
 @pytest.mark.parametrize("target", ["directory", "symlink", "not-a-capture"])
 def test_a_bad_output_path_is_one_line_and_exit_2_before_anything_starts(tmp_path, door, target):
     precious = tmp_path / "notes.txt"
@@ -62,12 +69,19 @@ def test_a_bad_output_path_is_one_line_and_exit_2_before_anything_starts(tmp_pat
     started = tmp_path / "STARTED"
     p = _run(door[0], "-o", str(path), *[str(started) if a == "STARTED" else a for a in door[1:]])
     assert p.returncode == 2, p.stderr
-    assert p.stderr.count("\n") == 1 and p.stderr.startswith("mcptrace: error: cannot write the capture"), p.stderr
-    assert {"directory": "is a directory", "symlink": "symbolic link",
-            "not-a-capture": "not an mcptrace capture"}[target] in p.stderr.lower()
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("mcptrace: error: cannot write the capture"), (
+        p.stderr
+    )
+    assert {
+        "directory": "is a directory",
+        "symlink": "symbolic link",
+        "not-a-capture": "not an mcptrace capture",
+    }[target] in p.stderr.lower()
     assert precious.read_text() == "keep me\n"
     assert not started.exists()
-    assert sorted(x.name for x in tmp_path.iterdir()) == sorted(["notes.txt"] + (["link.jsonl"] if target == "symlink" else []))
+    assert sorted(x.name for x in tmp_path.iterdir()) == sorted(
+        ["notes.txt"] + (["link.jsonl"] if target == "symlink" else [])
+    )
 
 
 def test_the_demo_appends_its_two_sessions_to_an_existing_capture(tmp_path):
@@ -92,7 +106,15 @@ def test_a_proxy_that_cannot_listen_leaves_no_capture_and_no_new_session(tmp_pat
         taken.listen()
         port = taken.getsockname()[1]
         for out in (["-o", str(cap)], []):
-            p = _run("proxy", "--no-ui", "--upstream", "http://127.0.0.1:1/mcp", "--listen", f"127.0.0.1:{port}", *out)
+            p = _run(
+                "proxy",
+                "--no-ui",
+                "--upstream",
+                "http://127.0.0.1:1/mcp",
+                "--listen",
+                f"127.0.0.1:{port}",
+                *out,
+            )
             assert p.returncode == 2 and "cannot start the proxy" in p.stderr, p.stderr
     assert cap.read_bytes() == before
     captures = private_state_home / "mcptrace" / "captures"
@@ -105,15 +127,23 @@ def test_a_dead_upstream_gives_the_host_a_502_naming_it_and_the_capture_the_fail
         port = s.getsockname()[1]
         dead = f"http://127.0.0.1:{port}/mcp"
         cap = tmp_path / "cap.jsonl"
-        proc = subprocess.Popen([*MCPTRACE, "proxy", "--no-ui", "--listen", "127.0.0.1:0", "--upstream", dead,
-                                 "-o", str(cap)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*MCPTRACE, "proxy", "--no-ui", "--listen", "127.0.0.1:0", "--upstream", dead, "-o", str(cap)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         err = _Lines(proc.stderr)
         url = err.wait_for(r"give the host this URL: (\S+)", "proxy").group(1)
         body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
         statuses = []
         for _ in range(3):
-            req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json",
-                                                                  "Accept": "application/json, text/event-stream"})
+            req = urllib.request.Request(
+                url,
+                data=body,
+                headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+            )
             try:
                 urllib.request.urlopen(req, timeout=BOUND_S)
             except urllib.error.HTTPError as exc:
@@ -142,8 +172,16 @@ def test_two_tees_appending_to_one_capture_at_once_keep_every_message_of_both(tm
     cap = tmp_path / "shared.jsonl"
     n = 2000
     stdin = b"".join(request(i) for i in range(n))
-    tees = [subprocess.Popen([*MCPTRACE, "stdio", "-q", "-o", str(cap), "--", *server("echo")], cwd=REPO,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    tees = [
+        subprocess.Popen(
+            [*MCPTRACE, "stdio", "-q", "-o", str(cap), "--", *server("echo")],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
     outs = [t.communicate(stdin, timeout=BOUND_S) for t in tees]
     assert [t.returncode for t in tees] == [0, 0], [o[1] for o in outs]
     lines = cap.read_bytes().split(b"\n")

@@ -17,17 +17,26 @@ from tracer.model import RecordType
 
 
 def _proxy(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracer", "proxy", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", "proxy", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    ([], "--upstream URL"),
-    (["--upstream", "ftp://example.com/mcp"], "not an http:// or https:// URL"),
-    (["--upstream", "http://127.0.0.1:1/mcp", "--listen", "localhost:notaport"], "HOST:PORT"),
-    (["--mode", "nonsense"], "invalid mitmproxy mode"),
-    (["--upstream", "http://127.0.0.1:1/mcp", "--filter", "~bogus("], "mcptrace_filter"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ([], "--upstream URL"),
+        (["--upstream", "ftp://example.com/mcp"], "not an http:// or https:// URL"),
+        (["--upstream", "http://127.0.0.1:1/mcp", "--listen", "localhost:notaport"], "HOST:PORT"),
+        (["--mode", "nonsense"], "invalid mitmproxy mode"),
+        (["--upstream", "http://127.0.0.1:1/mcp", "--filter", "~bogus("], "mcptrace_filter"),
+    ],
+)
 def test_a_usage_mistake_is_one_line_on_stderr_and_exit_2(args, says):
     p = _proxy(*args, "--no-ui")
     assert p.returncode == 2, p.stderr
@@ -46,8 +55,14 @@ def test_a_port_already_taken_is_one_line_and_exit_2():
 
 
 def _start(args: list[str], env=None):
-    proc = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--listen", "127.0.0.1:0", "--no-ui", *args],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracer", "proxy", "--listen", "127.0.0.1:0", "--no-ui", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     return proc, _Lines(proc.stderr)
 
 
@@ -71,8 +86,14 @@ def test_regular_mode_keeps_the_hosts_own_url(tmp_path):
         try:
             m = err.wait_for(r"HTTPS_PROXY=(http://127\.0\.0\.1:\d+)", "proxy")
             env = {**os.environ, "HTTP_PROXY": m.group(1), "NO_PROXY": "", "no_proxy": ""}
-            client = subprocess.run([sys.executable, str(SDK_CLIENT), "--era", "modern", "--url", url], cwd=REPO,
-                                    capture_output=True, text=True, timeout=120, env=env)
+            client = subprocess.run(
+                [sys.executable, str(SDK_CLIENT), "--era", "modern", "--url", url],
+                cwd=REPO,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+            )
             assert client.returncode == 0, client.stderr
         finally:
             assert _stop(proc) == 0

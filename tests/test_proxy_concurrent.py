@@ -53,8 +53,11 @@ def test_concurrent_modern_and_dual_era_clients_lint_clean_and_pair_every_reques
     cap = _run(tmp_path, ["modern", "modern", "auto", "auto", "legacy"])
     recs = capture_records(cap)
     msgs, _ = analyse_all(recs)
-    client_closed = {r.http["flow"] for r in recs
-                     if (r.data or {}).get("event") == "stream-closed" and r.data["reason"] == "client-closed"}
+    client_closed = {
+        r.http["flow"]
+        for r in recs
+        if (r.data or {}).get("event") == "stream-closed" and r.data["reason"] == "client-closed"
+    }
     requests = [m for m in msgs if m.kind is Kind.REQUEST and m.dir is Direction.C2S]
     assert len(requests) > 50
     unpaired = [m for m in requests if m.partner_seq is None and m.rec.http["flow"] not in client_closed]

@@ -19,8 +19,9 @@ from tracer.model import Direction, Kind, RecordType
 
 
 async def session(url: str, mode: str, transport: str) -> list:
-    return await scripted_session(sse_client(url) if transport == "sse" else url, mode,
-                                  "héllo through the proxy ✓")
+    return await scripted_session(
+        sse_client(url) if transport == "sse" else url, mode, "héllo through the proxy ✓"
+    )
 
 
 def _check_capture(cap, transport: str):
@@ -70,9 +71,13 @@ async def test_the_dual_era_probe_finds_what_server_everything_really_answers(tm
     assert result[0] == "2025-11-25", "the client fell back to the legacy handshake"
     recs = capture_records(cap)
     probe = next(r for r in recs if r.type is RecordType.MESSAGE and b'"server/discover"' in r.raw)
-    answer = next(r for r in recs if r.type is RecordType.MESSAGE and r.http["flow"] == probe.http["flow"]
-                  and r.dir is Direction.S2C)
+    answer = next(
+        r
+        for r in recs
+        if r.type is RecordType.MESSAGE and r.http["flow"] == probe.http["flow"] and r.dir is Direction.S2C
+    )
     assert answer.http["status"] == 400 and b'"id":null' in answer.raw
     findings = lint_findings(cap)
-    assert findings and {f.seq for f in findings} <= {probe.seq, answer.seq}, \
-        [(f.rule, f.seq, f.message) for f in findings]
+    assert findings and {f.seq for f in findings} <= {probe.seq, answer.seq}, [
+        (f.rule, f.seq, f.message) for f in findings
+    ]

@@ -31,8 +31,20 @@ def _names(addons) -> set[str]:
 def test_a_reverse_proxy_loads_the_proxy_machinery_and_none_of_mitmdumps_flow_editing_addons():
     names = _names(needed_addons(["reverse:http://127.0.0.1:1"]))
     assert {"core", "proxyserver", "nextlayer", "tlsconfig", "scriptloader", "block", "updatealtsvc"} <= names
-    assert not names & {"anticache", "anticomp", "blocklist", "maplocal", "mapremote", "modifybody",
-                        "modifyheaders", "stickycookie", "stickyauth", "save", "savehar", "serverplayback"}
+    assert not names & {
+        "anticache",
+        "anticomp",
+        "blocklist",
+        "maplocal",
+        "mapremote",
+        "modifybody",
+        "modifyheaders",
+        "stickycookie",
+        "stickyauth",
+        "save",
+        "savehar",
+        "serverplayback",
+    }
 
 
 def test_an_option_the_user_sets_loads_the_addon_that_declares_it_and_all_addons_loads_every_one():
@@ -59,8 +71,13 @@ def test_hooks_run_in_chain_order_a_failing_addon_is_logged_and_addonhalt_stops_
 
     async def main():
         m = LeanMaster(options.Options())
-        m.addons.add(_Seen("a", seen), _Seen("b", seen, fail=True), _Seen("c", seen), _Seen("d", seen, halt=True),
-                     _Seen("e", seen))
+        m.addons.add(
+            _Seen("a", seen),
+            _Seen("b", seen, fail=True),
+            _Seen("c", seen),
+            _Seen("d", seen, halt=True),
+            _Seen("e", seen),
+        )
         with caplog.at_level(logging.ERROR):
             await m.addons.trigger_event(hooks.RunningHook())
 
@@ -83,7 +100,7 @@ def test_an_addon_added_later_gets_the_hooks_of_its_kind():
     assert seen == ["a", "a", "b"]
 
 
-SCRIPT = '''
+SCRIPT = """
 from mitmproxy import http
 
 class Tag:
@@ -91,19 +108,25 @@ class Tag:
         flow.response.headers["x-user-script"] = "ran"
 
 addons = [Tag()]
-'''
+"""
 
 
 def test_the_users_script_runs_and_the_session_is_recorded_through_the_lean_proxy(tmp_path):
     script = tmp_path / "tag.py"
     script.write_text(SCRIPT)
     cap = tmp_path / "lean.jsonl"
-    with sdk_http_server("--json-response") as upstream, \
-            mcptrace_proxy(upstream, cap, "-s", str(script), "--set", "anticache=true") as url:
+    with (
+        sdk_http_server("--json-response") as upstream,
+        mcptrace_proxy(upstream, cap, "-s", str(script), "--set", "anticache=true") as url,
+    ):
         u = urlsplit(url)
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-        conn.request("POST", u.path, body=body(INIT),
-                     headers={"content-type": "application/json", "accept": "application/json, text/event-stream"})
+        conn.request(
+            "POST",
+            u.path,
+            body=body(INIT),
+            headers={"content-type": "application/json", "accept": "application/json, text/event-stream"},
+        )
         resp = conn.getresponse()
         answer = resp.read()
         conn.close()
@@ -155,12 +178,21 @@ def test_the_capture_file_of_the_lean_proxy_is_what_the_addon_writes_under_mitmd
                 tctx.configure(addon, mcptrace_output=str(path))
                 addon.running()
                 exchange(addon, post(INIT, resp=INIT_RESULT))
-                exchange(addon, post({"jsonrpc": "2.0", "method": "notifications/initialized"}, resp=b"",
-                                     status=202, resp_headers=[]))
+                exchange(
+                    addon,
+                    post(
+                        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                        resp=b"",
+                        status=202,
+                        resp_headers=[],
+                    ),
+                )
                 addon.done()
 
         asyncio.run(main())
-        return [(r.type, r.dir, r.raw, r.conn, r.http.get("status") if r.http else None) for r in records(path)]
+        return [
+            (r.type, r.dir, r.raw, r.conn, r.http.get("status") if r.http else None) for r in records(path)
+        ]
 
     assert run(True) == run(False)
 

@@ -36,10 +36,16 @@ async def session(url: str, mode: str) -> list:
     with anyio.fail_after(60):
         async with Client(url, mode=mode, cache=None, log_level="info") as c:
             out.append(sorted(t.name for t in (await c.list_tools()).tools))
-            for name, args in (("echo", {"text": "héllo ✓"}), ("add", {"a": 2, "b": 3}), ("fail", {}),
-                               ("weather", {"city": "Lyon"})):
+            for name, args in (
+                ("echo", {"text": "héllo ✓"}),
+                ("add", {"a": 2, "b": 3}),
+                ("fail", {}),
+                ("weather", {"city": "Lyon"}),
+            ):
                 out.append((await c.call_tool(name, args)).model_dump(mode="json", exclude={"meta"}))
-            out.append((await c.read_resource("fixture://items/42")).model_dump(mode="json", exclude={"meta"}))
+            out.append(
+                (await c.read_resource("fixture://items/42")).model_dump(mode="json", exclude={"meta"})
+            )
             out.append((await c.call_tool("slow", {"steps": 3}, progress_callback=progress)).is_error)
     return out
 
@@ -47,16 +53,35 @@ async def session(url: str, mode: str) -> list:
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory):
     d = tmp_path_factory.mktemp("four")
-    paths = {"ours": d / "ours.jsonl", "addon": d / "addon.jsonl", "mitm": d / "plain.mitm", "har": d / "plain.har"}
+    paths = {
+        "ours": d / "ours.jsonl",
+        "addon": d / "addon.jsonl",
+        "mitm": d / "plain.mitm",
+        "har": d / "plain.har",
+    }
     with sdk_http_server() as url:
         port = url.rsplit(":", 1)[1].split("/")[0]
         direct = [asyncio.run(session(url, mode)) for mode in MODES]
         # plain mitmdump buffers SSE (mitmproxy#4469): the client gets each stream when it ends
-        with (mitmdump("--mode", f"reverse:http://127.0.0.1:{port}", "-w", str(paths["mitm"]),
-                       "--set", f"hardump={paths['har']}") as plain,
-              mitmdump("--mode", f"reverse:http://127.0.0.1:{plain}", "-s", str(REPO / "addons" / "mcp_capture.py"),
-                       "--set", f"mcptrace_output={paths['addon']}") as with_addon,
-              mcptrace_proxy(f"http://127.0.0.1:{with_addon}/mcp", paths["ours"]) as proxy_url):
+        with (
+            mitmdump(
+                "--mode",
+                f"reverse:http://127.0.0.1:{port}",
+                "-w",
+                str(paths["mitm"]),
+                "--set",
+                f"hardump={paths['har']}",
+            ) as plain,
+            mitmdump(
+                "--mode",
+                f"reverse:http://127.0.0.1:{plain}",
+                "-s",
+                str(REPO / "addons" / "mcp_capture.py"),
+                "--set",
+                f"mcptrace_output={paths['addon']}",
+            ) as with_addon,
+            mcptrace_proxy(f"http://127.0.0.1:{with_addon}/mcp", paths["ours"]) as proxy_url,
+        ):
             proxied = [asyncio.run(session(proxy_url, mode)) for mode in MODES]
     assert proxied == direct
     return paths
@@ -65,7 +90,9 @@ def recordings(tmp_path_factory):
 def _messages(path) -> list[tuple[str, bytes]]:
     register_optional_inputs()
     inp = open_input(str(path))
-    return [(r.dir.value, r.raw) for r in inp.records if isinstance(r, Record) and r.type is RecordType.MESSAGE]
+    return [
+        (r.dir.value, r.raw) for r in inp.records if isinstance(r, Record) and r.type is RecordType.MESSAGE
+    ]
 
 
 def test_the_flow_file_and_the_har_are_read_as_what_they_are(recordings):

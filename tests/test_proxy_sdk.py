@@ -63,13 +63,17 @@ def test_every_request_is_paired_or_was_cancelled_by_the_client(proxied_run):
     recs = capture_records(cap)
     msgs, _ = analyse_all(recs)
     requests = [m for m in msgs if m.kind is Kind.REQUEST and m.dir is Direction.C2S]
-    client_closed = {r.http["flow"] for r in recs
-                     if (r.data or {}).get("event") == "stream-closed" and r.data["reason"] == "client-closed"}
+    client_closed = {
+        r.http["flow"]
+        for r in recs
+        if (r.data or {}).get("event") == "stream-closed" and r.data["reason"] == "client-closed"
+    }
     unpaired = [m for m in requests if m.partner_seq is None]
     assert len(requests) > 40
     # the modern client cancels by closing the stream; nothing else goes unanswered
-    assert all(m.rec.http["flow"] in client_closed and m.method == "tools/call" for m in unpaired), \
-        [(m.seq, m.method) for m in unpaired]
+    assert all(m.rec.http["flow"] in client_closed and m.method == "tools/call" for m in unpaired), [
+        (m.seq, m.method) for m in unpaired
+    ]
     eras = {m.era.value for m in requests}
     assert eras == {"legacy", "modern"}
 

@@ -16,7 +16,7 @@ LEGACY_CAPTURE = REPO / "fixtures" / "captures" / "sdk-stdio-legacy.jsonl"
 
 # A stdio server that breaks the spec on purpose: it answers every request with the id as a
 # string (MCP203), and never answers a request whose method is "never" (MCP211, a warning).
-BAD_SERVER = r'''
+BAD_SERVER = r"""
 import json, sys
 for line in sys.stdin:
     msg = json.loads(line)
@@ -25,7 +25,7 @@ for line in sys.stdin:
         sys.stderr.flush()
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": str(msg["id"]), "result": {}}) + "\n")
         sys.stdout.flush()
-'''
+"""
 
 RAW_CLIENT = r'''
 import json, subprocess, sys
@@ -49,51 +49,66 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_a_test_with_a_spec_violating_server_fails_and_names_the_rule(project):
-    project.makepyfile(test_bad='''
+    project.makepyfile(
+        test_bad="""
         import sys
         from raw_client import drive
 
         def test_ping(mcp_stdio):
             cap = mcp_stdio([sys.executable, "bad_server.py"], name="bad")
             assert '"id": "1"' in drive(cap, "ping")
-    ''')
+    """
+    )
     result = run(project)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*MCP traffic has findings at or above error*",
-        "*MCP203 [[]error[]] id '1' does not match the pending request id 1*",
-        "*mcptrace: bad server stderr*",
-        "answering ping with a string id",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*MCP traffic has findings at or above error*",
+            "*MCP203 [[]error[]] id '1' does not match the pending request id 1*",
+            "*mcptrace: bad server stderr*",
+            "answering ping with a string id",
+        ]
+    )
 
 
 def test_a_test_failing_its_own_assertion_shows_the_server_stderr(project):
-    project.makepyfile(test_own="""
+    project.makepyfile(
+        test_own="""
         import sys
         from raw_client import drive
 
         def test_wrong_expectation(mcp_stdio):
             cap = mcp_stdio([sys.executable, "bad_server.py"], name="chatty")
             assert drive(cap, "ping") == "something else"
-    """)
+    """
+    )
     result = run(project)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*assert *== 'something else'*", "*mcptrace: chatty server stderr*",
-                                 "answering ping with a string id"])
+    result.stdout.fnmatch_lines(
+        [
+            "*assert *== 'something else'*",
+            "*mcptrace: chatty server stderr*",
+            "answering ping with a string id",
+        ]
+    )
 
 
 def test_findings_below_the_threshold_are_warnings_and_filterwarnings_error_fails_the_test(project):
-    project.makepyfile(test_slow='''
+    project.makepyfile(
+        test_slow="""
         import sys
         from raw_client import drive
 
         def test_never_answered(mcp_stdio):
             cap = mcp_stdio([sys.executable, "bad_server.py"], name="quiet")
             drive(cap, "never")
-    ''')
+    """
+    )
     result = run(project)
     result.assert_outcomes(passed=1, warnings=2)
-    result.stdout.fnmatch_lines(["*McpSpecWarning: quiet: *MCP211 [[]warning[]] never id 1 was never answered*"])
+    result.stdout.fnmatch_lines(
+        ["*McpSpecWarning: quiet: *MCP211 [[]warning[]] never id 1 was never answered*"]
+    )
     project.makeini("[pytest]\nfilterwarnings =\n    error\n")
     result = run(project)
     result.assert_outcomes(failed=1)
@@ -101,7 +116,8 @@ def test_findings_below_the_threshold_are_warnings_and_filterwarnings_error_fail
 
 
 def test_the_marker_and_the_option_choose_rules_and_threshold(project):
-    project.makepyfile(test_marked='''
+    project.makepyfile(
+        test_marked="""
         import sys
         import pytest
         from raw_client import drive
@@ -116,7 +132,8 @@ def test_the_marker_and_the_option_choose_rules_and_threshold(project):
 
         def test_default_threshold(mcp_stdio):
             drive(mcp_stdio([sys.executable, "bad_server.py"]), "never")
-    ''')
+    """
+    )
     result = run(project)
     result.assert_outcomes(passed=2, failed=1, warnings=3)
     result.stdout.fnmatch_lines(["FAILED test_marked.py::test_strict*"])
@@ -126,13 +143,15 @@ def test_the_marker_and_the_option_choose_rules_and_threshold(project):
 
 
 def test_the_project_config_sets_the_plugin_s_threshold_and_rules(project):
-    project.makepyfile(test_cfg="""
+    project.makepyfile(
+        test_cfg="""
         import sys
         from raw_client import drive
 
         def test_never_answered(mcp_stdio):
             drive(mcp_stdio([sys.executable, "bad_server.py"]), "never")
-    """)
+    """
+    )
     project.makepyprojecttoml('[tool.mcptrace]\nfail-on = "warning"\nignore = ["MCP209"]\n')
     result = run(project)
     result.assert_outcomes(failed=1)
@@ -143,7 +162,8 @@ def test_the_project_config_sets_the_plugin_s_threshold_and_rules(project):
 
 
 def test_keep_keeps_the_captures_and_says_where(project):
-    project.makepyfile(test_keep='''
+    project.makepyfile(
+        test_keep="""
         import sys
         from raw_client import drive
 
@@ -151,7 +171,8 @@ def test_keep_keeps_the_captures_and_says_where(project):
             cap = mcp_stdio([sys.executable, "bad_server.py"], name="kept")
             drive(cap, "never")
             assert cap.path.exists()
-    ''')
+    """
+    )
     result = run(project, "--mcptrace-keep", "-W", "ignore::tracer.testing.McpSpecWarning")
     result.assert_outcomes(passed=1)
     line = next(s for s in result.stdout.lines if s.startswith("test_keep.py::test_one: "))
@@ -163,7 +184,8 @@ def test_keep_keeps_the_captures_and_says_where(project):
 
 
 def test_the_sdk_client_over_stdio_and_http_through_the_fixtures_lints_clean(project):
-    project.makepyfile(test_sdk=f'''
+    project.makepyfile(
+        test_sdk=f"""
         import subprocess, sys
         import anyio
         from mcp import Client, StdioServerParameters
@@ -199,13 +221,15 @@ def test_the_sdk_client_over_stdio_and_http_through_the_fixtures_lints_clean(pro
             cap.close()
             cap.assert_clean(fail_on="warning")
             assert b"tools/call" in cap.path.read_bytes()
-    ''')
+    """
+    )
     result = run(project, "-W", "error")
     result.assert_outcomes(passed=2)
 
 
 def test_mcp_mock_serves_a_recording_to_a_client_and_captures_the_new_session(project):
-    project.makepyfile(test_mock=f'''
+    project.makepyfile(
+        test_mock=f"""
         import anyio
         from mcp import Client, StdioServerParameters
 
@@ -222,17 +246,20 @@ def test_mcp_mock_serves_a_recording_to_a_client_and_captures_the_new_session(pr
         def test_http_mock(mcp_mock):
             cap = mcp_mock({str(LEGACY_CAPTURE)!r}, transport="http")
             assert "add" in anyio.run(session, cap.url)
-    ''')
+    """
+    )
     result = run(project, "-W", "ignore::tracer.testing.McpSpecWarning")
     result.assert_outcomes(passed=2)
 
 
 def test_a_test_using_none_of_it_is_untouched(project):
-    project.makepyfile(test_plain='''
+    project.makepyfile(
+        test_plain="""
         import sys
         def test_plain():
             assert "tracer.lint" not in sys.modules and "tracer.analyser" not in sys.modules
-    ''')
+    """
+    )
     project.makeini("[pytest]\nfilterwarnings =\n    error\n")
     result = run(project)
     result.assert_outcomes(passed=1)

@@ -14,14 +14,17 @@ FIX = "python -m tracer.rules.docs --write-readme README.md"
 def test_readme_rule_table_is_exactly_the_generated_one():
     text = README.read_text(encoding="utf-8") if README.exists() else ""
     assert START in text and END in text, f"README.md has no generated rule table; run: {FIX}"
-    between = text[text.index(START) + len(START): text.index(END)]
-    assert between.strip("\n") == table_markdown(all_rules().values()).strip("\n"), \
+    between = text[text.index(START) + len(START) : text.index(END)]
+    assert between.strip("\n") == table_markdown(all_rules().values()).strip("\n"), (
         f"README.md's rule table is out of date; run: {FIX}"
+    )
 
 
 def test_write_readme_replaces_only_the_part_between_the_markers(tmp_path, capsys):
     readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\nIntro.\n\n{START}\n| stale |\n{END}\n\n## After\nMore.\n", encoding="utf-8")
+    readme.write_text(
+        f"# Title\n\nIntro.\n\n{START}\n| stale |\n{END}\n\n## After\nMore.\n", encoding="utf-8"
+    )
     assert main(["--write-readme", str(readme)]) == 0
     once = readme.read_text(encoding="utf-8")
     assert once.startswith("# Title\n\nIntro.\n\n") and once.endswith("\n\n## After\nMore.\n")

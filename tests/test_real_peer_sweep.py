@@ -65,8 +65,11 @@ def test_the_typescript_sdk_v2_against_the_python_sdk_shows_exactly_their_real_f
 def test_the_ts_clients_probe_process_and_its_session_are_both_in_the_one_capture_file(ts_captures, mode):
     """The TS SDK probes `server/discover` on a sibling process it then discards, and runs the
     session on a second one; both tees append to the file given with -o."""
-    recs = [r for r in peer_sweep.capture_records(ts_captures[f"ts-client-stdio-{mode}"])
-            if r.type.value == "message" and r.dir is not None and r.dir.value == "c2s"]
+    recs = [
+        r
+        for r in peer_sweep.capture_records(ts_captures[f"ts-client-stdio-{mode}"])
+        if r.type.value == "message" and r.dir is not None and r.dir.value == "c2s"
+    ]
     by_conn: dict[str, list[bytes]] = {}
     for r in recs:
         by_conn.setdefault(r.conn, []).append(r.raw)
@@ -78,9 +81,14 @@ def test_the_ts_clients_probe_process_and_its_session_are_both_in_the_one_captur
 
 
 @pytest.mark.parametrize("name", ["ts-both-stdio-modern", "ts-both-stdio-auto", "ts-both-http"])
-def test_the_ts_servers_tool_list_change_travels_on_the_listen_stream_in_the_modern_sessions(ts_captures, name):
+def test_the_ts_servers_tool_list_change_travels_on_the_listen_stream_in_the_modern_sessions(
+    ts_captures, name
+):
     """What the clean-lint check above covers includes a modern change notification: the TS server
     announces its tool-list change on the client's subscriptions/listen stream, with its id."""
-    changes = [r.raw for r in peer_sweep.capture_records(ts_captures[name])
-               if b'"notifications/tools/list_changed"' in r.raw]
+    changes = [
+        r.raw
+        for r in peer_sweep.capture_records(ts_captures[name])
+        if b'"notifications/tools/list_changed"' in r.raw
+    ]
     assert changes and all(b'"io.modelcontextprotocol/subscriptionId":"listen:0"' in raw for raw in changes)

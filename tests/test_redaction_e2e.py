@@ -38,20 +38,50 @@ HEADERS = {  # request headers that carry credentials (the issue's list)
 }
 QUERY = "access_token=query-SECRET-09&api_key=query-SECRET-10&page=2"
 SET_COOKIE = "setcookie-SECRET-11"  # the upstream's Set-Cookie value
-VALUES = [v.split()[-1].split("=")[-1] for v in HEADERS.values()] + ["query-SECRET-09", "query-SECRET-10", SET_COOKIE]
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+VALUES = [v.split()[-1].split("=")[-1] for v in HEADERS.values()] + [
+    "query-SECRET-09",
+    "query-SECRET-10",
+    SET_COOKIE,
+]
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 
 
 @contextmanager
 def proxy(upstream: str, out: Path, *extra: str) -> Iterator[tuple[int, list[str]]]:
     """`mcptrace proxy --upstream URL`; yields (its port, its stderr lines so far and, after, all)."""
-    proc = subprocess.Popen([*MCPTRACE, "proxy", "--upstream", upstream, "--listen", "127.0.0.1:0", "-o", str(out),
-                             "--no-ui", *extra], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            *MCPTRACE,
+            "proxy",
+            "--upstream",
+            upstream,
+            "--listen",
+            "127.0.0.1:0",
+            "-o",
+            str(out),
+            "--no-ui",
+            *extra,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     err = _Lines(proc.stderr)
     lines: list[str] = []
     try:
-        port = int(err.wait_for(r"give the host this URL: http://127\.0\.0\.1:(\d+)/", "mcptrace proxy").group(1))
+        port = int(
+            err.wait_for(r"give the host this URL: http://127\.0\.0\.1:(\d+)/", "mcptrace proxy").group(1)
+        )
         yield port, lines
     finally:
         assert _stop(proc) == 0
@@ -77,7 +107,9 @@ def session(port: int, target: str) -> tuple[str, list[dict]]:
     assert resp.status == 200 and sid, (resp.status, body)
     answers = [json.loads(body)]
     post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
-    for i, (method, params) in enumerate([("tools/list", {}), ("tools/call", {"name": "echo", "arguments": {"text": "x"}})]):
+    for i, (method, params) in enumerate(
+        [("tools/list", {}), ("tools/call", {"name": "echo", "arguments": {"text": "x"}})]
+    ):
         resp, body = post({"jsonrpc": "2.0", "id": 2 + i, "method": method, "params": params}, sid)
         answers.append(json.loads(body))
     # a request that forgets the session id (on the session's TCP connection): MCP721's to flag
@@ -91,7 +123,10 @@ def run_traffic(tmp: Path, name: str, *extra: str) -> tuple[Path, list[str], lis
     """Two sessions through a proxy in front of the real SDK server; (capture, proxy stderr, session ids)."""
     cap = tmp / f"{name}.jsonl"
     server = [sys.executable, str(REPO / "tests" / "servers" / "sdk_set_cookie.py"), SET_COOKIE]
-    with serve_http(server, "the SDK server with a cookie") as url, proxy(f"{url}?{QUERY}", cap, *extra) as (port, err):
+    with (
+        serve_http(server, "the SDK server with a cookie") as url,
+        proxy(f"{url}?{QUERY}", cap, *extra) as (port, err),
+    ):
         sids = []
         for _ in range(2):
             sid, answers = session(port, f"/mcp?{QUERY}")
@@ -102,9 +137,16 @@ def run_traffic(tmp: Path, name: str, *extra: str) -> tuple[Path, list[str], lis
 
 
 def lint_outputs(cap: Path) -> tuple[str, dict]:
-    text = subprocess.run([*MCPTRACE, "lint", str(cap)], cwd=REPO, capture_output=True, text=True, timeout=120)
-    js = subprocess.run([*MCPTRACE, "lint", str(cap), "--format", "json"], cwd=REPO, capture_output=True, text=True,
-                        timeout=120)
+    text = subprocess.run(
+        [*MCPTRACE, "lint", str(cap)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    js = subprocess.run(
+        [*MCPTRACE, "lint", str(cap), "--format", "json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert text.returncode in (0, 1) and js.returncode in (0, 1), (text.stderr, js.stderr)
     return text.stdout + text.stderr + js.stderr, json.loads(js.stdout)
 
@@ -149,7 +191,13 @@ def test_no_credential_carrier_reaches_the_capture_stderr_lint_or_viewer_through
     stored_ids: dict[str, set[str]] = {}  # what each session's requests carry, and what initialize minted
     for m in msgs:
         http = m.rec.http or {}
-        key = "resp_headers" if m.answers_method == "initialize" else "req_headers" if m.kind is Kind.REQUEST else ""
+        key = (
+            "resp_headers"
+            if m.answers_method == "initialize"
+            else "req_headers"
+            if m.kind is Kind.REQUEST
+            else ""
+        )
         for name, value in http.get(key) or []:
             if name.lower() == "mcp-session-id":
                 stored_ids.setdefault(m.rec.conn, set()).add(value)
@@ -161,25 +209,53 @@ def test_no_credential_carrier_reaches_the_capture_stderr_lint_or_viewer_through
 def test_the_session_rules_find_the_same_on_a_redacted_capture_as_on_a_clear_one(tmp_path):
     red, _, _ = run_traffic(tmp_path, "redacted")
     clear, _, sids = run_traffic(tmp_path, "clear", "--no-redact")
-    assert all(v in clear.read_text() for v in [*VALUES, *sids]), "--no-redact keeps them (the test can see them)"
+    assert all(v in clear.read_text() for v in [*VALUES, *sids]), (
+        "--no-redact keeps them (the test can see them)"
+    )
     rules = [Counter(f["rule"] for f in lint_outputs(cap)[1]["findings"]) for cap in (red, clear)]
     assert rules[0] == rules[1] and rules[0]["MCP721"] == 2, rules  # one forgotten session id per session
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (["--upstream", "http://alice:pw-SECRET-12@127.0.0.1:9/mcp?api_key=k-SECRET-13"], "user:password@"),
-    (["--mode", "upstream:http://alice:pw-SECRET-12@127.0.0.1:3128?api_key=k-SECRET-13"], "invalid mitmproxy mode"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--upstream", "http://alice:pw-SECRET-12@127.0.0.1:9/mcp?api_key=k-SECRET-13"], "user:password@"),
+        (
+            ["--mode", "upstream:http://alice:pw-SECRET-12@127.0.0.1:3128?api_key=k-SECRET-13"],
+            "invalid mitmproxy mode",
+        ),
+    ],
+)
 def test_a_proxy_url_with_a_password_is_refused_without_printing_it(tmp_path, args, says):
-    p = subprocess.run([*MCPTRACE, "proxy", *args, "--no-ui", "-o", str(tmp_path / "c.jsonl")], cwd=REPO,
-                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    p = subprocess.run(
+        [*MCPTRACE, "proxy", *args, "--no-ui", "-o", str(tmp_path / "c.jsonl")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert p.returncode == 2 and says in p.stderr and "alice:<redacted>@" in p.stderr
     assert leaks(p.stdout + p.stderr, ["pw-SECRET-12", "k-SECRET-13"]) == []
 
 
-ARGV = ["-p", "pw-SECRET-a", "--auth", "auth-SECRET-b", "--key", "key-SECRET-c", "--pat", "pat-SECRET-d",
-        "-k", "k-SECRET-e", "--header", "X-Custom-Auth: hdr-SECRET-f", "--header=X-Api-Key: hdr-SECRET-g",
-        "https://example.com/mcp?api_key=url-SECRET-h", "API_TOKEN=env-SECRET-i"]
+ARGV = [
+    "-p",
+    "pw-SECRET-a",
+    "--auth",
+    "auth-SECRET-b",
+    "--key",
+    "key-SECRET-c",
+    "--pat",
+    "pat-SECRET-d",
+    "-k",
+    "k-SECRET-e",
+    "--header",
+    "X-Custom-Auth: hdr-SECRET-f",
+    "--header=X-Api-Key: hdr-SECRET-g",
+    "https://example.com/mcp?api_key=url-SECRET-h",
+    "API_TOKEN=env-SECRET-i",
+]
 
 
 def test_no_credential_argument_reaches_the_capture_stderr_lint_or_viewer_through_the_tee(tmp_path):
@@ -187,11 +263,19 @@ def test_no_credential_argument_reaches_the_capture_stderr_lint_or_viewer_throug
     # the real SDK server, started through `sh -c` so that the carriers are arguments of the command
     # the tee runs and records, which the server itself never sees
     command = ["sh", "-c", 'exec "$0" "$1"', sys.executable, str(SDK_SERVER), *ARGV]
-    lines = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
-    p = subprocess.run([*MCPTRACE, "stdio", "--grace", "60", "-o", str(cap), "--", *command], cwd=REPO,
-                       capture_output=True,
-                       input="".join(json.dumps(m) + "\n" for m in lines), text=True, timeout=120)
+    lines = [
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    p = subprocess.run(
+        [*MCPTRACE, "stdio", "--grace", "60", "-o", str(cap), "--", *command],
+        cwd=REPO,
+        capture_output=True,
+        input="".join(json.dumps(m) + "\n" for m in lines),
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert [json.loads(line)["id"] for line in p.stdout.splitlines()] == [1, 2]
     secret = [a.split()[-1].split("=")[-1] for a in ARGV if "SECRET" in a]
@@ -208,10 +292,25 @@ def test_replay_keeps_its_header_and_url_credentials_out_of_the_new_capture_and_
 
     new = tmp_path / "replayed.jsonl"
     with sdk_http_server() as url:
-        p = subprocess.run([*MCPTRACE, "replay", str(CAPTURES / "sdk-stdio-legacy.jsonl"), "--url",
-                            f"{url}?api_key=replay-SECRET-14", "-H", "X-Client-Secret: replay-SECRET-15",
-                            "-H", "Authorization: Bearer replay-SECRET-16", "-o", str(new)],
-                           cwd=REPO, capture_output=True, text=True, timeout=180)
+        p = subprocess.run(
+            [
+                *MCPTRACE,
+                "replay",
+                str(CAPTURES / "sdk-stdio-legacy.jsonl"),
+                "--url",
+                f"{url}?api_key=replay-SECRET-14",
+                "-H",
+                "X-Client-Secret: replay-SECRET-15",
+                "-H",
+                "Authorization: Bearer replay-SECRET-16",
+                "-o",
+                str(new),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     assert p.returncode in (0, 1), p.stderr
     secret = ["replay-SECRET-14", "replay-SECRET-15", "replay-SECRET-16"]
     stored = new.read_text()

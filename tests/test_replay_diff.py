@@ -12,13 +12,23 @@ def paths(a, b, ignores=None):
 
 
 def test_equal_answers_have_no_differences():
-    answer = {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "5"}], "isError": False}}
+    answer = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "result": {"content": [{"type": "text", "text": "5"}], "isError": False},
+    }
     assert diff(answer, dict(answer)) == []
 
 
 def test_a_changed_leaf_is_named_by_its_path_with_both_values():
-    rec = {"id": 1, "result": {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}}
-    new = {"id": 1, "result": {"content": [{"type": "text", "text": "6"}], "structuredContent": {"result": 6}}}
+    rec = {
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}},
+    }
+    new = {
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": "6"}], "structuredContent": {"result": 6}},
+    }
     ds = diff(rec, new)
     assert [(d.path, d.recorded, d.new) for d in ds] == [
         ("$.result.content[0].text", "5", "6"),
@@ -55,8 +65,20 @@ def test_timestamps_are_ignored_by_key_name_and_by_iso_8601_values():
 
 
 def test_ignore_patterns_skip_whole_subtrees_with_wildcards_and_recursive_descent():
-    rec = {"result": {"_meta": {"v": 1}, "content": [{"text": "a", "n": 1}, {"text": "b", "n": 2}], "deep": {"x": {"seed": 1}}}}
-    new = {"result": {"_meta": {"v": 2}, "content": [{"text": "c", "n": 1}, {"text": "d", "n": 3}], "deep": {"x": {"seed": 2}}}}
+    rec = {
+        "result": {
+            "_meta": {"v": 1},
+            "content": [{"text": "a", "n": 1}, {"text": "b", "n": 2}],
+            "deep": {"x": {"seed": 1}},
+        }
+    }
+    new = {
+        "result": {
+            "_meta": {"v": 2},
+            "content": [{"text": "c", "n": 1}, {"text": "d", "n": 3}],
+            "deep": {"x": {"seed": 2}},
+        }
+    }
     ign = Ignores(["$.result._meta", "$.result.content[*].text", "$..seed"])
     assert paths(rec, new, ign) == [("$.result.content[1].n", "changed")]
 
@@ -70,7 +92,8 @@ def test_ignore_paths_may_leave_out_the_dollar_and_quote_odd_keys():
 
 def test_paths_quote_keys_that_are_not_identifiers():
     assert format_path(("result", "_meta", "io.modelcontextprotocol/serverInfo", 0)) == (
-        '$.result._meta["io.modelcontextprotocol/serverInfo"][0]')
+        '$.result._meta["io.modelcontextprotocol/serverInfo"][0]'
+    )
 
 
 @pytest.mark.parametrize("bad", ["", "$.a[", "$.a[x]", "$..", "$.a..", "$.a.[0", "$a b"])

@@ -34,8 +34,11 @@ def test_server_messages_belong_to_the_request_they_were_sent_for():
 def test_each_step_waits_for_what_the_recorded_host_had_seen_before_sending_it():
     p = plan(legacy_capture().conversations[0])
     kinds = [(s.kind, s.method) for s in p.steps]
-    assert kinds[:3] == [("request", "initialize"), ("notification", "notifications/initialized"),
-                         ("request", "logging/setLevel")]
+    assert kinds[:3] == [
+        ("request", "initialize"),
+        ("notification", "notifications/initialized"),
+        ("request", "logging/setLevel"),
+    ]
     assert [w.exchange.method for w in p.steps[1].waits] == ["initialize"]
     cancel = next(s for s in p.steps if s.method == "notifications/cancelled")
     # The host cancelled at the first progress notification, before any answer: that is the wait.
@@ -83,7 +86,12 @@ def test_a_legacy_session_captured_after_its_handshake_gets_one_synthesised():
         ("s2c", res(6, {"tools": []})),
     )
     p = plan(rec.conversations[0])
-    assert [s.method for s in p.steps] == ["initialize", "notifications/initialized", "logging/setLevel", "tools/list"]
+    assert [s.method for s in p.steps] == [
+        "initialize",
+        "notifications/initialized",
+        "logging/setLevel",
+        "tools/list",
+    ]
     assert p.steps[0].synthetic and p.steps[0].obj["params"]["protocolVersion"] == "2025-11-25"
     assert "no initialize handshake" in p.notes[0]
 
@@ -146,4 +154,8 @@ def test_on_http_a_legacy_session_and_stateless_modern_requests_in_one_connectio
     assert [ex.method for ex in by_name["0 [modern]"].host_requests] == ["tools/list"]
     assert by_name["0 [modern]"].host_requests[0].answer is not None
     assert [ex.method for ex in by_name["0"].host_requests] == ["initialize", "tools/list"]
-    assert [s.method for s in plan(by_name["0"]).steps] == ["initialize", "notifications/initialized", "tools/list"]
+    assert [s.method for s in plan(by_name["0"]).steps] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+    ]

@@ -25,7 +25,9 @@ ADD_PATHS = ["$.result.content[0].text", "$.result.structuredContent.result"]
 
 
 def replay(capture: Path | str, out: Path, *target: str, extra: tuple[str, ...] = ()) -> tuple[int, dict]:
-    proc = mcptrace("replay", str(capture), "-o", str(out), "--format", "json", "--timeout", "20", *extra, *target)
+    proc = mcptrace(
+        "replay", str(capture), "-o", str(out), "--format", "json", "--timeout", "20", *extra, *target
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, json.loads(proc.stdout)
 
@@ -78,15 +80,25 @@ def test_a_changed_server_is_reported_at_exactly_the_changed_requests_and_paths(
 
 
 def test_ignored_paths_hide_a_difference_the_user_expects(tmp_path):
-    code, report = replay(CAPTURES / "sdk-stdio-modern.jsonl", tmp_path / "new.jsonl",
-                          "--", *server_cmd("--variant", "changed"),
-                          extra=("--ignore", "$.result.content[*].text", "$.result.structuredContent"))
+    code, report = replay(
+        CAPTURES / "sdk-stdio-modern.jsonl",
+        tmp_path / "new.jsonl",
+        "--",
+        *server_cmd("--variant", "changed"),
+        extra=("--ignore", "$.result.content[*].text", "$.result.structuredContent"),
+    )
     assert code == 0 and outcomes(report).get("differs") is None
 
 
 def test_the_text_report_names_the_request_and_the_path(tmp_path):
-    proc = mcptrace("replay", str(CAPTURES / "sdk-stdio-modern.jsonl"), "-o", str(tmp_path / "n.jsonl"),
-                    "--", *server_cmd("--variant", "changed"))
+    proc = mcptrace(
+        "replay",
+        str(CAPTURES / "sdk-stdio-modern.jsonl"),
+        "-o",
+        str(tmp_path / "n.jsonl"),
+        "--",
+        *server_cmd("--variant", "changed"),
+    )
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     i = next(i for i, line in enumerate(lines) if "tools/call add" in line and "differs" in line)
@@ -162,9 +174,25 @@ def asking_captures(tmp_path_factory) -> dict[str, Path]:
     procs = {}
     for era in ("legacy", "modern"):
         cap = d / f"asking-{era}.jsonl"
-        cmd = [sys.executable, str(ASKING_CLIENT), "--era", era, "--", *MCPTRACE, "stdio", "-q", "-o", str(cap),
-               "--", sys.executable, str(ASKING_SERVER)]
-        procs[era] = (cap, subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        cmd = [
+            sys.executable,
+            str(ASKING_CLIENT),
+            "--era",
+            era,
+            "--",
+            *MCPTRACE,
+            "stdio",
+            "-q",
+            "-o",
+            str(cap),
+            "--",
+            sys.executable,
+            str(ASKING_SERVER),
+        ]
+        procs[era] = (
+            cap,
+            subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        )
     out = {}
     for era, (cap, proc) in procs.items():
         stdout, stderr = proc.communicate(timeout=BOUND_S)
@@ -183,8 +211,12 @@ def test_mrtr_retries_carry_the_request_state_the_new_server_returned(asking_cap
     code, report = replay(capture, tmp_path / "new.jsonl", "--", *asking_cmd())
     assert code == 0
     assert [r["request"] for r in report["requests"]] == [
-        "tools/call greet", "tools/call greet (MRTR round 2)", "tools/list",
-        "tools/call haiku", "tools/call haiku (MRTR round 2)"]
+        "tools/call greet",
+        "tools/call greet (MRTR round 2)",
+        "tools/list",
+        "tools/call haiku",
+        "tools/call haiku (MRTR round 2)",
+    ]
     assert_all_same(report, capture)
 
     def states(path: Path) -> tuple[list[str], list[str]]:
@@ -204,15 +236,22 @@ def test_mrtr_retries_carry_the_request_state_the_new_server_returned(asking_cap
 
 
 def test_mrtr_against_a_changed_server_names_the_final_round(asking_captures, tmp_path):
-    code, report = replay(asking_captures["modern"], tmp_path / "new.jsonl", "--", *asking_cmd("--variant", "changed"))
+    code, report = replay(
+        asking_captures["modern"], tmp_path / "new.jsonl", "--", *asking_cmd("--variant", "changed")
+    )
     assert code == 1
-    differing = [(r["request"], [d["path"] for d in r["differences"]]) for r in report["requests"]
-                 if r["outcome"] == "differs"]
+    differing = [
+        (r["request"], [d["path"] for d in r["differences"]])
+        for r in report["requests"]
+        if r["outcome"] == "differs"
+    ]
     assert differing == [("tools/call greet (MRTR round 2)", ADD_PATHS)]
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_legacy_server_requests_are_answered_from_the_recording_with_the_new_ids(asking_captures, tmp_path, transport):
+def test_legacy_server_requests_are_answered_from_the_recording_with_the_new_ids(
+    asking_captures, tmp_path, transport
+):
     capture = asking_captures["legacy"]
     if transport == "stdio":
         code, report = replay(capture, tmp_path / "new.jsonl", "--", *asking_cmd())
@@ -222,7 +261,9 @@ def test_legacy_server_requests_are_answered_from_the_recording_with_the_new_ids
     assert code == 0
     assert_all_same(report, capture)
     assert [(s["method"], s["outcome"]) for s in report["server_requests"]] == [
-        ("elicitation/create", "answered"), ("sampling/createMessage", "answered")]
+        ("elicitation/create", "answered"),
+        ("sampling/createMessage", "answered"),
+    ]
     msgs = [json.loads(m["text"]) | {"_dir": m["dir"]} for m in read_messages(tmp_path / "new.jsonl")]
     asked = {m["id"]: m["method"] for m in msgs if m["_dir"] == "s2c" and "method" in m and "id" in m}
     answered = {m["id"]: m for m in msgs if m["_dir"] == "c2s" and "result" in m}
@@ -231,7 +272,11 @@ def test_legacy_server_requests_are_answered_from_the_recording_with_the_new_ids
     assert answered[elicit_id]["result"] == {"action": "accept", "content": {"name": "Ada"}}
 
 
-def test_replay_against_a_server_that_asks_nothing_reports_the_missing_server_requests(asking_captures, tmp_path):
-    code, report = replay(asking_captures["legacy"], tmp_path / "new.jsonl", "--", sys.executable, str(SDK_SERVER))
+def test_replay_against_a_server_that_asks_nothing_reports_the_missing_server_requests(
+    asking_captures, tmp_path
+):
+    code, report = replay(
+        asking_captures["legacy"], tmp_path / "new.jsonl", "--", sys.executable, str(SDK_SERVER)
+    )
     assert code == 1
     assert {s["outcome"] for s in report["server_requests"]} == {"not asked"}

@@ -18,7 +18,7 @@ def test_rules_id_names_the_file_and_line_that_define_the_rule(capsys):
     path, line = ROOT / where.group(1), int(where.group(2))
     source = path.read_text(encoding="utf-8").splitlines()
     assert source[line - 1].lstrip().startswith(("@rule", "def ")), source[line - 1]
-    assert "def modern_request_missing_meta" in "\n".join(source[line - 1: line + 12])
+    assert "def modern_request_missing_meta" in "\n".join(source[line - 1 : line + 12])
     assert "cases:    fixtures/rules/MCP310.yaml" in out
     assert "https://modelcontextprotocol.io/specification/2026-07-28/basic" in out
 
@@ -27,8 +27,12 @@ def test_every_rule_links_to_a_published_spec_page():
     for r in all_rules().values():
         links = spec_links(r)
         assert links, r.id
-        assert all(u.startswith(("https://modelcontextprotocol.io/specification/20",
-                                 "https://www.jsonrpc.org/specification")) for u in links), (r.id, links)
+        assert all(
+            u.startswith(
+                ("https://modelcontextprotocol.io/specification/20", "https://www.jsonrpc.org/specification")
+            )
+            for u in links
+        ), (r.id, links)
         assert not any(u.endswith((".mdx", ".ts")) for u in links), (r.id, links)
 
 

@@ -72,6 +72,7 @@ def test_a_prefiltered_rule_runs_when_its_key_is_there_and_is_skipped_when_it_is
     gated = {r.id: needs for needs, rules in plan for r in rules}
     assert gated["MCP627"] == "inputRequests"  # sampling params inside an InputRequiredResult
     # a legacy sampling/createMessage request carries no inputRequests: the rule always runs there
-    legacy = {r.id: needs for needs, rules in rs.plan(Kind.REQUEST, "sampling/createMessage", ALL)
-              for r in rules}
+    legacy = {
+        r.id: needs for needs, rules in rs.plan(Kind.REQUEST, "sampling/createMessage", ALL) for r in rules
+    }
     assert legacy.get("MCP627", "absent") is None

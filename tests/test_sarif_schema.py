@@ -20,13 +20,15 @@ from tracer.model import Direction, Record, RecordType
 
 def _capture(path: Path) -> str:
     with CaptureWriter(path, header_record("stdio")) as w:
-        for d, raw in [("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'),
-                       ("s2c", b'{"jsonrpc":"2.0","id":2,"result":{}}'),
-                       ("c2s", b"{not json"),
-                       ("c2s", b'{"jsonrpc":"2.0","id":null,"method":"rpc.x","params":[1]}')]:
+        for d, raw in [
+            ("c2s", b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'),
+            ("s2c", b'{"jsonrpc":"2.0","id":2,"result":{}}'),
+            ("c2s", b"{not json"),
+            ("c2s", b'{"jsonrpc":"2.0","id":null,"method":"rpc.x","params":[1]}'),
+        ]:
             w.write(Record(RecordType.MESSAGE, dir=Direction(d), raw=raw, conn="c1", transport="http"))
     with open(path, "ab") as fh:  # a broken line and a torn last line become tool notifications
-        fh.write(b"\x00broken\n{\"type\":\"mess")
+        fh.write(b'\x00broken\n{"type":"mess')
     return str(path)
 
 

@@ -39,6 +39,7 @@ def _id(path: Path) -> str:
 
 # -- finding a member to remove, from the schema (not from the validator's own verdict) ------------
 
+
 def _shapes(node: Any, depth: int = 0) -> list[dict]:
     """The object shapes a schema node stands for: `$ref` followed, `allOf` flattened. Unions are
     not entered (which branch applies is the validator's business, not this helper's)."""
@@ -120,7 +121,9 @@ def _wrong_value(types: set[str]) -> Any:
 ENVELOPE = frozenset({("jsonrpc",), ("id",), ("method",)})  # classification's business (MCP102...)
 
 
-def mutate(example: Any, definition: str, keep: frozenset[tuple] = frozenset()) -> tuple[Any, tuple, set[str]]:
+def mutate(
+    example: Any, definition: str, keep: frozenset[tuple] = frozenset()
+) -> tuple[Any, tuple, set[str]]:
     """(copy with one problem, path of the problem, keywords that may name it); `keep`: paths
     never touched."""
     bad = copy.deepcopy(example)
@@ -134,8 +137,9 @@ def mutate(example: Any, definition: str, keep: frozenset[tuple] = frozenset()) 
         del holder[path[-1]]
         return bad, path, {"required"}
     # Capabilities and maps have no required member: give the deepest typed member a wrong type.
-    path, types = max(((p, t) for p, t in _typed_members(example, root) if p not in keep),
-                      key=lambda pt: len(pt[0]))
+    path, types = max(
+        ((p, t) for p, t in _typed_members(example, root) if p not in keep), key=lambda pt: len(pt[0])
+    )
     holder = bad
     for seg in path[:-1]:
         holder = holder[seg]
@@ -144,6 +148,7 @@ def mutate(example: Any, definition: str, keep: frozenset[tuple] = frozenset()) 
 
 
 # -- every example against its definition --------------------------------------------------------
+
 
 def test_all_129_official_examples_are_vendored():
     assert len(FILES) == 129
@@ -154,7 +159,9 @@ def test_all_129_official_examples_are_vendored():
 def test_official_example_validates_against_the_definition_its_directory_names(path):
     target = catalog(M).definition(path.parent.name)
     example = _load(path)
-    assert target.validator.is_valid(example), [p.path for p in problems(target.validator.iter_errors(example))]
+    assert target.validator.is_valid(example), [
+        p.path for p in problems(target.validator.iter_errors(example))
+    ]
 
 
 @pytest.mark.parametrize("path", FILES, ids=_id)
@@ -173,6 +180,7 @@ def test_mutations_mostly_remove_required_members():
 
 
 # -- the full JSON-RPC messages among them, through the schema rules as lint runs them -------------
+
 
 def _examples(suffix: str) -> list[Path]:
     return [p for p in FILES if p.parent.name.endswith(suffix)]

@@ -33,8 +33,10 @@ async def test_server_everything_traffic_passes_the_schema_rules(tmp_path):
     server = everything_binary()
     cap = tmp_path / "everything.jsonl"
     target = StdioServerParameters(
-        command=sys.executable, args=["-m", "tracer", "stdio", "-o", str(cap), "--", str(server), "stdio"],
-        cwd=str(REPO))
+        command=sys.executable,
+        args=["-m", "tracer", "stdio", "-o", str(cap), "--", str(server), "stdio"],
+        cwd=str(REPO),
+    )
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         return None
@@ -52,14 +54,18 @@ async def test_server_everything_traffic_passes_the_schema_rules(tmp_path):
         await client.list_prompts()
         await client.get_prompt("simple-prompt")
         await client.get_prompt("args-prompt", {"city": "Paris", "state": "IDF"})
-        await client.complete(types.PromptReference(type="ref/prompt", name="completable-prompt"),
-                              {"name": "department", "value": "E"})
+        await client.complete(
+            types.PromptReference(type="ref/prompt", name="completable-prompt"),
+            {"name": "department", "value": "E"},
+        )
 
     with open(cap, "rb") as fh:
         records = [r for r in read_capture(fh) if hasattr(r, "raw")]
     msgs, _ = analyse_all(records, select_rules(["MCP150", "MCP151", "MCP152"]))
     assert len(msgs) > 40
-    assert {m.era.value for m in msgs} >= {"legacy"}  # answers the discover probe with -32601, then initialize
+    assert {m.era.value for m in msgs} >= {
+        "legacy"
+    }  # answers the discover probe with -32601, then initialize
     kinds = {m.kind.value for m in msgs}
     assert {"request", "result", "notification"} <= kinds
     assert [f"{m.seq} {f.message}" for m in msgs for f in m.findings] == []

@@ -24,16 +24,38 @@ from tracer.schemas.errors import json_path, problems
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tracer" / "schemas" / "SOURCE.md"
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "host", "version": "1.0"}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "host", "version": "1.0"},
+}
 
 
 def _legacy(version: str, *messages: dict) -> list[dict]:
     return [
-        {"c2s": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "host", "version": "1"}}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 0, "result": {
-            "protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}}},
+        {
+            "c2s": {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "host", "version": "1"},
+                },
+            }
+        },
+        {
+            "s2c": {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "s", "version": "1"},
+                },
+            }
+        },
         *messages,
     ]
 
@@ -44,6 +66,7 @@ def _findings(entries: list[dict], rules=None) -> list:
 
 
 # -- the vendored files ---------------------------------------------------------------------------
+
 
 def _git_blob(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
@@ -70,8 +93,9 @@ def test_each_version_loads_in_its_own_dialect():
 def test_capabilities_with_null_and_fractions_pass_only_thanks_to_the_json_value_correction():
     caps = {"logging": {"level": 0.5}, "extensions": {"com.example/x": {"flag": None}}}
     raw = orjson.loads(schema_bytes("2026-07-28"))
-    upstream = jsonschema_rs.validator_for({"$schema": raw["$schema"], "$ref": "#/$defs/ServerCapabilities",
-                                            "$defs": raw["$defs"]})
+    upstream = jsonschema_rs.validator_for(
+        {"$schema": raw["$schema"], "$ref": "#/$defs/ServerCapabilities", "$defs": raw["$defs"]}
+    )
     assert not upstream.is_valid(caps)  # the generator bug: JSONValue scalars lack null and number
     assert catalog("2026-07-28").definition("ServerCapabilities").validator.is_valid(caps)
 
@@ -84,6 +108,7 @@ def test_the_correction_refuses_a_json_value_of_another_shape():
 
 
 # -- dispatch ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_methods_derived_from_the_schema_match_the_direction_tables(version):
@@ -117,10 +142,14 @@ def test_the_codes_with_definitions_are_those_the_schemas_define():
 
 
 def test_custom_methods_and_codes_do_not_grow_the_validator_cache():
-    entries = _legacy("2025-11-25", *(
-        {"c2s": {"jsonrpc": "2.0", "id": i, "method": f"acme/op{i}", "params": {}}} for i in range(1, 200)))
-    entries += [{"s2c": {"jsonrpc": "2.0", "id": i, "error": {"code": -31000 - i, "message": "x"}}}
-                for i in range(1, 200)]
+    entries = _legacy(
+        "2025-11-25",
+        *({"c2s": {"jsonrpc": "2.0", "id": i, "method": f"acme/op{i}", "params": {}}} for i in range(1, 200)),
+    )
+    entries += [
+        {"s2c": {"jsonrpc": "2.0", "id": i, "error": {"code": -31000 - i, "message": "x"}}}
+        for i in range(1, 200)
+    ]
     _findings(entries, select_rules(["MCP15"]))
     before = len(schema_rules._TARGETS)
     more = [{"c2s": {"jsonrpc": "2.0", "id": i, "method": f"acme/other{i}"}} for i in range(300, 400)]
@@ -156,23 +185,46 @@ def test_each_unknown_result_type_is_named_as_sent_not_as_the_first_one_seen():
 
 def test_a_schema_finding_names_each_message_s_own_unknown_result_type():
     def call(i):
-        return {"c2s": {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                        "params": {"name": "t", "arguments": {}, "_meta": META}}}
+        return {
+            "c2s": {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "t", "arguments": {}, "_meta": META},
+            }
+        }
 
     def answer(i, result_type):  # `title` must be a string: only the schema says so
-        return {"s2c": {"jsonrpc": "2.0", "id": i, "result": {"resultType": result_type, "_meta": {
-            "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1", "title": 5}}}}}
+        return {
+            "s2c": {
+                "jsonrpc": "2.0",
+                "id": i,
+                "result": {
+                    "resultType": result_type,
+                    "_meta": {
+                        "io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1", "title": 5}
+                    },
+                },
+            }
+        }
 
-    found = [f.message for f in _findings([call(1), answer(1, "task"), call(2), answer(2, "deferred")])
-             if f.rule == "MCP151"]
+    found = [
+        f.message
+        for f in _findings([call(1), answer(1, "task"), call(2), answer(2, "deferred")])
+        if f.rule == "MCP151"
+    ]
     assert len(found) == 2
     assert "'task'" in found[0] and "'deferred'" in found[1] and "'task'" not in found[1]
 
 
 def test_problems_come_most_specific_first_with_readable_paths():
     c = catalog("2026-07-28")
-    bad = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-           "params": {"_meta": {**META, "io.modelcontextprotocol/clientInfo": {"name": "h"}}}}
+    bad = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"_meta": {**META, "io.modelcontextprotocol/clientInfo": {"name": "h"}}},
+    }
     found = problems(c.request("tools/call").validator.iter_errors(bad))
     assert [(p.path, p.keyword) for p in found] == [
         ("$.params._meta['io.modelcontextprotocol/clientInfo'].version", "required"),
@@ -183,31 +235,50 @@ def test_problems_come_most_specific_first_with_readable_paths():
 
 # -- the rules as lint runs them -------------------------------------------------------------------
 
+
 def test_schema_rules_run_after_every_other_rule_on_a_message():
     order = [r.id for r in RuleSet().message_rules]
     assert order[-3:] == ["MCP150", "MCP151", "MCP152"]
 
 
 def test_a_problem_a_precise_rule_explains_is_not_reported_twice():
-    entries = _legacy("2025-11-25", {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
-                      {"s2c": {"jsonrpc": "2.0", "id": 1, "error": {"code": "oops", "message": "bad"}}})
+    entries = _legacy(
+        "2025-11-25",
+        {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
+        {"s2c": {"jsonrpc": "2.0", "id": 1, "error": {"code": "oops", "message": "bad"}}},
+    )
     assert [(f.rule, f.path) for f in _findings(entries)] == [("MCP115", "$.error.code")]
     without_precise = [r for r in all_rules().values() if r.id != "MCP115"]
     assert [(f.rule, f.path) for f in _findings(entries, without_precise)] == [("MCP152", "$.error.code")]
 
 
 def test_params_given_as_an_array_are_explained_by_mcp107_not_the_schema():
-    entries = _legacy("2025-06-18", {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["x"]}})
+    entries = _legacy(
+        "2025-06-18", {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["x"]}}
+    )
     assert [(f.rule, f.path) for f in _findings(entries, select_rules(["MCP107", "MCP15"]))] == [
-        ("MCP107", "$.params")]
+        ("MCP107", "$.params")
+    ]
     assert [(f.rule, f.path) for f in _findings(entries, select_rules(["MCP15"]))] == [("MCP150", "$.params")]
 
 
 def test_a_finding_about_something_else_does_not_hide_a_deeper_schema_problem():
     entries = [
-        {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "chart", "_meta": META}}},
-        {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete",
-                                                       "content": [{"type": "image", "data": "AAAA"}]}}},
+        {
+            "c2s": {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "chart", "_meta": META},
+            }
+        },
+        {
+            "s2c": {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "result": {"resultType": "complete", "content": [{"type": "image", "data": "AAAA"}]},
+            }
+        },
     ]
     found = {(f.rule, f.path) for f in _findings(entries, select_rules(["MCP314", "MCP15"]))}
     assert ("MCP151", "$.result.content[0].mimeType") in found
@@ -215,8 +286,17 @@ def test_a_finding_about_something_else_does_not_hide_a_deeper_schema_problem():
 
 
 def test_a_message_with_several_problems_gets_one_finding_naming_the_rest():
-    entries = _legacy("2025-11-25", {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "sampling/createMessage",
-                                             "params": {"messages": [{"role": "robot"}]}}})
+    entries = _legacy(
+        "2025-11-25",
+        {
+            "c2s": {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "sampling/createMessage",
+                "params": {"messages": [{"role": "robot"}]},
+            }
+        },
+    )
     [f] = _findings(entries, select_rules(["MCP150"]))
     # three problems: messages[0].content missing, messages[0].role not an allowed value (both at
     # depth 3, so they lead), maxTokens missing (depth 2, last)
@@ -224,13 +304,20 @@ def test_a_message_with_several_problems_gets_one_finding_naming_the_rest():
     assert "2 more schema problems, next at $.params.messages[0].role" in f.message
 
 
-@pytest.mark.parametrize("raw", [
-    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":123456789012345678901234567890}}}',
-    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\ud800","arguments":{}}}',
-    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":' + '{"a":' * 900 + '1'
-    + '}' * 900 + '}}',
-    '{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/list"}',
-], ids=["huge-int", "lone-surrogate", "deep-nesting", "id-beyond-64-bits"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"n":123456789012345678901234567890}}}',
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\ud800","arguments":{}}}',
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":'
+        + '{"a":' * 900
+        + "1"
+        + "}" * 900
+        + "}}",
+        '{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/list"}',
+    ],
+    ids=["huge-int", "lone-surrogate", "deep-nesting", "id-beyond-64-bits"],
+)
 def test_odd_but_valid_json_never_crashes_the_schema_rules(raw):
     entries = _legacy("2025-11-25", {"c2s_raw": raw})
     assert [f.rule for f in _findings(entries, select_rules(["MCP15"]))] == []

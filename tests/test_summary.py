@@ -76,9 +76,11 @@ def test_counts_and_latencies_match_a_count_by_hand_of_a_real_sdk_capture():
 def test_the_legacy_session_reports_its_handshake_versions_and_capabilities():
     s = summarise(CAPTURES / "sdk-stdio-legacy.jsonl")
     (sess,) = s["sessions"]
-    init = next(orjson.loads(orjson.loads(line)["text"]) for line in
-                (CAPTURES / "sdk-stdio-legacy.jsonl").read_bytes().splitlines()[1:]
-                if b'\\"protocolVersion\\"' in line and b"result" in line)
+    init = next(
+        orjson.loads(orjson.loads(line)["text"])
+        for line in (CAPTURES / "sdk-stdio-legacy.jsonl").read_bytes().splitlines()[1:]
+        if b'\\"protocolVersion\\"' in line and b"result" in line
+    )
     assert sess["negotiated_version"] == init["result"]["protocolVersion"]
     assert sess["server_caps"] == init["result"]["capabilities"]
     assert sess["cell"].startswith("legacy")

@@ -41,8 +41,12 @@ def _wait_gone(pids: list[int]) -> list[int]:
 @pytest.mark.parametrize(("args", "signals"), [([], None), (["--ignore-term"], ["SIGTERM", "SIGKILL"])])
 def test_a_server_that_ignores_its_pipes_ends_when_the_tee_is_killed_with_sigkill(tmp_path, args, signals):
     cap = tmp_path / "cap.jsonl"
-    with subprocess.Popen([*TEE, "-o", str(cap), "--", *server("deaf", *args)], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as tee:
+    with subprocess.Popen(
+        [*TEE, "-o", str(cap), "--", *server("deaf", *args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as tee:
         pid = int(re.search(rb"ready (\d+)", read_until(tee, tee.stderr, b"\n")).group(1))
         # the tee's other child, if any: the capture process, which outlives it to finish the capture
         children = Path(f"/proc/{tee.pid}/task/{tee.pid}/children").read_text().split()
@@ -52,5 +56,7 @@ def test_a_server_that_ignores_its_pipes_ends_when_the_tee_is_killed_with_sigkil
         assert _wait_gone([pid]) == [], "the server outlived the SIGKILLed tee"
         assert _wait_gone(helpers) == []
     if signals is not None and helpers:  # the capture process ended a server deaf to SIGTERM, and says so
-        died = [r.data for r in read_records(cap) if r.type is RecordType.EVENT and r.data["event"] == "tee-died"]
+        died = [
+            r.data for r in read_records(cap) if r.type is RecordType.EVENT and r.data["event"] == "tee-died"
+        ]
         assert [d["signals"] for d in died] == [signals]

@@ -26,8 +26,9 @@ def everything() -> list[str]:
 
 
 async def session(command: list[str], mode: str) -> list:
-    return await scripted_session(StdioServerParameters(command=command[0], args=command[1:]), mode,
-                                  "hello through the tee")
+    return await scripted_session(
+        StdioServerParameters(command=command[0], args=command[1:]), mode, "hello through the tee"
+    )
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -38,8 +39,11 @@ async def test_server_everything_answers_the_same_through_the_tee_and_its_captur
     teed = await session([*TEE, "-o", str(cap), "--", *cmd], mode)
     assert teed == direct
     assert "echo" in teed[1] and "Echo: hello through the tee" in str(teed[2])
-    lint = subprocess.run([sys.executable, "-m", "tracer", "lint", "--fail-on", "warning", str(cap)],
-                          capture_output=True, text=True)
+    lint = subprocess.run(
+        [sys.executable, "-m", "tracer", "lint", "--fail-on", "warning", str(cap)],
+        capture_output=True,
+        text=True,
+    )
     assert lint.returncode == 0, lint.stdout + lint.stderr
     records = read_records(cap)
     msgs, _ = analyse_all([r for r in records if r.type is not RecordType.HEADER])

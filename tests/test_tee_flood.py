@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # line: blank lines, junk, CRLF, a pretty-printed message spread over lines.
 _no_newline = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))
 _line = st.one_of(
-    st.text(max_size=40).map(lambda t: b'{"jsonrpc":"2.0","method":"m","params":{"t":' + orjson.dumps(t) + b"}}"),
+    st.text(max_size=40).map(
+        lambda t: b'{"jsonrpc":"2.0","method":"m","params":{"t":' + orjson.dumps(t) + b"}}"
+    ),
     _no_newline.map(lambda b: b"{" + b + b"}"),
     _no_newline,
     st.sampled_from([b"", b"{", b'  "jsonrpc": "2.0",', b"}", b'{"id":1}\r', b"banner", b"{\xff}", b"%d%s"]),
@@ -58,9 +60,15 @@ def capture_bytes(chunks: list[tuple[int, bytes]], path: Path, *, bulk: bool, li
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from([STDIN, STDOUT]), st.lists(_line, min_size=1, max_size=30),
-                          st.booleans()), min_size=1, max_size=6),
-       st.lists(st.integers(min_value=0, max_value=4000), max_size=8), st.booleans())
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([STDIN, STDOUT]), st.lists(_line, min_size=1, max_size=30), st.booleans()),
+        min_size=1,
+        max_size=6,
+    ),
+    st.lists(st.integers(min_value=0, max_value=4000), max_size=8),
+    st.booleans(),
+)
 def test_bulk_capture_of_big_chunks_is_byte_for_byte_what_the_per_line_path_writes(pieces, cuts, live_lint):
     chunks = []
     for stream, lines, final_newline in pieces:
@@ -74,7 +82,9 @@ def test_bulk_capture_of_big_chunks_is_byte_for_byte_what_the_per_line_path_writ
 
 def test_a_chunk_of_plain_lines_takes_the_bulk_path(tmp_path):
     # (the comparison above would pass as well if the bulk path were never taken)
-    lines = [b'{"jsonrpc":"2.0","id":%d,"result":{"text":"a \\"quoted\\" \xc3\xa9 %%s"}}' % i for i in range(2000)]
+    lines = [
+        b'{"jsonrpc":"2.0","id":%d,"result":{"text":"a \\"quoted\\" \xc3\xa9 %%s"}}' % i for i in range(2000)
+    ]
     data = b"\n".join(lines) + b"\n"
     writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
     sink = CaptureSink(writer, "stdio-1", analyser=Analyser(select_rules(["MCP8"])))
@@ -106,8 +116,12 @@ def test_a_50_mb_flood_through_the_real_tee_is_captured_completely_and_byte_exac
     # (d) shows it); what must hold whatever the load is that nothing within the budget is lost or
     # changed on the way through the bulk path.
     feeder = subprocess.Popen(["cat", str(source)], stdout=subprocess.PIPE)
-    tee = subprocess.Popen([*TEE, "-q", "--queue-mb", "128", "-o", str(cap), "--", "cat"], stdin=feeder.stdout,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tee = subprocess.Popen(
+        [*TEE, "-q", "--queue-mb", "128", "-o", str(cap), "--", "cat"],
+        stdin=feeder.stdout,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     feeder.stdout.close()
     out, err = tee.communicate(timeout=BOUND_S)
     feeder.wait(BOUND_S)
@@ -127,9 +141,13 @@ def _may_raise_priority() -> bool:
     return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not hasattr(os, "SCHED_IDLE"),
-                    reason="per-thread scheduling is Linux's")
-@pytest.mark.skipif(not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE")
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self/task") or not hasattr(os, "SCHED_IDLE"),
+    reason="per-thread scheduling is Linux's",
+)
+@pytest.mark.skipif(
+    not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE"
+)
 def test_the_capture_process_moves_every_thread_between_background_and_normal_scheduling():
     # In a process of its own: the test runner's priority stays as it is. The writer thread exists
     # before the switch, as in the capture process (where it does the heavy work).
@@ -147,10 +165,10 @@ def test_the_capture_process_moves_every_thread_between_background_and_normal_sc
         stop.set()
         print(idle == [os.SCHED_IDLE], normal == [os.SCHED_OTHER])
     """)
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=BOUND_S,
-                       cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=BOUND_S, cwd=ROOT
+    )
     assert p.stdout.split() == ["True", "True"], p.stderr
-
 
 
 def _policies(pid: int) -> set[int]:
@@ -158,7 +176,9 @@ def _policies(pid: int) -> set[int]:
 
 
 @pytest.mark.skipif(not tee_splice.available() or not hasattr(os, "SCHED_IDLE"), reason="Linux only")
-@pytest.mark.skipif(not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE")
+@pytest.mark.skipif(
+    not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE"
+)
 def test_a_hurried_capture_process_runs_normally_and_goes_back_to_the_background_once_caught_up(tmp_path):
     import time
 
@@ -181,4 +201,6 @@ def test_a_hurried_capture_process_runs_normally_and_goes_back_to_the_background
     finally:
         assert feed.close(BOUND_S)
         writer.close()
-    assert [r.data["event"] for r in read_records(tmp_path / "cap.jsonl") if r.type is RecordType.EVENT] == ["note"]
+    assert [r.data["event"] for r in read_records(tmp_path / "cap.jsonl") if r.type is RecordType.EVENT] == [
+        "note"
+    ]

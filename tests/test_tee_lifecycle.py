@@ -39,7 +39,9 @@ def read_until(p: subprocess.Popen, stream, marker: bytes, bound: float = BOUND_
     return got
 
 
-@pytest.mark.parametrize(("code", "expected"), [(0, 0), (5, 5), (-signal.SIGKILL, 137), (-signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("code", "expected"), [(0, 0), (5, 5), (-signal.SIGKILL, 137), (-signal.SIGTERM, 143)]
+)
 def test_tee_exits_with_the_servers_exit_code_or_128_plus_its_signal(tmp_path, code, expected):
     t = run(server("exit_code", str(code)), b"", tmp_path)
     assert t.code == expected
@@ -48,8 +50,9 @@ def test_tee_exits_with_the_servers_exit_code_or_128_plus_its_signal(tmp_path, c
 
 def test_tee_reports_a_missing_command_in_one_line_and_exits_127(tmp_path):
     cap = tmp_path / "cap.jsonl"
-    p = subprocess.run([*TEE, "-o", str(cap), "--", "no-such-mcp-server-xyz", "--flag"],
-                       capture_output=True, timeout=BOUND_S)
+    p = subprocess.run(
+        [*TEE, "-o", str(cap), "--", "no-such-mcp-server-xyz", "--flag"], capture_output=True, timeout=BOUND_S
+    )
     assert p.returncode == 127 and p.stdout == b""
     assert p.stderr.decode() == "mcptrace: cannot start 'no-such-mcp-server-xyz': command not found\n"
     assert not cap.exists()
@@ -59,8 +62,9 @@ def test_tee_reports_a_non_executable_command_in_one_line_and_exits_126(tmp_path
     script = tmp_path / "server.sh"
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o644)
-    p = subprocess.run([*TEE, "-o", str(tmp_path / "cap.jsonl"), "--", str(script)],
-                       capture_output=True, timeout=BOUND_S)
+    p = subprocess.run(
+        [*TEE, "-o", str(tmp_path / "cap.jsonl"), "--", str(script)], capture_output=True, timeout=BOUND_S
+    )
     assert p.returncode == 126 and p.stdout == b""
     err = p.stderr.decode()
     assert err.count("\n") == 1 and "permission denied" in err and str(script) in err
@@ -68,8 +72,11 @@ def test_tee_reports_a_non_executable_command_in_one_line_and_exits_126(tmp_path
 
 def test_tee_fails_on_an_unwritable_capture_path_before_starting_the_server(tmp_path):
     marker = tmp_path / "server-was-started"
-    p = subprocess.run([*TEE, "-o", str(tmp_path / "no-such-dir" / "cap.jsonl"), "--",
-                        "sh", "-c", f"touch {marker}"], capture_output=True, timeout=BOUND_S)
+    p = subprocess.run(
+        [*TEE, "-o", str(tmp_path / "no-such-dir" / "cap.jsonl"), "--", "sh", "-c", f"touch {marker}"],
+        capture_output=True,
+        timeout=BOUND_S,
+    )
     assert p.returncode == 2 and p.stdout == b""
     err = p.stderr.decode()
     assert err.count("\n") == 1 and "cannot write the capture" in err and "No such file or directory" in err
@@ -83,8 +90,9 @@ def test_tee_without_a_command_is_a_usage_error():
 
 def test_tee_writes_to_the_state_directory_by_default_and_says_where_in_one_line(tmp_path):
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
-    p = subprocess.run([*TEE, "--", *server("echo")], input=request(1), capture_output=True, env=env,
-                       timeout=BOUND_S)
+    p = subprocess.run(
+        [*TEE, "--", *server("echo")], input=request(1), capture_output=True, env=env, timeout=BOUND_S
+    )
     assert p.returncode == 0
     [cap] = (tmp_path / "state" / "mcptrace" / "captures").iterdir()
     assert p.stderr.decode() == f"mcptrace: capturing to {cap}\n"
@@ -98,15 +106,26 @@ def test_tee_writes_to_the_state_directory_by_default_and_says_where_in_one_line
 def test_tee_labels_the_capture_and_redacts_credential_arguments(tmp_path):
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")}
     cmd = [*server("echo"), "--api-key", "sk-live-123", "--region=eu"]
-    subprocess.run([*TEE, "--name", "weather prod", "--", *cmd], input=b"", capture_output=True, env=env,
-                   timeout=BOUND_S, check=True)
+    subprocess.run(
+        [*TEE, "--name", "weather prod", "--", *cmd],
+        input=b"",
+        capture_output=True,
+        env=env,
+        timeout=BOUND_S,
+        check=True,
+    )
     [cap] = (tmp_path / "state" / "mcptrace" / "captures").iterdir()
     assert "-weather-prod-" in cap.name
     head = read_records(cap)[0].data
     assert head["command"][-3:] == ["--api-key", "<redacted>", "--region=eu"] and head["redacted"] is True
     assert b"sk-live-123" not in cap.read_bytes()
-    subprocess.run([*TEE, "--no-redact", "-o", str(tmp_path / "raw.jsonl"), "--", *cmd], input=b"",
-                   capture_output=True, timeout=BOUND_S, check=True)
+    subprocess.run(
+        [*TEE, "--no-redact", "-o", str(tmp_path / "raw.jsonl"), "--", *cmd],
+        input=b"",
+        capture_output=True,
+        timeout=BOUND_S,
+        check=True,
+    )
     assert read_records(tmp_path / "raw.jsonl")[0].data["command"] == cmd
 
 
@@ -117,12 +136,17 @@ def test_tee_passes_stdin_eof_on_and_exits_when_the_server_does(tmp_path):
     assert names == ["started", "stdin-eof", "exit"]
 
 
-@pytest.mark.parametrize(("args", "signals", "code"), [([], ["SIGTERM"], 143),
-                                                       (["--ignore-term"], ["SIGTERM", "SIGKILL"], 137)])
+@pytest.mark.parametrize(
+    ("args", "signals", "code"), [([], ["SIGTERM"], 143), (["--ignore-term"], ["SIGTERM", "SIGKILL"], 137)]
+)
 def test_tee_terminates_a_server_that_outlives_its_stdin(tmp_path, args, signals, code):
     cap = tmp_path / "cap.jsonl"
-    with subprocess.Popen([*TEE, "--grace", "0.2", "-o", str(cap), "--", *server("ignores_eof", *args)],
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+    with subprocess.Popen(
+        [*TEE, "--grace", "0.2", "-o", str(cap), "--", *server("ignores_eof", *args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as p:
         read_until(p, p.stderr, b"ready\n")
         p.stdin.write(request(1))
         p.stdin.close()
@@ -138,8 +162,12 @@ def test_tee_terminates_a_server_that_outlives_its_stdin(tmp_path, args, signals
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
 def test_tee_forwards_sigterm_and_sigint_to_the_server(tmp_path, sig, code):
     cap = tmp_path / "cap.jsonl"
-    with subprocess.Popen([*TEE, "-o", str(cap), "--", *server("signal_report")], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+    with subprocess.Popen(
+        [*TEE, "-o", str(cap), "--", *server("signal_report")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as p:
         read_until(p, p.stderr, b"ready\n")
         p.send_signal(sig)
         assert p.wait(BOUND_S) == code
@@ -151,8 +179,12 @@ def test_tee_forwards_sigterm_and_sigint_to_the_server(tmp_path, sig, code):
 def test_capture_reads_back_every_complete_record_after_kill_9_of_the_tee(tmp_path):
     cap = tmp_path / "cap.jsonl"
     n = 50
-    with subprocess.Popen([*TEE, "-o", str(cap), "--", *server("echo")], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+    with subprocess.Popen(
+        [*TEE, "-o", str(cap), "--", *server("echo")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as p:
         for i in range(n):
             os.write(p.stdin.fileno(), request(i))
             read_until(p, p.stdout, b"\n")
@@ -185,8 +217,12 @@ def test_tee_keeps_stdout_for_relayed_bytes_only(tmp_path):
 
 def test_tee_stops_relaying_to_a_host_that_closed_its_stdout_but_keeps_capturing(tmp_path):
     cap = tmp_path / "cap.jsonl"
-    with subprocess.Popen([*TEE, "-q", "-o", str(cap), "--", *server("echo")], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+    with subprocess.Popen(
+        [*TEE, "-q", "-o", str(cap), "--", *server("echo")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as p:
         p.stdout.close()
         p.stdin.write(request(1) + request(2))
         p.stdin.close()
@@ -197,6 +233,7 @@ def test_tee_stops_relaying_to_a_host_that_closed_its_stdout_but_keeps_capturing
 
 
 def test_tee_help_shows_a_host_config_example():
-    p = subprocess.run([sys.executable, "-m", "tracer", "stdio", "--help"], capture_output=True, text=True,
-                       timeout=BOUND_S)
+    p = subprocess.run(
+        [sys.executable, "-m", "tracer", "stdio", "--help"], capture_output=True, text=True, timeout=BOUND_S
+    )
     assert p.returncode == 0 and '"command": "mcptrace"' in p.stdout and "XDG_STATE_HOME" in p.stdout

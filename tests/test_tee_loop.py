@@ -30,15 +30,21 @@ def _write_all(fd: int, chunks: list[bytes]) -> None:
     for c in chunks:
         view = memoryview(c)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     os.close(fd)
 
 
 class Pipes:
     """Both directions of a tee on real pipes: feeders write the sources, drains read the destinations."""
 
-    def __init__(self, up: list[bytes], down: list[bytes], *, up_read_after_down: bool = False,
-                 stop_up_after: int | None = None):
+    def __init__(
+        self,
+        up: list[bytes],
+        down: list[bytes],
+        *,
+        up_read_after_down: bool = False,
+        stop_up_after: int | None = None,
+    ):
         self.up_src, up_w = os.pipe()
         up_r, self.up_dst = os.pipe()
         self.down_src, down_w = os.pipe()
@@ -47,10 +53,12 @@ class Pipes:
         self.broken_at: list[int] = []
         self.down_read = threading.Event()
         hold_up = self.down_read if up_read_after_down else None
-        self.threads = [threading.Thread(target=_write_all, args=(up_w, up)),
-                        threading.Thread(target=_write_all, args=(down_w, down)),
-                        threading.Thread(target=self._drain, args=(up_r, STDIN, hold_up, stop_up_after)),
-                        threading.Thread(target=self._drain, args=(down_r, STDOUT, None, None))]
+        self.threads = [
+            threading.Thread(target=_write_all, args=(up_w, up)),
+            threading.Thread(target=_write_all, args=(down_w, down)),
+            threading.Thread(target=self._drain, args=(up_r, STDIN, hold_up, stop_up_after)),
+            threading.Thread(target=self._drain, args=(down_r, STDOUT, None, None)),
+        ]
 
     def _drain(self, fd: int, stream: int, hold: threading.Event | None, stop_after: int | None) -> None:
         if hold is not None:
@@ -64,9 +72,16 @@ class Pipes:
             self.down_read.set()
 
     def ways(self) -> list[relay_loop.Way]:
-        return [relay_loop.Way(self.up_src, self.up_dst, STDIN, on_end=lambda: os.close(self.up_dst),
-                               on_broken=self.broken_at.append),
-                relay_loop.Way(self.down_src, self.down_dst, STDOUT, on_end=lambda: os.close(self.down_dst))]
+        return [
+            relay_loop.Way(
+                self.up_src,
+                self.up_dst,
+                STDIN,
+                on_end=lambda: os.close(self.up_dst),
+                on_broken=self.broken_at.append,
+            ),
+            relay_loop.Way(self.down_src, self.down_dst, STDOUT, on_end=lambda: os.close(self.down_dst)),
+        ]
 
     def start(self) -> None:
         for t in self.threads:
@@ -99,16 +114,21 @@ def finish(sink, writer, path: Path):
 def assert_lines_at_their_offsets(records, direction: Direction, data: bytes) -> None:
     pos = 0
     for r in (r for r in records if r.type is RecordType.MESSAGE and r.dir is direction):
-        assert r.offset == pos and data[pos:pos + len(r.raw)] == r.raw
+        assert r.offset == pos and data[pos : pos + len(r.raw)] == r.raw
         pos += len(r.raw) + (1 if r.eol else 0)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.binary(max_size=100_000), st.lists(st.integers(min_value=0, max_value=100_000), max_size=20),
-       st.binary(max_size=100_000), st.lists(st.integers(min_value=0, max_value=100_000), max_size=20),
-       st.booleans())
-def test_loop_relays_both_directions_unchanged_and_captures_every_line_at_its_offset(up, up_cuts, down,
-                                                                                   down_cuts, spin):
+@given(
+    st.binary(max_size=100_000),
+    st.lists(st.integers(min_value=0, max_value=100_000), max_size=20),
+    st.binary(max_size=100_000),
+    st.lists(st.integers(min_value=0, max_value=100_000), max_size=20),
+    st.booleans(),
+)
+def test_loop_relays_both_directions_unchanged_and_captures_every_line_at_its_offset(
+    up, up_cuts, down, down_cuts, spin
+):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cap.jsonl"
         sink, writer = capture_sink(path)
@@ -127,7 +147,7 @@ def test_loop_keeps_one_direction_flowing_while_the_other_destination_is_full(tm
     up = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(100_000))
     down = b"".join(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % i for i in range(100_000))
     sink, writer = capture_sink(tmp_path / "cap.jsonl")
-    pipes = Pipes([up[i:i + 4096] for i in range(0, len(up), 4096)], [down], up_read_after_down=True)
+    pipes = Pipes([up[i : i + 4096] for i in range(0, len(up), 4096)], [down], up_read_after_down=True)
     pipes.run(sink)
     records = finish(sink, writer, tmp_path / "cap.jsonl")
     assert bytes(pipes.got[STDOUT]) == down and bytes(pipes.got[STDIN]) == up
@@ -137,14 +157,16 @@ def test_loop_keeps_one_direction_flowing_while_the_other_destination_is_full(tm
 def test_loop_holds_copies_for_a_stalled_capture_and_the_capture_ends_complete(tmp_path):
     # Nothing reads the capture until the relay is done: the capture pipe fills, the loop copies
     # the rest into memory (within the budget) and feeds it to the pipe once the capture reads.
-    lines = [b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}\n' % i
-             for i in range(40_000)]
+    lines = [
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}\n' % i
+        for i in range(40_000)
+    ]
     up = b"".join(lines)
     assert len(up) > 2 * relay_loop.CHUNK  # more than the capture pipe holds
     path = tmp_path / "cap.jsonl"
     sink = CaptureSink(CaptureWriter(path, header_record("stdio")), "t", budget=16 * 1024 * 1024)
     caught_up = threading.Event()
-    pipes = Pipes([up[i:i + 65536] for i in range(0, len(up), 65536)], [b"tail without a newline"])
+    pipes = Pipes([up[i : i + 65536] for i in range(0, len(up), 65536)], [b"tail without a newline"])
     relay = threading.Thread(target=pipes.run, args=(sink,), kwargs={"caught_up": caught_up, "spin_ns": 0})
     pipes.start()
     relay.start()
@@ -164,11 +186,11 @@ def test_loop_holds_copies_for_a_stalled_capture_and_the_capture_ends_complete(t
 def test_loop_goes_on_capturing_after_a_reader_goes_away_and_says_where(tmp_path):
     up = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(50_000))
     sink, writer = capture_sink(tmp_path / "cap.jsonl")
-    pipes = Pipes([up[i:i + 10_000] for i in range(0, len(up), 10_000)], [b"bye\n"], stop_up_after=100_000)
+    pipes = Pipes([up[i : i + 10_000] for i in range(0, len(up), 10_000)], [b"bye\n"], stop_up_after=100_000)
     pipes.run(sink, spin_ns=0)
     records = finish(sink, writer, tmp_path / "cap.jsonl")
     assert len(pipes.broken_at) == 1 and 100_000 <= pipes.broken_at[0] <= len(up)
-    assert bytes(pipes.got[STDIN]) == up[:len(pipes.got[STDIN])]  # what arrived is exact
+    assert bytes(pipes.got[STDIN]) == up[: len(pipes.got[STDIN])]  # what arrived is exact
     assert stream_of(records, Direction.C2S) == up  # the capture still holds all the host sent
 
 

@@ -11,16 +11,19 @@ from tracer.paths import captures_dir, default_capture_path, label_for_command, 
 from tracer.redact import redact_argv
 
 
-@pytest.mark.parametrize(("argv", "label"), [
-    (["python", "weather.py"], "weather"),
-    (["python3.13", "-u", "servers/weather_server.py", "--port", "1"], "weather_server"),
-    (["npx", "-y", "@modelcontextprotocol/server-everything"], "server-everything"),
-    (["uvx", "mcp-server-git@1.2.0", "--repository", "."], "mcp-server-git"),
-    (["uv", "run", "--with", "mcp", "srv.py"], "mcp"),
-    (["/usr/local/bin/my-server", "--verbose"], "my-server"),
-    (["node", "/opt/x/dist/index.js", "stdio"], "index"),
-    (["docker", "run", "-i", "--rm", "mcp/fetch"], "fetch"),
-])
+@pytest.mark.parametrize(
+    ("argv", "label"),
+    [
+        (["python", "weather.py"], "weather"),
+        (["python3.13", "-u", "servers/weather_server.py", "--port", "1"], "weather_server"),
+        (["npx", "-y", "@modelcontextprotocol/server-everything"], "server-everything"),
+        (["uvx", "mcp-server-git@1.2.0", "--repository", "."], "mcp-server-git"),
+        (["uv", "run", "--with", "mcp", "srv.py"], "mcp"),
+        (["/usr/local/bin/my-server", "--verbose"], "my-server"),
+        (["node", "/opt/x/dist/index.js", "stdio"], "index"),
+        (["docker", "run", "-i", "--rm", "mcp/fetch"], "fetch"),
+    ],
+)
 def test_capture_label_comes_from_what_the_command_runs(argv, label):
     assert label_for_command(argv) == label
 
@@ -53,8 +56,31 @@ def test_recent_captures_lists_the_newest_first(monkeypatch, tmp_path):
 
 
 def test_credential_arguments_are_redacted_in_the_stored_command():
-    argv = ["npx", "-y", "srv", "--api-key", "sk-1", "--token=t", "--author", "me", "GITHUB_TOKEN=ghp_x",
-            "https://user:pw@example.com/mcp", "Authorization: Bearer abc", "--verbose"]
-    assert redact_argv(argv) == ["npx", "-y", "srv", "--api-key", "<redacted>", "--token=<redacted>", "--author",
-                                 "me", "GITHUB_TOKEN=<redacted>", "https://user:<redacted>@example.com/mcp",
-                                 "Authorization: Bearer <redacted>", "--verbose"]
+    argv = [
+        "npx",
+        "-y",
+        "srv",
+        "--api-key",
+        "sk-1",
+        "--token=t",
+        "--author",
+        "me",
+        "GITHUB_TOKEN=ghp_x",
+        "https://user:pw@example.com/mcp",
+        "Authorization: Bearer abc",
+        "--verbose",
+    ]
+    assert redact_argv(argv) == [
+        "npx",
+        "-y",
+        "srv",
+        "--api-key",
+        "<redacted>",
+        "--token=<redacted>",
+        "--author",
+        "me",
+        "GITHUB_TOKEN=<redacted>",
+        "https://user:<redacted>@example.com/mcp",
+        "Authorization: Bearer <redacted>",
+        "--verbose",
+    ]

@@ -33,8 +33,11 @@ def read_records(path) -> list[Record]:
 
 def stream_of(records: list[Record], direction: Direction) -> bytes:
     """The byte stream one direction carried, rebuilt from the capture's message records."""
-    return b"".join(r.raw + (b"\n" if r.eol else b"") for r in records
-                    if r.type is RecordType.MESSAGE and r.dir is direction)
+    return b"".join(
+        r.raw + (b"\n" if r.eol else b"")
+        for r in records
+        if r.type is RecordType.MESSAGE and r.dir is direction
+    )
 
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -42,8 +45,14 @@ def split(data: bytes, cuts: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
 
 
-def run_pump(chunks: list[bytes], path: Path, *, budget: int | None = None, start_writer_first: bool = True,
-             analyser=None):
+def run_pump(
+    chunks: list[bytes],
+    path: Path,
+    *,
+    budget: int | None = None,
+    start_writer_first: bool = True,
+    analyser=None,
+):
     """Relay `chunks` (as successive reads) through `pump` into a list, capturing into `path`."""
     writer = CaptureWriter(path, header_record("stdio"))
     sink = CaptureSink(writer, "t", analyser=analyser, **({"budget": budget} if budget is not None else {}))
@@ -68,21 +77,28 @@ def test_tee_relays_every_byte_unchanged_and_captures_every_line_in_any_chunking
     assert stream_of(records, Direction.C2S) == data
     pos = 0
     for r in (r for r in records if r.type is RecordType.MESSAGE):
-        assert r.offset == pos and data[pos:pos + len(r.raw)] == r.raw
+        assert r.offset == pos and data[pos : pos + len(r.raw)] == r.raw
         pos += len(r.raw) + (1 if r.eol else 0)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=40),
-       st.integers(min_value=0, max_value=2000))
+@given(
+    st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=40),
+    st.integers(min_value=0, max_value=2000),
+)
 def test_tee_drops_only_from_the_capture_and_every_drop_is_recorded_with_its_offset(chunks, budget):
     data = b"".join(chunks)
     with tempfile.TemporaryDirectory() as tmp:
         # The writer starts after the relay finished: what exceeds the budget is dropped, deterministically.
-        relayed, records, sink = run_pump(chunks, Path(tmp) / "cap.jsonl", budget=budget, start_writer_first=False)
+        relayed, records, sink = run_pump(
+            chunks, Path(tmp) / "cap.jsonl", budget=budget, start_writer_first=False
+        )
     assert relayed == data  # the relay is never affected
-    drops = [(r.data["offset"], r.data["bytes"]) for r in records
-             if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
+    drops = [
+        (r.data["offset"], r.data["bytes"])
+        for r in records
+        if r.type is RecordType.EVENT and r.data["event"] == "dropped"
+    ]
     assert sum(n for _, n in drops) == sink.dropped_bytes[STDIN]
     accepted = sum(len(c) for c in chunks) - sink.dropped_bytes[STDIN]
     assert accepted <= budget
@@ -115,12 +131,17 @@ def test_tee_relay_does_not_wait_for_a_stalled_capture_writer(tmp_path):
     writer = StalledWriter(tmp_path / "cap.jsonl", header_record("stdio"))
     sink = CaptureSink(writer, "t", budget=64 * 1024)
     sink.start()
-    chunks = [b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}\n' % i * 50
-              for i in range(400)]
+    chunks = [
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}\n' % i * 50
+        for i in range(400)
+    ]
     pending = iter(chunks)
     relayed: list[bytes] = []
-    done = threading.Thread(target=pump, args=(0, 1, STDOUT, sink),
-                            kwargs={"relay": relayed.append, "read": lambda fd, n: next(pending, b"")})
+    done = threading.Thread(
+        target=pump,
+        args=(0, 1, STDOUT, sink),
+        kwargs={"relay": relayed.append, "read": lambda fd, n: next(pending, b"")},
+    )
     done.start()
     done.join(BOUND_S)  # the writer is still stalled: the relay must finish on its own
     assert not done.is_alive() and b"".join(relayed) == b"".join(chunks)
@@ -128,7 +149,9 @@ def test_tee_relay_does_not_wait_for_a_stalled_capture_writer(tmp_path):
     assert sink.close(BOUND_S)
     writer.close()
     records = read_records(tmp_path / "cap.jsonl")
-    dropped = sum(r.data["bytes"] for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped")
+    dropped = sum(
+        r.data["bytes"] for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"
+    )
     assert dropped == sink.dropped_bytes[STDOUT] > 0
     captured = sum(len(r.raw) + 1 for r in records if r.type is RecordType.MESSAGE)
     assert captured + dropped <= len(b"".join(chunks))
@@ -148,11 +171,23 @@ def test_a_failing_live_check_never_costs_the_capture(tmp_path):
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.binary(max_size=200), st.sampled_from([RecordType.MESSAGE, RecordType.STDERR]), st.booleans(),
-       st.one_of(st.none(), st.integers(min_value=0, max_value=2**40)))
+@given(
+    st.binary(max_size=200),
+    st.sampled_from([RecordType.MESSAGE, RecordType.STDERR]),
+    st.booleans(),
+    st.one_of(st.none(), st.integers(min_value=0, max_value=2**40)),
+)
 def test_capture_fast_encoder_writes_exactly_what_the_general_encoder_writes(raw, rtype, eol, offset):
-    rec = Record(rtype, seq=12, t_ns=1_790_000_000_123_456_789, dir=Direction.S2C if rtype is RecordType.MESSAGE
-                 else None, raw=raw, conn="stdio-4242", offset=offset, eol=eol)
+    rec = Record(
+        rtype,
+        seq=12,
+        t_ns=1_790_000_000_123_456_789,
+        dir=Direction.S2C if rtype is RecordType.MESSAGE else None,
+        raw=raw,
+        conn="stdio-4242",
+        offset=offset,
+        eol=eol,
+    )
     line = encode_line(rec)
     if line is not None:
         assert line == orjson.dumps(record_to_dict(rec)) + b"\n"
@@ -160,8 +195,12 @@ def test_capture_fast_encoder_writes_exactly_what_the_general_encoder_writes(raw
 
 def _tee_cat(tmp: Path, chunks: list[bytes]) -> tuple[bytes, list[Record], int]:
     cap = tmp / "cap.jsonl"
-    with subprocess.Popen([*TEE, "-q", "-o", str(cap), "--", "cat"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+    with subprocess.Popen(
+        [*TEE, "-q", "-o", str(cap), "--", "cat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as p:
 
         def feed() -> None:
             for c in chunks:

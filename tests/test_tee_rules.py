@@ -37,7 +37,9 @@ def findings(records: list[Record], select: list[str]):
 @settings(max_examples=200, deadline=None)
 @given(JSON_VALUES, st.sampled_from([1, 2, 4, "\t"]))
 def test_any_pretty_printed_message_is_one_multiline_finding_and_no_stray_line(value, indent):
-    text = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"value": value}}, indent=indent, ensure_ascii=False)
+    text = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "result": {"value": value}}, indent=indent, ensure_ascii=False
+    )
     lines = [line.encode() for line in text.split("\n")]
     found = findings(frames(lines), ["MCP801", "MCP802"])
     assert [(f.rule, f.seq, f.offset) for f in found] == [("MCP802", len(lines), 0)]
@@ -47,9 +49,14 @@ def test_any_pretty_printed_message_is_one_multiline_finding_and_no_stray_line(v
 @settings(max_examples=200, deadline=None)
 @given(st.lists(JSON_TEXT, min_size=1, max_size=4))
 def test_raw_newlines_inside_strings_are_one_multiline_finding(parts):
-    body = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
-                       "params": {"level": "info", "data": "\u2028".join(parts) + "\u2029end"}},
-                      ensure_ascii=False)
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "data": "\u2028".join(parts) + "\u2029end"},
+        },
+        ensure_ascii=False,
+    )
     raw = body.replace("\u2028", "\n").replace("\u2029", "\n").encode()  # raw newlines inside the string
     lines = raw.split(b"\n")
     found = findings(frames(lines), ["MCP801", "MCP802"])
@@ -70,8 +77,10 @@ def test_the_same_lines_elsewhere_are_parse_errors():
 
 def test_a_modern_server_request_on_stdio_is_reported_once_as_mcp805():
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
-    entries = [{"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}},
-               {"s2c": {"jsonrpc": "2.0", "id": 9, "method": "roots/list", "params": {"_meta": meta}}}]
+    entries = [
+        {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}},
+        {"s2c": {"jsonrpc": "2.0", "id": 9, "method": "roots/list", "params": {"_meta": meta}}},
+    ]
     on_stdio = [f.rule for f in findings(build_records(entries), ["MCP2", "MCP8"])]
     elsewhere = [f.rule for f in findings(build_records(entries, default_transport="http"), ["MCP2", "MCP8"])]
     assert "MCP805" in on_stdio and "MCP207" not in on_stdio

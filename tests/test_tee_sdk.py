@@ -44,15 +44,20 @@ def test_tee_capture_of_an_sdk_session_holds_every_message_in_stream_order(sessi
         lines = [r for r in records if r.type is RecordType.MESSAGE and r.dir is d]
         assert lines and all(r.eol for r in lines)
         # contiguous offsets: nothing between the captured lines was missed
-        assert [r.offset for r in lines] == [sum(len(x.raw) + 1 for x in lines[:i]) for i in range(len(lines))]
+        assert [r.offset for r in lines] == [
+            sum(len(x.raw) + 1 for x in lines[:i]) for i in range(len(lines))
+        ]
     assert [r.data for r in records if r.type is RecordType.EVENT][-1] == {"event": "exit", "code": 0}
 
 
 @pytest.mark.parametrize("era", ERAS)
 def test_tee_capture_of_an_sdk_session_lints_clean_and_pairs_every_request(sessions, era):
     cap = sessions[era][2]
-    lint = subprocess.run([sys.executable, "-m", "tracer", "lint", "--fail-on", "warning", str(cap)],
-                          capture_output=True, text=True)
+    lint = subprocess.run(
+        [sys.executable, "-m", "tracer", "lint", "--fail-on", "warning", str(cap)],
+        capture_output=True,
+        text=True,
+    )
     assert lint.returncode == 0, lint.stdout + lint.stderr
     msgs, _ = analyse_all([r for r in read_records(cap) if r.type is not RecordType.HEADER])
     assert all(m.kind is not Kind.INVALID for m in msgs)

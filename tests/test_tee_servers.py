@@ -88,7 +88,10 @@ def test_tee_reports_invalid_utf8_at_the_offset_of_the_bad_byte(tmp_path):
     first, second = t.messages(Direction.S2C)
     assert first.raw + b"\n" + second.raw + b"\n" == t.out  # stored exactly (base64 in the file)
     found = t.findings()
-    assert [(f.rule, f.offset) for f in found] == [("MCP803", bad), ("MCP803", second.offset + first.raw.index(b"\xe9"))]
+    assert [(f.rule, f.offset) for f in found] == [
+        ("MCP803", bad),
+        ("MCP803", second.offset + first.raw.index(b"\xe9")),
+    ]
     assert "0xE9" in found[0].message
 
 
@@ -128,7 +131,9 @@ def test_tee_reports_pretty_printed_json_once_with_the_span_of_its_lines(tmp_pat
     [f] = t.findings()
     assert f.rule == "MCP802" and f.severity is Severity.ERROR and f.offset == 0
     assert f.seq == lines[-1].seq and f.related_seq == lines[0].seq
-    assert f"over {len(lines)} lines at bytes 0–{len(t.out) - 1}" in f.message and "response (id 7)" in f.message
+    assert (
+        f"over {len(lines)} lines at bytes 0–{len(t.out) - 1}" in f.message and "response (id 7)" in f.message
+    )
 
 
 def test_tee_notes_findings_on_stderr_without_cutting_the_servers_stderr_lines(tmp_path):
@@ -138,8 +143,10 @@ def test_tee_notes_findings_on_stderr_without_cutting_the_servers_stderr_lines(t
     lines = teed.err.decode().splitlines(keepends=True)
     notes = [line for line in lines if line.startswith("mcptrace: ")]
     assert "".join(line for line in lines if not line.startswith("mcptrace: ")) == direct.err.decode()
-    assert any(n.startswith("mcptrace: MCP801 error: server stdout byte 0:") and '"weather server ready"' in n
-               for n in notes)
+    assert any(
+        n.startswith("mcptrace: MCP801 error: server stdout byte 0:") and '"weather server ready"' in n
+        for n in notes
+    )
 
 
 def test_tee_says_nothing_on_stdout_and_only_notes_on_stderr_for_a_clean_session(tmp_path):
@@ -151,7 +158,8 @@ def test_tee_says_nothing_on_stdout_and_only_notes_on_stderr_for_a_clean_session
 @pytest.mark.parametrize("name", ["banner", "crlf", "pretty", "bad_utf8"])
 def test_tee_live_notes_match_what_lint_finds_later(tmp_path, name):
     teed = run(server(name), request(1), tmp_path)
-    live = sorted(line.split(" ", 2)[1] for line in teed.err.decode().splitlines()
-                  if line.startswith("mcptrace: MCP"))
+    live = sorted(
+        line.split(" ", 2)[1] for line in teed.err.decode().splitlines() if line.startswith("mcptrace: MCP")
+    )
     assert live == sorted(f.rule for f in teed.findings())
     assert live  # each of these servers has something to say

@@ -38,7 +38,7 @@ def run_spliced(chunks: list[bytes], path: Path, *, budget: int | None = None, w
         for c in chunks:
             view = memoryview(c)
             while view:
-                view = view[os.write(src_w, view):]
+                view = view[os.write(src_w, view) :]
         os.close(src_w)
 
     def drain() -> None:
@@ -69,7 +69,7 @@ def test_zero_copy_relay_passes_every_byte_unchanged_and_captures_every_line_at_
     assert stream_of(records, Direction.C2S) == data  # (the default budget: nothing dropped)
     pos = 0
     for r in (r for r in records if r.type is RecordType.MESSAGE):
-        assert r.offset == pos and data[pos:pos + len(r.raw)] == r.raw
+        assert r.offset == pos and data[pos : pos + len(r.raw)] == r.raw
         pos += len(r.raw) + (1 if r.eol else 0)
 
 
@@ -81,11 +81,17 @@ def test_zero_copy_relay_never_waits_for_a_stalled_capture_and_records_what_it_d
             release.wait(BOUND_S)
             super().write_many(recs, encode)
 
-    lines = [b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}\n' % i
-             for i in range(40_000)]
+    lines = [
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":%d}}\n' % i
+        for i in range(40_000)
+    ]
     data = b"".join(lines)
-    relayed, sink, writer = run_spliced([data[i:i + 50_000] for i in range(0, len(data), 50_000)],
-                                        tmp_path / "cap.jsonl", budget=64 * 1024, writer_cls=StalledWriter)
+    relayed, sink, writer = run_spliced(
+        [data[i : i + 50_000] for i in range(0, len(data), 50_000)],
+        tmp_path / "cap.jsonl",
+        budget=64 * 1024,
+        writer_cls=StalledWriter,
+    )
     assert relayed == data  # all of it, while the capture writer was stalled
     release.set()
     assert sink.close(BOUND_S)
@@ -102,11 +108,17 @@ def test_zero_copy_relay_never_waits_for_a_stalled_capture_and_records_what_it_d
 
 
 def test_tee_cli_with_a_tiny_budget_relays_a_flood_exactly_and_accounts_for_every_captured_byte(tmp_path):
-    lines = [b'{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}\n' % (i, b"x" * (i % 500)) for i in range(60_000)]
+    lines = [
+        b'{"jsonrpc":"2.0","id":%d,"result":{"text":"%s"}}\n' % (i, b"x" * (i % 500)) for i in range(60_000)
+    ]
     data = b"".join(lines)
     cap = tmp_path / "cap.jsonl"
-    p = subprocess.run([*TEE, "-q", "--queue-mb", "0.25", "-o", str(cap), "--", "cat"], input=data,
-                       capture_output=True, timeout=BOUND_S)
+    p = subprocess.run(
+        [*TEE, "-q", "--queue-mb", "0.25", "-o", str(cap), "--", "cat"],
+        input=data,
+        capture_output=True,
+        timeout=BOUND_S,
+    )
     assert p.returncode == 0 and p.stdout == data
     records = read_records(cap)
     offsets = {}
@@ -117,8 +129,11 @@ def test_tee_cli_with_a_tiny_budget_relays_a_flood_exactly_and_accounts_for_ever
     for direction, stream in ((Direction.C2S, "stdin"), (Direction.S2C, "stdout")):
         captured = [r for r in records if r.type is RecordType.MESSAGE and r.dir is direction]
         assert all(offsets.get(r.offset) == r.raw for r in captured)
-        dropped = sum(r.data["bytes"] for r in records
-                      if r.type is RecordType.EVENT and r.data["event"] == "dropped" and r.data["stream"] == stream)
+        dropped = sum(
+            r.data["bytes"]
+            for r in records
+            if r.type is RecordType.EVENT and r.data["event"] == "dropped" and r.data["stream"] == stream
+        )
         # every byte is either in a captured line, or in a dropped chunk, or in a line a drop broke
         assert sum(len(r.raw) + 1 for r in captured) + dropped <= len(data)
         assert dropped or stream_of(records, direction) == data
@@ -133,9 +148,22 @@ def test_tee_cli_in_process_capture_relays_exactly_like_the_capture_process(tmp_
     runs = []
     for i, e in enumerate((None, env)):
         cap = tmp_path / f"cap{i}.jsonl"
-        p = subprocess.run([*TEE, "-q", "-o", str(cap), "--", sys.executable, "-c",
-                            "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
-                           input=data, capture_output=True, timeout=BOUND_S, env=e)
+        p = subprocess.run(
+            [
+                *TEE,
+                "-q",
+                "-o",
+                str(cap),
+                "--",
+                sys.executable,
+                "-c",
+                "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())",
+            ],
+            input=data,
+            capture_output=True,
+            timeout=BOUND_S,
+            env=e,
+        )
         runs.append((p.returncode, p.stdout, p.stderr, read_records(cap)))
     for rc, out, err, records in runs:
         assert (rc, out, err) == (0, data, b"")

@@ -38,8 +38,15 @@ def test_the_terminate_record_comes_before_the_exit_it_caused_however_slow_its_w
     sink.start()
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        result = Tee(child, sink, Notes(devnull, quiet=True), in_fd=stdin_r, out_fd=out_w, grace=0.05,
-                     kill_after=BOUND_S).run()
+        result = Tee(
+            child,
+            sink,
+            Notes(devnull, quiet=True),
+            in_fd=stdin_r,
+            out_fd=out_w,
+            grace=0.05,
+            kill_after=BOUND_S,
+        ).run()
     finally:
         for fd in (devnull, stdin_r, out_r, exited):
             os.close(fd)

@@ -38,7 +38,9 @@ async def test_follow_appends_rows_without_moving_a_selection_that_is_not_at_the
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the capture to open")
             scr = viewer(app)
-            await until(pilot, lambda: scr.list.count == 11 and scr.list.selected_row == 10, "follow to reach the end")
+            await until(
+                pilot, lambda: scr.list.count == 11 and scr.list.selected_row == 10, "follow to reach the end"
+            )
             scr.list.select_row(3)
             rec.exchange(3)
             await until(pilot, lambda: scr.list.count == 17, "the appended rows")
@@ -64,7 +66,9 @@ async def test_f_starts_following_a_capture_opened_without_follow(tmp_path):
             scr = viewer(app)
             await until(pilot, lambda: scr.index_done, "indexing")
             await pilot.press("f")
-            await until(pilot, lambda: scr.view is not None and scr.view.follow and scr.index_done, "follow mode")
+            await until(
+                pilot, lambda: scr.view is not None and scr.view.follow and scr.index_done, "follow mode"
+            )
             rec.exchange(1)
             await until(pilot, lambda: scr.list.count == 7, "the appended rows")
             assert scr.status.state.follow

@@ -27,7 +27,9 @@ async def test_an_ndjson_log_opens_with_directions_guessed_and_pairs_found(tmp_p
         assert [i.basics.dir for i in messages] == ["c2s", "s2c", "s2c"]
         assert messages[1].partner == messages[0].row
         scr.list.select_row(messages[0].row)
-        await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == messages[0].row, "detail")
+        await until(
+            pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == messages[0].row, "detail"
+        )
         assert "guessed from content" in plain(scr.detail.body)
         tmp_capture = scr.view.path
         assert tmp_capture != str(path) and os.path.exists(tmp_capture)

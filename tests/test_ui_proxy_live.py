@@ -20,7 +20,9 @@ async def test_the_viewer_shows_proxied_sdk_traffic_live(tmp_path):
         try:
             app = McpTraceApp(info.capture, follow=True, hint=info.client_url)
             async with app.run_test(size=SIZE) as pilot:
-                await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the capture to open")
+                await until(
+                    pilot, lambda: getattr(app.screen, "view", None) is not None, "the capture to open"
+                )
                 scr = viewer(app)
                 done = threading.Event()
                 box = {}
@@ -42,8 +44,11 @@ async def test_the_viewer_shows_proxied_sdk_traffic_live(tmp_path):
                     return any(view.info(r).label == method for r in range(len(view)))
 
                 await until(pilot, lambda: seen("tools/list") and seen("tools/call"), "the proxied requests")
-                await until(pilot, lambda: all(scr.view.info(r).analysed for r in range(len(scr.view))),
-                            "their analysis")
+                await until(
+                    pilot,
+                    lambda: all(scr.view.info(r).analysed for r in range(len(scr.view))),
+                    "their analysis",
+                )
                 first = next(r for r in range(len(scr.view)) if scr.view.info(r).kind == "request")
                 assert scr.view.info(first).era == "modern"  # the client spoke 2026-07-28
                 partner = scr.view.info(first).partner

@@ -45,7 +45,9 @@ async def test_the_filter_bar_keeps_exactly_the_matching_rows():
     recs, by_seq, _ = rows_of(SDK_LEGACY)
     expr = "method:tools/call kind:response | method:initialize"
     flt = compile_filter(expr)
-    expected = [i for i, r in enumerate(recs) if r.type is RecordType.MESSAGE and flt(AnalysedFields(by_seq[r.seq]))]
+    expected = [
+        i for i, r in enumerate(recs) if r.type is RecordType.MESSAGE and flt(AnalysedFields(by_seq[r.seq]))
+    ]
     assert expected
     app = McpTraceApp(str(SDK_LEGACY))
     async with app.run_test(size=SIZE) as pilot:
@@ -53,7 +55,9 @@ async def test_the_filter_bar_keeps_exactly_the_matching_rows():
         await pilot.press("slash")
         await pilot.press(*expr)
         await pilot.press("enter")
-        await until(pilot, lambda: scr.filter_job is None and scr.list.rows is not None, "the filter to finish")
+        await until(
+            pilot, lambda: scr.filter_job is None and scr.list.rows is not None, "the filter to finish"
+        )
         assert list(scr.list.rows) == expected
         assert scr.status.state.matches == len(expected)
         assert app.focused is scr.list
@@ -68,8 +72,11 @@ async def test_the_filter_bar_keeps_exactly_the_matching_rows():
 async def test_p_jumps_from_a_response_to_its_request_and_back():
     recs, by_seq, _ = rows_of(SDK_LEGACY)
     request_row = row_with(recs, lambda r: by_seq[r.seq].method == "tools/list")
-    response_row = next(i for i, r in enumerate(recs) if r.type is RecordType.MESSAGE
-                        and by_seq[r.seq].partner_seq == recs[request_row].seq)
+    response_row = next(
+        i
+        for i, r in enumerate(recs)
+        if r.type is RecordType.MESSAGE and by_seq[r.seq].partner_seq == recs[request_row].seq
+    )
     app = McpTraceApp(str(SDK_LEGACY))
     async with app.run_test(size=SIZE) as pilot:
         scr = await opened_and_analysed(pilot)
@@ -90,7 +97,9 @@ async def test_selecting_a_row_shows_its_detail_with_era_reason_and_pairing():
     async with app.run_test(size=SIZE) as pilot:
         scr = await opened_and_analysed(pilot)
         await pilot.press(*["j"] * row)
-        await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == row, "the detail pane")
+        await until(
+            pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == row, "the detail pane"
+        )
         text = plain(scr.detail.body)
         assert m.era_reason in text
         assert f"partner: #{m.partner_seq}" in text
@@ -122,7 +131,9 @@ async def test_a_finding_in_the_detail_pane_names_rule_message_and_spec_source()
     async with app.run_test(size=SIZE) as pilot:
         scr = await opened_and_analysed(pilot)
         scr.list.select_row(row)
-        await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == row, "the detail pane")
+        await until(
+            pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == row, "the detail pane"
+        )
         text = plain(scr.detail.body)
         assert "MCP203" in text and finding.message in text and "spec:" in text
 
@@ -159,7 +170,11 @@ async def test_a_large_body_is_capped_in_the_pane_and_e_shows_all_of_it(tmp_path
     from tracer.capture import CaptureWriter, header_record
     from tracer.model import Direction, Record
 
-    big = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "x" * 80} for _ in range(20000)]}}
+    big = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": "x" * 80} for _ in range(20000)]},
+    }
     raw = orjson.dumps(big)
     path = tmp_path / "big.jsonl"
     with CaptureWriter(path, header_record("stdio")) as w:
@@ -169,17 +184,24 @@ async def test_a_large_body_is_capped_in_the_pane_and_e_shows_all_of_it(tmp_path
     async with app.run_test(size=SIZE) as pilot:
         scr = await opened_and_analysed(pilot)
         await pilot.press("j")
-        await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == 1, "the detail pane")
+        await until(
+            pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == 1, "the detail pane"
+        )
         assert "press e to see the whole body" in plain(scr.detail.body)
         await pilot.press("e")
         from textual.widgets import TextArea
 
-        await until(pilot, lambda: len(app.screen.query(TextArea)) and app.screen.query_one(TextArea).text,
-                    "the whole body")
+        await until(
+            pilot,
+            lambda: len(app.screen.query(TextArea)) and app.screen.query_one(TextArea).text,
+            "the whole body",
+        )
         area = app.screen.query_one(TextArea)
         assert orjson.loads(area.text) == big
         await pilot.press("escape", "j")
-        await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == 2, "the detail pane")
+        await until(
+            pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == 2, "the detail pane"
+        )
         assert "hex dump" in plain(scr.detail.body)
 
 

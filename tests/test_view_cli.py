@@ -7,8 +7,14 @@ import sys
 
 
 def _view(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "tracer", "view", *args], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", "view", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        **kw,
+    )
 
 
 def test_a_missing_file_is_one_line_and_exit_2(tmp_path):
@@ -26,7 +32,9 @@ def test_without_a_terminal_the_viewer_points_to_lint(tmp_path):
 
 
 def test_view_is_listed_in_the_help_with_an_example():
-    p = subprocess.run([sys.executable, "-m", "tracer", "view", "--help"], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "tracer", "view", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 0 and "--follow" in p.stdout and "example" in p.stdout
 
 
@@ -35,8 +43,12 @@ def test_binary_garbage_empty_files_and_stdin_are_one_line_and_exit_2_like_lint(
     garbage.write_bytes(bytes(range(256)) * 20)
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    for args, why in (([str(garbage)], "not a recognised MCP capture"), ([str(empty)], "empty file"),
-                      (["-"], "not standard input"), (["/dev/stdin"], "not a regular file")):
+    for args, why in (
+        ([str(garbage)], "not a recognised MCP capture"),
+        ([str(empty)], "empty file"),
+        (["-"], "not standard input"),
+        (["/dev/stdin"], "not a regular file"),
+    ):
         p = _view(*args)
         assert p.returncode == 2, p.stderr
         assert p.stderr.count("\n") == 1 and why in p.stderr and "Traceback" not in p.stderr
@@ -45,9 +57,11 @@ def test_binary_garbage_empty_files_and_stdin_are_one_line_and_exit_2_like_lint(
 
 def test_a_forced_format_that_reads_nothing_is_refused_before_the_screen(tmp_path):
     cap = tmp_path / "c.jsonl"
-    cap.write_text('{"type":"header","format":"mcptrace","version":1}\n'
-                   '{"type":"message","seq":1,"t_ns":1,"dir":"c2s","transport":"stdio","conn":"0",'
-                   '"text":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"ping\\"}"}\n')
+    cap.write_text(
+        '{"type":"header","format":"mcptrace","version":1}\n'
+        '{"type":"message","seq":1,"t_ns":1,"dir":"c2s","transport":"stdio","conn":"0",'
+        '"text":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"ping\\"}"}\n'
+    )
     p = _view("--input-format", "hostlog", str(cap))
     assert p.returncode == 2 and "read as hostlog, it holds no message" in p.stderr
     assert "--input-format capture" in p.stderr

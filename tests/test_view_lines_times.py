@@ -35,8 +35,14 @@ def _message_rows(view):
 
 def test_ndjson_rows_name_the_line_lint_names_and_have_no_time_or_latency(tmp_path, capsys):
     path = tmp_path / "traffic.ndjson"
-    path.write_text("\n".join(json.dumps(m) for m in (REQ, RES)) + "\n\n" + json.dumps(STRAY) + "\n"
-                    + json.dumps(LOST) + "\n")
+    path.write_text(
+        "\n".join(json.dumps(m) for m in (REQ, RES))
+        + "\n\n"
+        + json.dumps(STRAY)
+        + "\n"
+        + json.dumps(LOST)
+        + "\n"
+    )
     lines = _lint_lines(capsys, path)
     assert lines == {"MCP203": 4, "MCP211": 5}
     view = _analysed(path)
@@ -87,9 +93,11 @@ def test_host_log_rows_name_their_log_line_and_keep_its_milliseconds(tmp_path, c
 
 def test_a_capture_keeps_naming_its_own_lines(tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text('{"type":"header","format":"mcptrace","version":1,"t_ns":1}\n'
-                    '{"type":"message","seq":1,"t_ns":5,"dir":"c2s","transport":"stdio","conn":"0",'
-                    f'"text":{json.dumps(json.dumps(REQ))}}}\n')
+    path.write_text(
+        '{"type":"header","format":"mcptrace","version":1,"t_ns":1}\n'
+        '{"type":"message","seq":1,"t_ns":5,"dir":"c2s","transport":"stdio","conn":"0",'
+        f'"text":{json.dumps(json.dumps(REQ))}}}\n'
+    )
     view = open_view(str(path))
     view.grow()
     try:

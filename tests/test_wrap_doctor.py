@@ -24,7 +24,10 @@ def test_doctor_lists_each_host_file_and_server_wrapped_or_not(home, capsys):
     assert f"Claude Desktop (claude-desktop): {desktop} [user]" in out
     assert "  sdk: stdio, WRAPPED (captured by mcptrace): " in out
     assert "Codex (codex): " in out and "  sdk: stdio, not wrapped: " in out
-    assert "  docs: remote https://mcp.example.com/mcp; to capture it: mcptrace wrap --host codex --remote docs" in out
+    assert (
+        "  docs: remote https://mcp.example.com/mcp; to capture it: mcptrace wrap --host codex --remote docs"
+        in out
+    )
     assert "(mcptrace lint reads these logs, e.g. mcptrace lint ~/Library/Logs/Claude/mcp*.log)" in out
     assert "Cursor" not in out  # no file, not listed
 
@@ -32,11 +35,15 @@ def test_doctor_lists_each_host_file_and_server_wrapped_or_not(home, capsys):
 def test_doctor_flags_commands_missing_from_path_and_relative_paths(home, capsys):
     path = home / ".cursor" / "mcp.json"
     path.parent.mkdir()
-    path.write_text('{"mcpServers": {"local": {"command": "no-such-mcp-server-xyz", "args": ["./build/index.js"]},'
-                    '"abs": {"command": "/bin/sh", "args": ["-c", "true"]}}}')
+    path.write_text(
+        '{"mcpServers": {"local": {"command": "no-such-mcp-server-xyz", "args": ["./build/index.js"]},'
+        '"abs": {"command": "/bin/sh", "args": ["-c", "true"]}}}'
+    )
     out = doctor(capsys, "--host", "cursor")
     assert "command: no-such-mcp-server-xyz NOT on PATH" in out
-    assert "relative path(s) ./build/index.js: the host starts the server from its own working directory" in out
+    assert (
+        "relative path(s) ./build/index.js: the host starts the server from its own working directory" in out
+    )
     assert "command: /bin/sh exists" in out
     only = doctor(capsys, "--host", "cursor", "abs")
     assert "  abs: stdio" in only and "  local:" not in only
@@ -59,11 +66,14 @@ def test_doctor_with_no_host_config_says_where_it_looked(home, capsys):
     assert str(home / ".config" / "Claude" / "claude_desktop_config.json") in out
 
 
-@pytest.mark.parametrize(("platform", "expected"), [
-    ("darwin", "Library/Application Support/Claude/claude_desktop_config.json"),
-    ("win32", "AppData/Roaming/Claude/claude_desktop_config.json"),
-    ("linux", ".config/Claude/claude_desktop_config.json"),
-])
+@pytest.mark.parametrize(
+    ("platform", "expected"),
+    [
+        ("darwin", "Library/Application Support/Claude/claude_desktop_config.json"),
+        ("win32", "AppData/Roaming/Claude/claude_desktop_config.json"),
+        ("linux", ".config/Claude/claude_desktop_config.json"),
+    ],
+)
 def test_claude_desktop_config_location_per_os(home, platform, expected):
     from tracer.hosts.hosts import user_files
 

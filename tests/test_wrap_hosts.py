@@ -17,7 +17,8 @@ __all__ = ["home"]  # the fixture, imported for pytest
 
 @pytest.mark.parametrize("host", sorted(HOST_FILES))
 def test_wrap_puts_the_tee_in_front_and_the_host_s_start_of_it_is_captured_then_unwrap_restores_the_bytes(
-        home, host, capsys):
+    home, host, capsys
+):
     path, original = write_host_file(home, host)
     assert [p for p, _ in config_files(host)] == [path]  # found at its per-OS place without --config
 
@@ -66,8 +67,10 @@ def test_a_project_level_file_is_found_beside_the_user_one(home, capsys):
 
 def test_claude_code_local_scope_servers_under_projects_are_wrapped_too(home, capsys):
     path = home / ".claude.json"
-    path.write_text('{"projects": {"/home/me/app": {"mcpServers": {"db": {"type": "stdio", '
-                    '"command": "/usr/bin/db-mcp", "args": []}}}}}')
+    path.write_text(
+        '{"projects": {"/home/me/app": {"mcpServers": {"db": {"type": "stdio", '
+        '"command": "/usr/bin/db-mcp", "args": []}}}}}'
+    )
     original = path.read_bytes()
     assert main(["wrap", "--host", "claude-code"]) == 0
     assert '"args": ["stdio", "--name", "db", "--", "/usr/bin/db-mcp"]' in path.read_text()

@@ -24,7 +24,9 @@ __all__ = ["home"]
 def test_a_backup_of_the_original_bytes_is_written_before_the_file_changes(home, capsys):
     _, original = write_host_file(home, "vscode")
     assert main(["wrap", "--host", "vscode"]) == 0
-    backup = next(line.split("backup: ", 1)[1] for line in capsys.readouterr().out.splitlines() if "backup: " in line)
+    backup = next(
+        line.split("backup: ", 1)[1] for line in capsys.readouterr().out.splitlines() if "backup: " in line
+    )
     with open(backup, "rb") as fh:
         assert fh.read() == original
     assert os.stat(backup).st_mode & 0o777 == 0o600  # configs hold API keys
@@ -103,13 +105,16 @@ def test_dry_run_writes_nothing(home, capsys):
     assert not (home / ".local" / "state" / "mcptrace" / "backups").exists()
 
 
-@pytest.mark.parametrize(("setup", "args", "message"), [
-    ("vscode", ["wrap", "--host", "vscode", "nosuch"], "no server named nosuch"),
-    ("broken", ["wrap", "--host", "cursor"], "not valid JSON: line 1 column 17"),
-    ("none", ["wrap", "--host", "zed"], "no config file of --host zed found"),
-    ("none", ["wrap", "--config", "whatever.json"], "cannot tell which host"),
-    ("toml", ["wrap", "--host", "codex"], "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    ("setup", "args", "message"),
+    [
+        ("vscode", ["wrap", "--host", "vscode", "nosuch"], "no server named nosuch"),
+        ("broken", ["wrap", "--host", "cursor"], "not valid JSON: line 1 column 17"),
+        ("none", ["wrap", "--host", "zed"], "no config file of --host zed found"),
+        ("none", ["wrap", "--config", "whatever.json"], "cannot tell which host"),
+        ("toml", ["wrap", "--host", "codex"], "not valid TOML"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(home, capsys, setup, args, message):
     if setup == "vscode":
         write_host_file(home, "vscode")
@@ -129,7 +134,9 @@ def test_a_remote_server_is_explained_and_with_remote_pointed_at_a_working_proxy
     path, _ = write_host_file(home, "gemini")
     assert main(["wrap", "--host", "gemini"]) == 0
     out = capsys.readouterr().out
-    assert "github: remote server https://api.githubcopilot.com/mcp/: to capture it, run `mcptrace proxy" in out
+    assert (
+        "github: remote server https://api.githubcopilot.com/mcp/: to capture it, run `mcptrace proxy" in out
+    )
     assert entry("gemini", path, "github")["httpUrl"] == "https://api.githubcopilot.com/mcp/"
 
     with sdk_http_server() as upstream:
@@ -143,16 +150,24 @@ def test_a_remote_server_is_explained_and_with_remote_pointed_at_a_working_proxy
         command = out.split("keep the proxy running while the host uses it: ", 1)[1].split("\n", 1)[0]
         assert command.startswith("mcptrace proxy --upstream " + upstream)
         cap = tmp_path / "remote.jsonl"
-        proxy = subprocess.Popen([sys.executable, "-m", "tracer", *command.split()[1:], "-o", str(cap)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proxy = subprocess.Popen(
+            [sys.executable, "-m", "tracer", *command.split()[1:], "-o", str(cap)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             for line in proxy.stderr:  # bounded: the proxy says where it listens or exits
                 if "give the host this URL" in line or "error" in line:
                     break
             assert f"give the host this URL: {local}" in line
-            ops = subprocess.run([sys.executable, "fixtures/sdk/client.py", "--era", "modern", "--url", local],
-                                 cwd=os.path.dirname(os.path.dirname(__file__)), capture_output=True, text=True,
-                                 timeout=120)
+            ops = subprocess.run(
+                [sys.executable, "fixtures/sdk/client.py", "--era", "modern", "--url", local],
+                cwd=os.path.dirname(os.path.dirname(__file__)),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert ops.returncode == 0, ops.stderr
         finally:
             proxy.send_signal(2)
@@ -163,12 +178,20 @@ def test_a_remote_server_is_explained_and_with_remote_pointed_at_a_working_proxy
     assert json.loads(path.read_text())["mcpServers"]["github"]["httpUrl"] == upstream
 
 
-@pytest.mark.parametrize("text", [
-    '{"mcpServers": []}',
-    '{"mcpServers": {"a": 1, "b": {"command": 5}, "c": {"command": "x", "args": [1]}, "d": {"url": 3}, "e": {}}}',
-    "[1, 2]", "", '{"mcpServers": {"a": {"command": "x"}}} trailing', '{"a": "\\ud800"}', "{" * 5000,
-    '{"mcpServers": {"a": {"command": "x", "args": "y"}}}', '\ufeff{"mcpServers": {}}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"mcpServers": []}',
+        '{"mcpServers": {"a": 1, "b": {"command": 5}, "c": {"command": "x", "args": [1]}, "d": {"url": 3}, "e": {}}}',
+        "[1, 2]",
+        "",
+        '{"mcpServers": {"a": {"command": "x"}}} trailing',
+        '{"a": "\\ud800"}',
+        "{" * 5000,
+        '{"mcpServers": {"a": {"command": "x", "args": "y"}}}',
+        '\ufeff{"mcpServers": {}}',
+    ],
+)
 def test_hostile_config_content_never_breaks_wrap_or_doctor(home, capsys, text):
     path = home / ".cursor" / "mcp.json"
     path.parent.mkdir()

@@ -38,7 +38,9 @@ def home(tmp_path, monkeypatch) -> Path:
 # (the official SDK's server), other keys the host owns, and where the format allows, comments
 # and a remote server.
 HOST_FILES: dict[str, tuple[str, str]] = {
-    "claude-desktop": (".config/Claude/claude_desktop_config.json", f"""{{
+    "claude-desktop": (
+        ".config/Claude/claude_desktop_config.json",
+        f"""{{
   "globalShortcut": "",
   "mcpServers": {{
     "sdk": {{
@@ -48,8 +50,11 @@ HOST_FILES: dict[str, tuple[str, str]] = {
     }}
   }}
 }}
-"""),
-    "claude-code": (".claude.json", f"""{{
+""",
+    ),
+    "claude-code": (
+        ".claude.json",
+        f"""{{
   "numStartups": 12,
   "projects": {{
     "/home/me/app": {{"allowedTools": [], "mcpServers": {{}}, "hasTrustDialogAccepted": true}}
@@ -60,8 +65,11 @@ HOST_FILES: dict[str, tuple[str, str]] = {
   }},
   "tipsHistory": {{"x": 1}}
 }}
-"""),
-    "cursor": (".cursor/mcp.json", f"""{{
+""",
+    ),
+    "cursor": (
+        ".cursor/mcp.json",
+        f"""{{
   "mcpServers": {{
     "sdk": {{
       "command": {PY},
@@ -72,8 +80,11 @@ HOST_FILES: dict[str, tuple[str, str]] = {
     "docs": {{ "url": "https://docs.example.com/mcp", "headers": {{"Authorization": "Bearer ${{env:TOKEN}}"}} }}
   }}
 }}
-"""),
-    "vscode": (".config/Code/User/mcp.json", f"""// VS Code user MCP servers
+""",
+    ),
+    "vscode": (
+        ".config/Code/User/mcp.json",
+        f"""// VS Code user MCP servers
 {{
   "servers": {{
     "sdk": {{
@@ -86,15 +97,21 @@ HOST_FILES: dict[str, tuple[str, str]] = {
   }},
   "inputs": [{{"type": "promptString", "id": "api-key", "description": "API key", "password": true}}]
 }}
-"""),
-    "windsurf": (".codeium/windsurf/mcp_config.json", f"""{{
+""",
+    ),
+    "windsurf": (
+        ".codeium/windsurf/mcp_config.json",
+        f"""{{
   "mcpServers": {{
     "sdk": {{"command": {PY}, "args": [{SRV}], "disabled": false, "env": {{}}}},
     "github": {{"serverUrl": "https://api.githubcopilot.com/mcp/", "headers": {{"Authorization": "Bearer x"}}}}
   }}
 }}
-"""),
-    "zed": (".config/zed/settings.json", f"""// Zed settings
+""",
+    ),
+    "zed": (
+        ".config/zed/settings.json",
+        f"""// Zed settings
 //
 // For information on how to configure Zed, see the Zed
 // documentation: https://zed.dev/docs/configuring-zed
@@ -110,16 +127,22 @@ HOST_FILES: dict[str, tuple[str, str]] = {
   }},
   "theme": {{"mode": "system", "light": "One Light", "dark": "One Dark"}}
 }}
-"""),
-    "gemini": (".gemini/settings.json", f"""{{
+""",
+    ),
+    "gemini": (
+        ".gemini/settings.json",
+        f"""{{
   "theme": "Dracula",
   "mcpServers": {{
     "sdk": {{"command": {PY}, "args": [{SRV}], "timeout": 30000, "trust": false}},
     "github": {{"httpUrl": "https://api.githubcopilot.com/mcp/", "timeout": 5000}}
   }}
 }}
-"""),
-    "codex": (".codex/config.toml", f"""# Codex configuration
+""",
+    ),
+    "codex": (
+        ".codex/config.toml",
+        f"""# Codex configuration
 model = "o3"
 approval_policy = "on-request"  # ask first
 
@@ -140,7 +163,8 @@ bearer_token_env_var = "DOCS_TOKEN"
 
 [profiles.fast]
 model = "o4-mini"
-"""),
+""",
+    ),
 }
 
 
@@ -166,8 +190,11 @@ def entry(host: str, path: Path, name: str) -> dict:
 def start_like_the_host(spec: dict) -> list[str]:
     """Spawn exactly the entry's command and args with the SDK client (as a host does), list the
     tools, hang up; returns the tool names."""
+
     async def session() -> list[str]:
-        params = StdioServerParameters(command=spec["command"], args=spec.get("args", []), env=spec.get("env") or None)
+        params = StdioServerParameters(
+            command=spec["command"], args=spec.get("args", []), env=spec.get("env") or None
+        )
         async with Client(params, mode="legacy") as client:
             return sorted(t.name for t in (await client.list_tools()).tools)
 
@@ -176,7 +203,9 @@ def start_like_the_host(spec: dict) -> list[str]:
 
 def captured_methods(path: Path) -> list[str]:
     with open(path, "rb") as fh:
-        recs = [r for r in read_capture(fh, str(path)) if isinstance(r, Record) and r.type is RecordType.MESSAGE]
+        recs = [
+            r for r in read_capture(fh, str(path)) if isinstance(r, Record) and r.type is RecordType.MESSAGE
+        ]
     methods = []
     for r in recs:
         try:

@@ -36,8 +36,11 @@ class Analyser:
         self.shared: dict = {}
         # rule families' state hooks (tracer.rules.registry), minus those no selected rule reads
         families = {r.family for r in self.ruleset.rules}
-        self._observers = tuple((transports, fn) for transports, fn in OBSERVERS
-                                if fn not in OBSERVER_FAMILIES or OBSERVER_FAMILIES[fn] & families)
+        self._observers = tuple(
+            (transports, fn)
+            for transports, fn in OBSERVERS
+            if fn not in OBSERVER_FAMILIES or OBSERVER_FAMILIES[fn] & families
+        )
         self._observers_of: dict[str, tuple] = {}  # transport -> its observers (see _message_observers)
         self._runners = self.ruleset.runners  # the compiled rule runners by shape (tracer.dispatch)
 
@@ -123,7 +126,9 @@ class Analyser:
             label_era(batch, s)
             if self._observers:
                 self._observe(rec, batch, s)
-            batch.members = [self._one(self._analysed(rec, mc), s, batch_seq=rec.seq) for mc in c.members or ()]
+            batch.members = [
+                self._one(self._analysed(rec, mc), s, batch_seq=rec.seq) for mc in c.members or ()
+            ]
             if batch.members:
                 # the batch speaks what its best-labelled member speaks: the last one that knows its
                 # version (a batch [ping, initialize] is labelled by the initialize it carries)
@@ -197,8 +202,16 @@ class Analyser:
             for hit in [out] if type(out) is str or type(out) is Hit else out:
                 if type(hit) is str:
                     hit = Hit(hit)
-                f = Finding(rule.id, hit.severity or rule.severity, hit.message, rec.seq, rec.line, rec.source,
-                            path=hit.path, related_seq=hit.related_seq)
+                f = Finding(
+                    rule.id,
+                    hit.severity or rule.severity,
+                    hit.message,
+                    rec.seq,
+                    rec.line,
+                    rec.source,
+                    path=hit.path,
+                    related_seq=hit.related_seq,
+                )
                 if m is not None:
                     m.findings.append(f)
                 else:
@@ -220,8 +233,9 @@ class Analyser:
                 fn(rec, m, s)
 
     def _run_rules(self, m: Analysed, s: Session) -> None:
-        run = self.ruleset.runner(m.kind, m.method if m.method is not None else m.answers_method, m.era,
-                                  m.version, m.rec.dir)
+        run = self.ruleset.runner(
+            m.kind, m.method if m.method is not None else m.answers_method, m.era, m.version, m.rec.dir
+        )
         if run is not None:
             run(m, s)
 
@@ -251,21 +265,35 @@ class Analyser:
                         params = m.params or {}
                         pv = params.get("protocolVersion")
                         caps = params.get("capabilities")
-                        s.init = InitState(rec.seq, m.id, pv if type(pv) is str else None,
-                                           caps if type(caps) is dict else None, params.get("clientInfo"))
+                        s.init = InitState(
+                            rec.seq,
+                            m.id,
+                            pv if type(pv) is str else None,
+                            caps if type(caps) is dict else None,
+                            params.get("clientInfo"),
+                        )
                         s.init.modern_before = s.modern_requests
             elif method == "server/discover" and s.discover is None:
                 s.discover = DiscoverState(rec.seq, before_initialize=s.init is None)
-            elif (direction is Direction.C2S and method != "ping" and s.init is not None
-                  and s.init.result_seq is not None and s.init.initialized_seq is None
-                  and s.init.early_request is None):
+            elif (
+                direction is Direction.C2S
+                and method != "ping"
+                and s.init is not None
+                and s.init.result_seq is not None
+                and s.init.initialized_seq is None
+                and s.init.early_request is None
+            ):
                 s.init.early_request = s.pending.get((direction, m.idkey))
         elif kind is Kind.NOTIFICATION:
             if direction is Direction.C2S and s.first_c2s is None:
                 s.first_c2s = m
             if method == "notifications/cancelled":
                 note_cancel(m, s)
-            elif method == "notifications/initialized" and s.init is not None and s.init.initialized_seq is None:
+            elif (
+                method == "notifications/initialized"
+                and s.init is not None
+                and s.init.initialized_seq is None
+            ):
                 s.init.initialized_seq = rec.seq
         elif kind is Kind.RESULT or kind is Kind.ERROR:
             req = m.request
@@ -288,7 +316,9 @@ class Analyser:
                     disc.result = m.result
                     err = m.error
                     code = err.get("code") if err else None
-                    disc.error_code = code if type(code) is int else None  # (rules compare it, use it as a key)
+                    disc.error_code = (
+                        code if type(code) is int else None
+                    )  # (rules compare it, use it as a key)
         if kind is not Kind.INVALID:
             apply_tracking(m, s)  # capabilities, tools, progress, subscriptions, MRTR rounds...
         if kind is not Kind.INVALID and direction is not None:
@@ -309,14 +339,24 @@ class Analyser:
             for req, hit in rule.fn(s, end_t) or ():
                 if req is not None and not versions_of(req.era, req.version) <= rule.versions:
                     continue
-                f = Finding(rule.id, hit.severity or rule.severity, hit.message,
-                            req.seq if req else 0, req.line if req else 0, req.source if req else "",
-                            path=hit.path, related_seq=hit.related_seq, offset=hit.offset)
+                f = Finding(
+                    rule.id,
+                    hit.severity or rule.severity,
+                    hit.message,
+                    req.seq if req else 0,
+                    req.line if req else 0,
+                    req.source if req else "",
+                    path=hit.path,
+                    related_seq=hit.related_seq,
+                    offset=hit.offset,
+                )
                 out.append(f)
         return out
 
 
-def analyse_all(records: Iterable[Record], rules: Iterable[Rule] | None = None) -> tuple[list[Analysed], list[Finding]]:
+def analyse_all(
+    records: Iterable[Record], rules: Iterable[Rule] | None = None
+) -> tuple[list[Analysed], list[Finding]]:
     """Convenience for tests and small inputs: every analysed message and the end findings."""
     a = Analyser(rules)
     msgs: list[Analysed] = []

@@ -112,9 +112,20 @@ class Baseline:
 
     def write(self, path: str) -> int:
         entries = sorted(self.seen.values(), key=lambda e: (e.file, e.rule, e.fingerprint))
-        doc = {"tool": "mcptrace", "baseline": FORMAT_VERSION, "findings": [
-            {"fingerprint": e.fingerprint, "rule": e.rule, "file": e.file, "count": e.count, "message": e.message}
-            for e in entries]}
+        doc = {
+            "tool": "mcptrace",
+            "baseline": FORMAT_VERSION,
+            "findings": [
+                {
+                    "fingerprint": e.fingerprint,
+                    "rule": e.rule,
+                    "file": e.file,
+                    "count": e.count,
+                    "message": e.message,
+                }
+                for e in entries
+            ],
+        }
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1, ensure_ascii=False)
             fh.write("\n")
@@ -133,7 +144,9 @@ def load_baseline(path: str) -> Baseline:
     if type(doc) is not dict or doc.get("tool") != "mcptrace" or type(doc.get("findings")) is not list:
         raise BaselineError(f"{path} is not an mcptrace baseline (write one with --write-baseline)")
     if doc.get("baseline") != FORMAT_VERSION:
-        raise BaselineError(f"baseline {path} has format {doc.get('baseline')!r}; this mcptrace reads {FORMAT_VERSION}")
+        raise BaselineError(
+            f"baseline {path} has format {doc.get('baseline')!r}; this mcptrace reads {FORMAT_VERSION}"
+        )
     from tracer.config_model import baseline_entries  # (pydantic: imported only when a baseline is used)
 
     try:
@@ -142,8 +155,13 @@ def load_baseline(path: str) -> Baseline:
         raise BaselineError(str(exc)) from None
     known: dict[str, Entry] = {}
     for item in items:
-        e = Entry(item["fingerprint"], item["rule"], item.get("file", ""), item.get("message", ""),
-                  item.get("count", 1))
+        e = Entry(
+            item["fingerprint"],
+            item["rule"],
+            item.get("file", ""),
+            item.get("message", ""),
+            item.get("count", 1),
+        )
         if e.fingerprint in known:
             known[e.fingerprint].count += e.count
         else:

@@ -122,9 +122,16 @@ def _fast_record(obj: dict[str, Any], line: int, source: str) -> Record | None:
         transport = obj["transport"]
     except KeyError:  # seven members, but not these seven
         return None
-    if (rtype != "message" or type(d) is not str or type(text) is not str or type(seq) is not int
-            or type(t_ns) is not int or type(conn) is not str or type(transport) is not str
-            or (seq | t_ns) >> 63):  # either beyond 2**63-1 (orjson reads to 2**64-1) or negative: the
+    if (
+        rtype != "message"
+        or type(d) is not str
+        or type(text) is not str
+        or type(seq) is not int
+        or type(t_ns) is not int
+        or type(conn) is not str
+        or type(transport) is not str
+        or (seq | t_ns) >> 63
+    ):  # either beyond 2**63-1 (orjson reads to 2**64-1) or negative: the
         return None  # general path decides
     direction = _DIRS.get(d)
     if direction is None:
@@ -133,8 +140,23 @@ def _fast_record(obj: dict[str, Any], line: int, source: str) -> Record | None:
         raw = text.encode()
     except UnicodeEncodeError:  # lone surrogates: the general path keeps them
         return None
-    return Record(_MESSAGE, seq, t_ns, direction, raw, transport, conn, None, True, False, None, None,
-                  None, line, source)
+    return Record(
+        _MESSAGE,
+        seq,
+        t_ns,
+        direction,
+        raw,
+        transport,
+        conn,
+        None,
+        True,
+        False,
+        None,
+        None,
+        None,
+        line,
+        source,
+    )
 
 
 def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") -> Record:
@@ -183,8 +205,23 @@ def record_from_dict(obj: dict[str, Any], *, line: int = 0, source: str = "") ->
     check_int64("seq", seq)
     check_t_ns(t_ns)
     transport, conn, offset, eol, inferred, http, sse, data = check_envelope(obj)
-    return Record(rtype, seq, t_ns, direction, raw, transport, conn, offset, eol, inferred, http, sse, data,
-                  line, source)
+    return Record(
+        rtype,
+        seq,
+        t_ns,
+        direction,
+        raw,
+        transport,
+        conn,
+        offset,
+        eol,
+        inferred,
+        http,
+        sse,
+        data,
+        line,
+        source,
+    )
 
 
 class CaptureWriter:
@@ -197,8 +234,14 @@ class CaptureWriter:
     writers appending to one file at once never interleave inside a line.
     """
 
-    def __init__(self, path: str | os.PathLike[str], header: dict[str, Any], *, redact: bool = True,
-                 overwrite: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: dict[str, Any],
+        *,
+        redact: bool = True,
+        overwrite: bool = False,
+    ):
         self.path = os.fspath(path)
         self.redact = redact
         self._fd, self.created, torn_tail = open_output(self.path, overwrite=overwrite)
@@ -222,7 +265,7 @@ class CaptureWriter:
             raise ValueError("write to a closed capture")
         view = memoryview(data)
         while view:  # (a regular file takes it all at once; a pipe or a full disk may not)
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(self._fd, view) :]
 
     def _write_obj(self, obj: dict[str, Any]) -> None:
         self._write_bytes(orjson.dumps(obj) + b"\n")
@@ -243,7 +286,9 @@ class CaptureWriter:
             self.records_written += 1
         return rec
 
-    def write_many(self, recs: Iterable[Record], encode: Callable[[Record], bytes | None] | None = None) -> None:
+    def write_many(
+        self, recs: Iterable[Record], encode: Callable[[Record], bytes | None] | None = None
+    ) -> None:
         """Write records that arrived together with a single flush: each record is on disk as soon
         as its batch is processed, at one system call per batch. `encode(rec)` may return the
         record's line (ending in a newline) for a fast path, or None for the general encoder; it
@@ -263,8 +308,11 @@ class CaptureWriter:
                 if not rec.t_ns:
                     rec.t_ns = time.time_ns()
                 line = encode(rec) if encode is not None else None
-                lines.append(line if line is not None else
-                             dumps(record_to_dict(rec, redact=self.redact), option=newline))
+                lines.append(
+                    line
+                    if line is not None
+                    else dumps(record_to_dict(rec, redact=self.redact), option=newline)
+                )
                 self.records_written += 1
             self._write_bytes(b"".join(lines))
 
@@ -320,7 +368,9 @@ def _line_problem(line: bytes, n: int, source: str) -> ReadProblem | None:
         record_from_dict(obj, line=n, source=source)
     except (orjson.JSONDecodeError, ValueError) as exc:
         if not had_nl:
-            return ReadProblem(source, n, "torn last line (the writer was stopped mid-record); ignored", torn=True)
+            return ReadProblem(
+                source, n, "torn last line (the writer was stopped mid-record); ignored", torn=True
+            )
         return ReadProblem(source, n, f"broken capture record: {exc}")
     return None  # not reached: the line failed a moment ago
 
@@ -353,13 +403,17 @@ def read_capture(fh: IO[bytes], source: str = "") -> Iterator[Record | ReadProbl
             version = obj.get("version")
             if type(version) is int and version > FORMAT_VERSION:
                 yield ReadProblem(
-                    source, n, f"capture format version {version} is newer than this mcptrace reads "
-                    f"({FORMAT_VERSION}); reading what it can"
+                    source,
+                    n,
+                    f"capture format version {version} is newer than this mcptrace reads "
+                    f"({FORMAT_VERSION}); reading what it can",
                 )
         yield rec
 
 
-def write_records(path: str, header: dict[str, Any], records: Iterable[Record], *, redact: bool = True) -> int:
+def write_records(
+    path: str, header: dict[str, Any], records: Iterable[Record], *, redact: bool = True
+) -> int:
     """Write a whole capture at once (importers, replay). Returns the number of records."""
     with CaptureWriter(path, header, redact=redact) as w:
         for rec in records:

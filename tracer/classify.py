@@ -219,45 +219,71 @@ def _classify_object(obj: dict) -> Classified:
     """Every case of a JSON object, with the reason when it is not a valid message."""
     jsonrpc = obj.get("jsonrpc", _MISSING)
     if jsonrpc != "2.0" or type(jsonrpc) is not str:
-        why = "missing" if jsonrpc is _MISSING else f"{jsonrpc!r}, not \"2.0\""
-        return Classified(Kind.INVALID, obj=obj, reason=f"jsonrpc is {why}", problem="bad-jsonrpc",
-                          method=obj.get("method") if type(obj.get("method")) is str else None)
+        why = "missing" if jsonrpc is _MISSING else f'{jsonrpc!r}, not "2.0"'
+        return Classified(
+            Kind.INVALID,
+            obj=obj,
+            reason=f"jsonrpc is {why}",
+            problem="bad-jsonrpc",
+            method=obj.get("method") if type(obj.get("method")) is str else None,
+        )
     method = obj.get("method", _MISSING)
     msg_id = obj.get("id", _MISSING)
     if method is not _MISSING:
         if type(method) is not str:
-            return Classified(Kind.INVALID, obj=obj, reason="method is not a string",
-                              problem="method-not-string")
+            return Classified(
+                Kind.INVALID, obj=obj, reason="method is not a string", problem="method-not-string"
+            )
         if msg_id is _MISSING:
             return Classified(Kind.NOTIFICATION, obj=obj, method=method)
         bad = id_problem(msg_id)
         if bad is not None:
-            return Classified(Kind.INVALID, obj=obj, method=method, id=msg_id, problem=bad,
-                              reason=f"request id is {_describe_id(msg_id)}")
+            return Classified(
+                Kind.INVALID,
+                obj=obj,
+                method=method,
+                id=msg_id,
+                problem=bad,
+                reason=f"request id is {_describe_id(msg_id)}",
+            )
         return Classified(Kind.REQUEST, obj=obj, method=method, id=msg_id, idkey=id_key(msg_id))
     has_result = "result" in obj
     has_error = "error" in obj
     if has_result and has_error:
-        return Classified(Kind.INVALID, obj=obj, id=None if msg_id is _MISSING else msg_id,
-                          idkey=id_key(msg_id), reason="has both result and error",
-                          problem="result-and-error")
+        return Classified(
+            Kind.INVALID,
+            obj=obj,
+            id=None if msg_id is _MISSING else msg_id,
+            idkey=id_key(msg_id),
+            reason="has both result and error",
+            problem="result-and-error",
+        )
     if not has_result and not has_error:
-        return Classified(Kind.INVALID, obj=obj, id=None if msg_id is _MISSING else msg_id,
-                          idkey=id_key(msg_id),
-                          reason="neither method nor result/error: cannot classify",
-                          problem="unclassifiable")
+        return Classified(
+            Kind.INVALID,
+            obj=obj,
+            id=None if msg_id is _MISSING else msg_id,
+            idkey=id_key(msg_id),
+            reason="neither method nor result/error: cannot classify",
+            problem="unclassifiable",
+        )
     if has_result:
         if msg_id is _MISSING or id_problem(msg_id) is not None:
             what = "missing" if msg_id is _MISSING else _describe_id(msg_id)
-            return Classified(Kind.INVALID, obj=obj, id=None if msg_id is _MISSING else msg_id,
-                              reason=f"result id is {what}",
-                              problem="null-id" if msg_id is None else "bad-id")
+            return Classified(
+                Kind.INVALID,
+                obj=obj,
+                id=None if msg_id is _MISSING else msg_id,
+                reason=f"result id is {what}",
+                problem="null-id" if msg_id is None else "bad-id",
+            )
         return Classified(Kind.RESULT, obj=obj, id=msg_id, idkey=id_key(msg_id))
     # An error response: the id may be absent or null when the request's id could not be read
     # (JSON-RPC -32700/-32600); MCP117/MCP118 judge that, classification accepts it.
     if msg_id is _MISSING or msg_id is None:
         return Classified(Kind.ERROR, obj=obj, id=None)
     if id_problem(msg_id) is not None:
-        return Classified(Kind.INVALID, obj=obj, id=msg_id,
-                          reason=f"error id is {_describe_id(msg_id)}", problem="bad-id")
+        return Classified(
+            Kind.INVALID, obj=obj, id=msg_id, reason=f"error id is {_describe_id(msg_id)}", problem="bad-id"
+        )
     return Classified(Kind.ERROR, obj=obj, id=msg_id, idkey=id_key(msg_id))

@@ -145,5 +145,13 @@ def redact_from_config() -> frozenset[str]:
         return frozenset()
 
 
-__all__ = ["CONFIG_NAMES", "DEFAULTS", "ConfigError", "Settings", "capture_dir_from_config", "find_config",
-           "load_settings", "redact_from_config"]
+__all__ = [
+    "CONFIG_NAMES",
+    "DEFAULTS",
+    "ConfigError",
+    "Settings",
+    "capture_dir_from_config",
+    "find_config",
+    "load_settings",
+    "redact_from_config",
+]

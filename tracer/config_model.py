@@ -143,5 +143,7 @@ def baseline_entries(items: Any, source: str) -> list[BaselineEntry]:
         got = err.get("input")
         shown = repr(got) if isinstance(got, (str, int, float, bool)) or got is None else type(got).__name__
         what = "a value" if err.get("type") == "missing" else shown
-        raise ValueError(f"baseline {source} has a malformed entry: {where}: {err.get('msg', 'invalid').lower()} "
-                         f"(got {what})") from None
+        raise ValueError(
+            f"baseline {source} has a malformed entry: {where}: {err.get('msg', 'invalid').lower()} "
+            f"(got {what})"
+        ) from None

@@ -67,8 +67,12 @@ class RuleSet:
         self.end_rules += [replace(r, fn=r.end_fn, phase="end") for r in rules if r.end_fn is not None]
         self._known_methods = frozenset().union(*(r.methods for r in self.message_rules if r.methods))
         # methods dispatch tells apart (the rest share one plan): the protocol's and the filters'
-        self._plan_methods = self._known_methods | ALL_METHODS | MODERN_EXTENSION_REQUESTS | frozenset().union(
-            *(r.needs_methods for r in self.message_rules if r.needs_methods))
+        self._plan_methods = (
+            self._known_methods
+            | ALL_METHODS
+            | MODERN_EXTENSION_REQUESTS
+            | frozenset().union(*(r.needs_methods for r in self.message_rules if r.needs_methods))
+        )
         self._cache: dict[tuple, tuple[Rule, ...]] = {}
         self._plans: dict[tuple, tuple[tuple[str | Callable | None, tuple[Rule, ...]], ...]] = {}
         self._compiled: dict[int, Callable | None] = {}  # id(plan) -> its runner (plans are kept)
@@ -80,8 +84,9 @@ class RuleSet:
         None (so odd traffic cannot grow the plan tables)."""
         return method if method in self._plan_methods else None
 
-    def for_message(self, kind: Kind, method: str | None, versions: frozenset[str],
-                    direction: Direction | None = None) -> tuple[Rule, ...]:
+    def for_message(
+        self, kind: Kind, method: str | None, versions: frozenset[str], direction: Direction | None = None
+    ) -> tuple[Rule, ...]:
         """The rules a message of this shape runs, in dispatch order."""
         method = self._method_key(method)
         key = (kind, method, versions, direction)
@@ -98,7 +103,9 @@ class RuleSet:
             self._cache[key] = hit
         return hit
 
-    def plan(self, kind: Kind, method: str | None, versions: frozenset[str], direction: Direction | None = None):
+    def plan(
+        self, kind: Kind, method: str | None, versions: frozenset[str], direction: Direction | None = None
+    ):
         """`for_message` cut into runs of consecutive rules sharing one prefilter: ((prefilter,
         rules), ...), the prefilter a key (`Rule.needs`), a function (`Rule.gate`) or None. Rule
         order is kept, so findings come out in the same order; a run is skipped as a whole when its
@@ -118,8 +125,9 @@ class RuleSet:
             plan = self._plans[key] = tuple((prefilter, tuple(rs)) for prefilter, rs in runs)
         return plan
 
-    def runner(self, kind: Kind, method: str | None, era: Era, version: str | None,
-               direction: Direction | None) -> Callable | None:
+    def runner(
+        self, kind: Kind, method: str | None, era: Era, version: str | None, direction: Direction | None
+    ) -> Callable | None:
         """The compiled plan for a message of this shape: `run(m, session)` appends the findings of
         every rule to `m.findings`. None when no rule applies."""
         key = (kind, method, era, version, direction)
@@ -148,7 +156,9 @@ def compile_plan(plan) -> Callable | None:
         indent = "    "
         if type(pre) is str:  # Rule.needs: the key the params or result must have
             names[f"key{i}"] = pre
-            lines.append(f"    if (params is not None and key{i} in params) or (result is not None and key{i} in result):")
+            lines.append(
+                f"    if (params is not None and key{i} in params) or (result is not None and key{i} in result):"
+            )
             indent = "        "
         elif pre is not None:  # Rule.gate
             names[f"gate{i}"] = pre
@@ -157,8 +167,10 @@ def compile_plan(plan) -> Callable | None:
         for j, r in enumerate(rules):
             fn, rule = f"fn{i}_{j}", f"rule{i}_{j}"
             names[fn], names[rule] = r.fn, r
-            lines += [f"{indent}out = {fn}(m, s)  # {r.id}",
-                      f"{indent}if out is not None:",
-                      f"{indent}    emit({rule}, out, m)"]
+            lines += [
+                f"{indent}out = {fn}(m, s)  # {r.id}",
+                f"{indent}if out is not None:",
+                f"{indent}    emit({rule}, out, m)",
+            ]
     exec("\n".join(lines), names)  # our own source, made from the plan alone
     return names["run"]

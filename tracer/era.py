@@ -127,8 +127,11 @@ def label_era(m: Analysed, s: Session) -> None:
         m.era = Era.LEGACY
         m.version = s.legacy_version
         if init.negotiated_version:
-            m.explain_era("session opened by initialize at seq {} (negotiated {})", init.request_seq,
-                          init.negotiated_version)
+            m.explain_era(
+                "session opened by initialize at seq {} (negotiated {})",
+                init.request_seq,
+                init.negotiated_version,
+            )
         else:
             m.explain_era("session opened by initialize at seq {} (not yet negotiated)", init.request_seq)
         return

@@ -63,28 +63,71 @@ Pred = Callable[[Any], bool]
 ANALYSED_FIELDS = frozenset({"method", "era", "rule", "sev", "has", "latency"})
 
 KIND_ALIASES = {
-    "req": ("request",), "request": ("request",), "requests": ("request",),
-    "notif": ("notification",), "note": ("notification",), "notification": ("notification",),
+    "req": ("request",),
+    "request": ("request",),
+    "requests": ("request",),
+    "notif": ("notification",),
+    "note": ("notification",),
+    "notification": ("notification",),
     "notifications": ("notification",),
-    "result": ("result",), "results": ("result",),
-    "err": ("error",), "error": ("error",), "errors": ("error",),
-    "response": ("result", "error"), "resp": ("result", "error"), "responses": ("result", "error"),
-    "invalid": ("invalid",), "batch": ("batch",),
+    "result": ("result",),
+    "results": ("result",),
+    "err": ("error",),
+    "error": ("error",),
+    "errors": ("error",),
+    "response": ("result", "error"),
+    "resp": ("result", "error"),
+    "responses": ("result", "error"),
+    "invalid": ("invalid",),
+    "batch": ("batch",),
     "message": ("request", "notification", "result", "error", "invalid", "batch"),
     "msg": ("request", "notification", "result", "error", "invalid", "batch"),
-    "stderr": ("stderr",), "http": ("http",), "event": ("event",), "header": ("header",),
+    "stderr": ("stderr",),
+    "http": ("http",),
+    "event": ("event",),
+    "header": ("header",),
     "broken": ("broken",),
 }
-DIR_ALIASES = {"c2s": "c2s", "→": "c2s", "->": "c2s", "h2s": "c2s", "up": "c2s",
-               "s2c": "s2c", "←": "s2c", "<-": "s2c", "s2h": "s2c", "down": "s2c"}
+DIR_ALIASES = {
+    "c2s": "c2s",
+    "→": "c2s",
+    "->": "c2s",
+    "h2s": "c2s",
+    "up": "c2s",
+    "s2c": "s2c",
+    "←": "s2c",
+    "<-": "s2c",
+    "s2h": "s2c",
+    "down": "s2c",
+}
 ERAS = ("modern", "legacy", "unknown")
 UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
 COMPARE_FIELDS = ("latency", "seq", "status")
-FIELDS = ("method", "kind", "dir", "era", "rule", "sev", "severity", "has", "id", "latency", "conn",
-          "transport", "status", "seq")
+FIELDS = (
+    "method",
+    "kind",
+    "dir",
+    "era",
+    "rule",
+    "sev",
+    "severity",
+    "has",
+    "id",
+    "latency",
+    "conn",
+    "transport",
+    "status",
+    "seq",
+)
 
-_OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b, "=": lambda a, b: a == b, "==": lambda a, b: a == b}
+_OPS = {
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    "=": lambda a, b: a == b,
+    "==": lambda a, b: a == b,
+}
 _CMP_RE = re.compile(r"^(latency|seq|status):?(>=|<=|==|>|<|=)(.+)$")
 _FIELD_RE = re.compile(r"^([a-z]+):(.*)$", re.S)
 
@@ -179,8 +222,9 @@ def _required_text(tokens: list[Token]) -> tuple[str, ...]:
     out = []
     for i, t in enumerate(tokens):
         negated = i > 0 and tokens[i - 1].kind == "!"
-        is_text = t.kind == "text" or (t.kind == "word" and not _CMP_RE.match(t.value)
-                                       and not _FIELD_RE.match(t.value))
+        is_text = t.kind == "text" or (
+            t.kind == "word" and not _CMP_RE.match(t.value) and not _FIELD_RE.match(t.value)
+        )
         if is_text and not negated:
             out.append(t.value.lower())
     return tuple(out)

@@ -244,6 +244,11 @@ class SseParser:
         if self._buf:
             self.feed(b"\n")
         if self._data:
-            return SseEvent(data="\n".join(self._data), event=self._event or "message", id=self._id,
-                            offset=self._ev_start or 0, has_data=True)
+            return SseEvent(
+                data="\n".join(self._data),
+                event=self._event or "message",
+                id=self._id,
+                offset=self._ev_start or 0,
+                has_data=True,
+            )
         return None

@@ -128,7 +128,9 @@ def lint_paths(
         from tracer.parallel_pool import start_pool
 
         pool = start_pool(opened, jobs, rules, digests is not None, fmt)
-    given = [pool is not None and pool.takes(i) for i in range(len(opened))]  # (the pool closed their handles)
+    given = [
+        pool is not None and pool.takes(i) for i in range(len(opened))
+    ]  # (the pool closed their handles)
     try:
         for i, inp in enumerate(opened):
             path = inp.path
@@ -148,8 +150,18 @@ def lint_paths(
                     pool.close()
                     pool = None
                     inp = open_input(path, fmt=fmt)
-                    _lint_file(inp, rules, stats, emit, problem, bar, done_before, on_message, digests,
-                               res.redo_from_line)
+                    _lint_file(
+                        inp,
+                        rules,
+                        stats,
+                        emit,
+                        problem,
+                        bar,
+                        done_before,
+                        on_message,
+                        digests,
+                        res.redo_from_line,
+                    )
             else:
                 if given[i]:  # the pool was to lint it, but stopped at an earlier file
                     inp = open_input(path, fmt=fmt)
@@ -179,10 +191,18 @@ def _name_sessions(stats: LintStats, path: str, cells: Iterable[tuple[str, str]]
         stats.sessions[f"{path}#{conn}"] = cell
 
 
-def _lint_file(inp: OpenInput, rules: RuleSet, stats: LintStats, emit: Callable[[Finding], None],
-               problem: Callable[[ReadProblem], None], bar: Progress, done_before: int,
-               on_message: Callable[[Analysed], None] | None,
-               digests: Callable[[tuple[str, int], str], None] | None, from_line: int = 0) -> None:
+def _lint_file(
+    inp: OpenInput,
+    rules: RuleSet,
+    stats: LintStats,
+    emit: Callable[[Finding], None],
+    problem: Callable[[ReadProblem], None],
+    bar: Progress,
+    done_before: int,
+    on_message: Callable[[Analysed], None] | None,
+    digests: Callable[[tuple[str, int], str], None] | None,
+    from_line: int = 0,
+) -> None:
     """One input in this process. From `from_line` on only (a file whose earlier lines the worker
     pool has reported already): what is about earlier lines is not reported again."""
     path, records = inp.path, inp.records
@@ -208,8 +228,14 @@ def _lint_file(inp: OpenInput, rules: RuleSet, stats: LintStats, emit: Callable[
             a = feed(item)
         except Exception as exc:  # a record this version cannot analyse costs its line, not the report
             if not quiet:
-                problem(ReadProblem(item.source or path, item.line, "the analysis could not read this "
-                                    f"record ({type(exc).__name__}: {str(exc)[:200]}); skipped"))
+                problem(
+                    ReadProblem(
+                        item.source or path,
+                        item.line,
+                        "the analysis could not read this "
+                        f"record ({type(exc).__name__}: {str(exc)[:200]}); skipped",
+                    )
+                )
             continue
         if a is not None:
             messages += 1

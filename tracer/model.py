@@ -213,8 +213,10 @@ class Analysed:
         if req is not None and self.pair_status in ("paired", "after-cancel"):
             kind, value = req.idkey
             shown = repr(value) if kind == "s" else str(value)
-            return (f"id {shown} ({'string' if kind == 's' else 'number'}) answers the {req.method} request "
-                    f"that {req.dir.value} sent at seq {req.seq} on connection {self.rec.conn}")
+            return (
+                f"id {shown} ({'string' if kind == 's' else 'number'}) answers the {req.method} request "
+                f"that {req.dir.value} sent at seq {req.seq} on connection {self.rec.conn}"
+            )
         if self.kind is Kind.REQUEST and self.partner_seq is not None:
             return f"answered by seq {self.partner_seq}"
         return None

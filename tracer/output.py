@@ -112,6 +112,7 @@ def _prepare_existing(fd: int, overwrite: bool) -> bool:
         try:
             os.fchmod(fd, mode & 0o600)
         except OSError:
-            raise CaptureFileError(errno.EPERM, f"cannot make it private (mode {mode:04o}, not the "
-                                   f"user's own file)") from None
+            raise CaptureFileError(
+                errno.EPERM, f"cannot make it private (mode {mode:04o}, not the user's own file)"
+            ) from None
     return appending and os.pread(fd, 1, st.st_size - 1) != b"\n"

@@ -37,7 +37,9 @@ def _fmt_id(idkey: tuple) -> str:
 def match_response(m: Analysed, s: Session) -> None:
     """Pair a result/error with the request it answers (before era labelling)."""
     if m.idkey is None:
-        answered = answered_at_http_level(m.rec, s) if m.rec.http is not None and m.kind is Kind.ERROR else None
+        answered = (
+            answered_at_http_level(m.rec, s) if m.rec.http is not None and m.kind is Kind.ERROR else None
+        )
         if not answered:
             m.pair_status = PairStatus.NO_ID
             return
@@ -47,8 +49,10 @@ def match_response(m: Analysed, s: Session) -> None:
         m.partner_seq = req.seq
         m.latency_ns = m.rec.t_ns - req.t_ns if m.rec.t_ns and req.t_ns else None
         m.pair_status = PairStatus.AFTER_CANCEL if req.cancelled_seq is not None else PairStatus.PAIRED
-        m.pair_reason = (f"an error without id on the HTTP exchange of the {req.method} request (seq {req.seq}), "
-                         f"status {m.rec.http.get('status')}: answered at the HTTP level")
+        m.pair_reason = (
+            f"an error without id on the HTTP exchange of the {req.method} request (seq {req.seq}), "
+            f"status {m.rec.http.get('status')}: answered at the HTTP level"
+        )
         return
     direction = m.rec.dir
     requester = _OTHER[direction]
@@ -63,8 +67,12 @@ def match_response(m: Analysed, s: Session) -> None:
         # no latency where the input has no times (bare NDJSON: t_ns 0), rather than a made-up 0
         m.latency_ns = m.rec.t_ns - req.t_ns if m.rec.t_ns and req.t_ns else None
         result = m.result  # (is_input_required, inlined: this runs on every response)
-        if (req.op_seq is None and m.kind is Kind.RESULT and result is not None
-                and result.get("resultType") == "input_required"):
+        if (
+            req.op_seq is None
+            and m.kind is Kind.RESULT
+            and result is not None
+            and result.get("resultType") == "input_required"
+        ):
             # MRTR: the server asked for input, so this request opens a multi-round operation
             req.op_seq = req.seq
             if req.msg is not None:
@@ -111,8 +119,7 @@ def match_response(m: Analysed, s: Session) -> None:
         m.pair_status = PairStatus.ANSWERS_NOTIFICATION
         m.partner_seq = s.last_seq.get(requester)
         m.pair_reason = (
-            f"id {_fmt_id(m.idkey)} matches no request; it follows the notification at seq "
-            f"{m.partner_seq}"
+            f"id {_fmt_id(m.idkey)} matches no request; it follows the notification at seq {m.partner_seq}"
         )
         return
     m.pair_status = PairStatus.UNKNOWN_ID
@@ -139,9 +146,11 @@ def _logged_before(m: Analysed, req: PendingRequest) -> None:
     when = f"{max(0, req.t_ns - m.rec.t_ns) / 1e6:.1f} ms " if req.t_ns and m.rec.t_ns else ""
     kind, value = req.idkey
     shown = repr(value) if kind == "s" else str(value)
-    m.pair_reason = (f"id {shown} answers the {req.method} request that {req.dir.value} sent at seq {req.seq}; "
-                     f"the input logged this answer {when}before it (its order is not authoritative), "
-                     "so they are paired")
+    m.pair_reason = (
+        f"id {shown} answers the {req.method} request that {req.dir.value} sent at seq {req.seq}; "
+        f"the input logged this answer {when}before it (its order is not authoritative), "
+        "so they are paired"
+    )
 
 
 def answered_at_http_level(rec, s: Session) -> list[PendingRequest]:
@@ -194,8 +203,20 @@ def register_request(m: Analysed, s: Session) -> None:
         m.pair_status = PairStatus.NEW
     rec = m.rec
     # (positional: a keyword call costs a third more, on every request)
-    req = PendingRequest(rec.seq, rec.line, rec.source, rec.t_ns, direction, m.idkey, m.id, m.method or "", m.era,
-                         m.version, m.params, m)
+    req = PendingRequest(
+        rec.seq,
+        rec.line,
+        rec.source,
+        rec.t_ns,
+        direction,
+        m.idkey,
+        m.id,
+        m.method or "",
+        m.era,
+        m.version,
+        m.params,
+        m,
+    )
     s.pending[key] = req
     http = rec.http
     if http is not None and direction is Direction.C2S:

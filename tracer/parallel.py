@@ -206,8 +206,18 @@ class _FileWork:
         try:
             a = a_.feed(rec)
         except Exception as exc:
-            out.add(key, ("p", ReadProblem(rec.source or self.task.path, rec.line, "the analysis could not read "
-                                           f"this record ({type(exc).__name__}: {str(exc)[:200]}); skipped")))
+            out.add(
+                key,
+                (
+                    "p",
+                    ReadProblem(
+                        rec.source or self.task.path,
+                        rec.line,
+                        "the analysis could not read "
+                        f"this record ({type(exc).__name__}: {str(exc)[:200]}); skipped",
+                    ),
+                ),
+            )
             self._sessions_after(conn, had, line, key)
             return
         if a is not None:
@@ -268,8 +278,7 @@ class _FileWork:
 # anywhere; HTTP endpoint facts in worker 0, which has every HTTP connection.
 # Facts sessions may share and still be sharded: the sibling probe (every worker follows it), and on
 # worker 0, which owns every HTTP connection, the HTTP endpoints' facts.
-_SHARDABLE = {False: frozenset({SIBLING_PROBE}),
-              True: frozenset({SIBLING_PROBE, ENDPOINTS, ENDPOINT_ROUNDS})}
+_SHARDABLE = {False: frozenset({SIBLING_PROBE}), True: frozenset({SIBLING_PROBE, ENDPOINTS, ENDPOINT_ROUNDS})}
 
 
 _MESSAGE = RecordType.MESSAGE
@@ -278,8 +287,12 @@ _MESSAGE = RecordType.MESSAGE
 def _first_stdio_request(rec, opened: set[str]) -> bool | None:
     """Whether this record is the first client request of its stdio session (the framing observer's
     `first_client_request`), and then whether it is server/discover; None when it is not one."""
-    if (rec.type is not RecordType.MESSAGE or rec.transport != "stdio" or rec.dir is not Direction.C2S
-            or rec.conn in opened):
+    if (
+        rec.type is not RecordType.MESSAGE
+        or rec.transport != "stdio"
+        or rec.dir is not Direction.C2S
+        or rec.conn in opened
+    ):
         return None
     common = classify_common(rec.raw)
     if common is not None:
@@ -345,8 +358,9 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
         first = _first_stdio_request(item, opened)  # None, or whether it is a server/discover probe
         follows = owner[probe] if probe is not None and first is not True and probe != conn else None
         if w is None:
-            w = owner[conn] = (0 if http else follows if follows is not None
-                               else min(range(n), key=load.__getitem__))
+            w = owner[conn] = (
+                0 if http else follows if follows is not None else min(range(n), key=load.__getitem__)
+            )
         elif (http and w != 0) or (first is False and follows is not None and follows != w):
             # its session would miss the HTTP endpoint facts worker 0 holds, or the sibling probe
             # another worker holds

@@ -38,8 +38,12 @@ class Pool:
                 self.procs.append(None)
                 continue
             parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(child, mine, k, jobs, rule_ids, digests), daemon=True,
-                            name=f"mcptrace-lint-{k}")
+            p = ctx.Process(
+                target=_worker,
+                args=(child, mine, k, jobs, rule_ids, digests),
+                daemon=True,
+                name=f"mcptrace-lint-{k}",
+            )
             p.start()
             child.close()
             self.conns.append(parent)
@@ -67,8 +71,9 @@ class Pool:
         """Report one file's items in input order; its totals come back."""
         task = self.tasks[index]
         assert task is not None
-        workers = [k for k in range(len(self.conns)) if self.conns[k] is not None
-                   and (task.shard or task.owner == k)]
+        workers = [
+            k for k in range(len(self.conns)) if self.conns[k] is not None and (task.shard or task.owner == k)
+        ]
         res = FileResult()
         eras: dict[str, list] = {}
         for _key, item in heapq.merge(*(self._stream(k, index) for k in workers), key=itemgetter(0)):
@@ -110,8 +115,9 @@ class Pool:
                 p.join(5)
 
 
-def start_pool(opened: list[OpenInput], jobs: int, rules: RuleSet, digests: bool, fmt: str | None = None
-               ) -> Pool | None:
+def start_pool(
+    opened: list[OpenInput], jobs: int, rules: RuleSet, digests: bool, fmt: str | None = None
+) -> Pool | None:
     """A pool for these inputs, or None when one process is the faster way."""
     tasks = plan(opened, jobs, fmt)
     if not any(tasks):

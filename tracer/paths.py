@@ -17,10 +17,33 @@ APP = "mcptrace"
 CAPTURE_SUFFIX = ".jsonl"
 
 # Programs that run a script or a package: the label is taken from what they run, not from them.
-_LAUNCHERS = frozenset({
-    "python", "python3", "py", "uv", "uvx", "pipx", "node", "nodejs", "npx", "bun", "bunx", "deno",
-    "pnpm", "yarn", "npm", "ruby", "java", "dotnet", "docker", "podman", "sh", "bash", "env",
-})
+_LAUNCHERS = frozenset(
+    {
+        "python",
+        "python3",
+        "py",
+        "uv",
+        "uvx",
+        "pipx",
+        "node",
+        "nodejs",
+        "npx",
+        "bun",
+        "bunx",
+        "deno",
+        "pnpm",
+        "yarn",
+        "npm",
+        "ruby",
+        "java",
+        "dotnet",
+        "docker",
+        "podman",
+        "sh",
+        "bash",
+        "env",
+    }
+)
 _LAUNCHER_WORDS = frozenset({"run", "exec", "dlx", "x", "tool", "-m", "--"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -67,8 +90,9 @@ def label_for_command(argv: list[str]) -> str:
     return safe_label(os.path.basename(argv[0])) if argv else "server"
 
 
-def default_capture_path(label: str, *, directory: Path | None = None, now: float | None = None,
-                         pid: int | None = None) -> Path:
+def default_capture_path(
+    label: str, *, directory: Path | None = None, now: float | None = None, pid: int | None = None
+) -> Path:
     """`<captures dir>/<YYYYmmdd-HHMMSS>-<label>-<pid>.jsonl`: sorted by time, unique per process."""
     d = directory if directory is not None else captures_dir()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))

@@ -45,21 +45,43 @@ META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 META_RELATED_TASK = "io.modelcontextprotocol/related-task"
 
-_L1_C2S_REQ = frozenset({
-    "ping", "initialize", "completion/complete", "logging/setLevel", "prompts/get", "prompts/list",
-    "resources/list", "resources/templates/list", "resources/read", "resources/subscribe",
-    "resources/unsubscribe", "tools/call", "tools/list",
-})
-_L1_C2S_NOTE = frozenset({
-    "notifications/cancelled", "notifications/progress", "notifications/initialized",
-    "notifications/roots/list_changed",
-})
+_L1_C2S_REQ = frozenset(
+    {
+        "ping",
+        "initialize",
+        "completion/complete",
+        "logging/setLevel",
+        "prompts/get",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tools/call",
+        "tools/list",
+    }
+)
+_L1_C2S_NOTE = frozenset(
+    {
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/initialized",
+        "notifications/roots/list_changed",
+    }
+)
 _L1_S2C_REQ = frozenset({"ping", "sampling/createMessage", "roots/list"})
-_L1_S2C_NOTE = frozenset({
-    "notifications/cancelled", "notifications/progress", "notifications/message",
-    "notifications/resources/updated", "notifications/resources/list_changed",
-    "notifications/tools/list_changed", "notifications/prompts/list_changed",
-})
+_L1_S2C_NOTE = frozenset(
+    {
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/message",
+        "notifications/resources/updated",
+        "notifications/resources/list_changed",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+    }
+)
 _TASKS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 
 # version -> (client->server requests, c->s notifications, server->client requests, s->c notifications)
@@ -74,23 +96,41 @@ DIRECTIONS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str], froz
         _L1_S2C_NOTE | {"notifications/elicitation/complete", "notifications/tasks/status"},
     ),
     M: (
-        frozenset({
-            "server/discover", "completion/complete", "prompts/get", "prompts/list", "resources/list",
-            "resources/templates/list", "resources/read", "subscriptions/listen", "tools/call", "tools/list",
-        }),
+        frozenset(
+            {
+                "server/discover",
+                "completion/complete",
+                "prompts/get",
+                "prompts/list",
+                "resources/list",
+                "resources/templates/list",
+                "resources/read",
+                "subscriptions/listen",
+                "tools/call",
+                "tools/list",
+            }
+        ),
         frozenset({"notifications/cancelled"}),
         frozenset(),
-        frozenset({
-            "notifications/cancelled", "notifications/progress", "notifications/message",
-            "notifications/resources/updated", "notifications/resources/list_changed",
-            "notifications/tools/list_changed", "notifications/prompts/list_changed",
-            "notifications/subscriptions/acknowledged",
-        }),
+        frozenset(
+            {
+                "notifications/cancelled",
+                "notifications/progress",
+                "notifications/message",
+                "notifications/resources/updated",
+                "notifications/resources/list_changed",
+                "notifications/tools/list_changed",
+                "notifications/prompts/list_changed",
+                "notifications/subscriptions/acknowledged",
+            }
+        ),
     ),
 }
 
 # Extension methods that a modern peer may use (tasks moved to an extension in 2026-07-28).
-MODERN_EXTENSION_REQUESTS = frozenset({"tasks/get", "tasks/update", "tasks/cancel", "tasks/list", "tasks/result"})
+MODERN_EXTENSION_REQUESTS = frozenset(
+    {"tasks/get", "tasks/update", "tasks/cancel", "tasks/list", "tasks/result"}
+)
 
 ALL_REQUEST_METHODS = frozenset().union(*(d[0] | d[2] for d in DIRECTIONS.values()))
 ALL_NOTIFICATION_METHODS = frozenset().union(*(d[1] | d[3] for d in DIRECTIONS.values()))
@@ -100,15 +140,31 @@ CLIENT_METHODS_ANY = frozenset().union(*(d[0] | d[1] for d in DIRECTIONS.values(
 SERVER_METHODS_ANY = frozenset().union(*(d[2] | d[3] for d in DIRECTIONS.values()))
 
 # Methods that exist only in the modern revision (their presence alone says "modern").
-MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen", "notifications/subscriptions/acknowledged"})
+MODERN_ONLY_METHODS = frozenset(
+    {"server/discover", "subscriptions/listen", "notifications/subscriptions/acknowledged"}
+)
 
 # Methods the modern revision removed (MCP210): their presence without modern _meta says "legacy".
-MODERN_REMOVED_METHODS = frozenset({
-    "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
-    "resources/unsubscribe", "notifications/roots/list_changed", "notifications/elicitation/complete",
-    "notifications/tasks/status", "sampling/createMessage", "elicitation/create", "roots/list",
-    "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
-})
+MODERN_REMOVED_METHODS = frozenset(
+    {
+        "initialize",
+        "notifications/initialized",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "notifications/roots/list_changed",
+        "notifications/elicitation/complete",
+        "notifications/tasks/status",
+        "sampling/createMessage",
+        "elicitation/create",
+        "roots/list",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+    }
+)
 LEGACY_ONLY_METHODS = MODERN_REMOVED_METHODS - _TASKS  # tasks/* also exist as a modern extension
 
 LOGGING_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")

@@ -56,8 +56,13 @@ _STR = frozenset({str, _NONE})
 _KEY = frozenset({str, int, _NONE})  # used as a dict key or compared: a string or an integer
 _BOOL = frozenset({bool, _NONE})
 _HEADERS = frozenset({list, dict, _NONE})  # and each pair checked (_headers_ok)
-_EXPECTED = {_INT: "an integer", _STR: "a string", _KEY: "a string or an integer", _BOOL: "a boolean",
-             _HEADERS: "a list of [name, value] string pairs"}
+_EXPECTED = {
+    _INT: "an integer",
+    _STR: "a string",
+    _KEY: "a string or an integer",
+    _BOOL: "a boolean",
+    _HEADERS: "a list of [name, value] string pairs",
+}
 
 
 def _headers_ok(v: Any) -> bool:
@@ -81,16 +86,41 @@ def _headers_ok(v: Any) -> bool:
 
 
 HTTP_MEMBERS: dict[str, frozenset] = {
-    "method": _STR, "url": _STR, "status": _INT, "flow": _KEY, "content_type": _STR,
-    "request_t_ns": _INT, "req_headers": _HEADERS, "resp_headers": _HEADERS, "error": _STR,
-    "body_bytes": _INT, "server": _STR,
+    "method": _STR,
+    "url": _STR,
+    "status": _INT,
+    "flow": _KEY,
+    "content_type": _STR,
+    "request_t_ns": _INT,
+    "req_headers": _HEADERS,
+    "resp_headers": _HEADERS,
+    "error": _STR,
+    "body_bytes": _INT,
+    "server": _STR,
 }
 SSE_MEMBERS: dict[str, frozenset] = {"id": _STR, "event": _STR, "stream": _KEY, "retry": _INT}
 DATA_MEMBERS: dict[str, frozenset] = {
-    "event": _STR, "stream": _KEY, "reason": _STR, "why": _STR, "code": _INT, "signal": _KEY, "id": _STR,
-    "retry": _INT, "name": _STR, "uri": _STR, "url": _STR, "first": _BOOL, "count": _INT, "text": _STR,
-    "level": _STR, "server": _STR, "events": _INT, "messages": _INT, "retry_seen": _BOOL,
-    "unterminated": _STR, "tool": _STR,
+    "event": _STR,
+    "stream": _KEY,
+    "reason": _STR,
+    "why": _STR,
+    "code": _INT,
+    "signal": _KEY,
+    "id": _STR,
+    "retry": _INT,
+    "name": _STR,
+    "uri": _STR,
+    "url": _STR,
+    "first": _BOOL,
+    "count": _INT,
+    "text": _STR,
+    "level": _STR,
+    "server": _STR,
+    "events": _INT,
+    "messages": _INT,
+    "retry_seen": _BOOL,
+    "unterminated": _STR,
+    "tool": _STR,
 }
 
 
@@ -102,10 +132,14 @@ def _members(obj: dict, name: str, spec: dict[str, frozenset]) -> None:
         if allowed is None:
             continue
         t = type(v)
-        if t not in allowed or (t is int and not _I64_MIN <= v <= _I64_MAX) or (
-                allowed is _HEADERS and not _headers_ok(v)):
-            raise RecordFieldError(f"'{name}.{key}' is {_what(v) if t not in allowed else 'malformed'}, "
-                                   f"not {_EXPECTED[allowed]}")
+        if (
+            t not in allowed
+            or (t is int and not _I64_MIN <= v <= _I64_MAX)
+            or (allowed is _HEADERS and not _headers_ok(v))
+        ):
+            raise RecordFieldError(
+                f"'{name}.{key}' is {_what(v) if t not in allowed else 'malformed'}, not {_EXPECTED[allowed]}"
+            )
 
 
 def _object(obj: dict, name: str, spec: dict[str, frozenset]) -> dict | None:
@@ -118,7 +152,9 @@ def _object(obj: dict, name: str, spec: dict[str, frozenset]) -> dict | None:
     return v
 
 
-def check_envelope(obj: dict) -> tuple[str, str, int | None, bool, bool, dict | None, dict | None, dict | None]:
+def check_envelope(
+    obj: dict,
+) -> tuple[str, str, int | None, bool, bool, dict | None, dict | None, dict | None]:
     """(transport, conn, offset, eol, dir_inferred, http, sse, data) of a stored record, each of its
     type; raises RecordFieldError for the first member that is not."""
     get = obj.get
@@ -132,21 +168,36 @@ def check_envelope(obj: dict) -> tuple[str, str, int | None, bool, bool, dict | 
         conn = str(conn)
     offset = get("offset")
     if offset is not None and not (is_int64(offset) and offset >= 0):
-        raise RecordFieldError(f"'offset' is {_what(offset) if type(offset) is not int else 'negative'}, "
-                               "not a byte offset")
+        raise RecordFieldError(
+            f"'offset' is {_what(offset) if type(offset) is not int else 'negative'}, not a byte offset"
+        )
     eol = get("eol", True)
     if type(eol) is not bool:
         raise RecordFieldError(f"'eol' is {_what(eol)}, not a boolean")
     inferred = get("dir_inferred", False)
     if type(inferred) is not bool:
         raise RecordFieldError(f"'dir_inferred' is {_what(inferred)}, not a boolean")
-    return (transport, conn, offset, eol, inferred, _object(obj, "http", HTTP_MEMBERS),
-            _object(obj, "sse", SSE_MEMBERS), _object(obj, "data", DATA_MEMBERS))
+    return (
+        transport,
+        conn,
+        offset,
+        eol,
+        inferred,
+        _object(obj, "http", HTTP_MEMBERS),
+        _object(obj, "sse", SSE_MEMBERS),
+        _object(obj, "data", DATA_MEMBERS),
+    )
 
 
 HEADER_MEMBERS: dict[str, frozenset] = {
-    "format": _STR, "version": _INT, "tool": _STR, "started": _STR, "transport": _STR, "upstream": _STR,
-    "label": _STR, "redacted": _BOOL,
+    "format": _STR,
+    "version": _INT,
+    "tool": _STR,
+    "started": _STR,
+    "transport": _STR,
+    "upstream": _STR,
+    "label": _STR,
+    "redacted": _BOOL,
 }
 
 
@@ -167,5 +218,6 @@ def check_t_ns(v: Any) -> None:
     """A timestamp: nanoseconds since 1970, so that the difference of two (a latency) is itself a
     64-bit integer, as the summary's and the viewer's tables hold it."""
     if not is_int64(v) or v < 0:
-        raise RecordFieldError(f"'t_ns' is {_what(v) if type(v) is not int else 'negative'}, not a time in "
-                               "nanoseconds")
+        raise RecordFieldError(
+            f"'t_ns' is {_what(v) if type(v) is not int else 'negative'}, not a time in nanoseconds"
+        )

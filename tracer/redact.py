@@ -26,7 +26,8 @@ REDACTED = "<redacted>"
 
 # Words that make a name a credential carrier. "auth" but not "author(s|ed)" (`--author me`).
 _SECRET_WORDS = re.compile(
-    r"(?i)auth(?!or(?:s|ed)?(?![a-z]))|secret|token|key|passw|pwd|session|cookie|signature|credential|bearer")
+    r"(?i)auth(?!or(?:s|ed)?(?![a-z]))|secret|token|key|passw|pwd|session|cookie|signature|credential|bearer"
+)
 # Whole names the pattern misses (as query parameters or long flags).
 _SECRET_EXACT = frozenset({"sig", "pat", "pw", "pass", "code_verifier"})
 # Matches the pattern but is no credential: an auth *challenge*, which the auth rules read.
@@ -179,7 +180,7 @@ def redact_url(url: Any, hasher: SessionHasher | None = None) -> Any:
         user, colon, _pw = m.group(2).partition(":")
         # A userinfo without a password is most often a token (`https://ghp_x@github.com/...`).
         info = f"{user}:{REDACTED}" if colon else REDACTED
-        url = m.group(1) + info + "@" + url[m.end():]
+        url = m.group(1) + info + "@" + url[m.end() :]
     base, hash_mark, fragment = url.partition("#")
     base, qmark, query = base.partition("?")
     if qmark:
@@ -289,8 +290,10 @@ def _redact_json(value: Any, depth: int = 0) -> Any:
     if depth > 50:
         return REDACTED
     if isinstance(value, dict):
-        return {k: REDACTED if is_secret(k) and not isinstance(v, dict | list) else _redact_json(v, depth + 1)
-                for k, v in value.items()}
+        return {
+            k: REDACTED if is_secret(k) and not isinstance(v, dict | list) else _redact_json(v, depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_redact_json(v, depth + 1) for v in value]
     return _redact_word(value) if isinstance(value, str) else value

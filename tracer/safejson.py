@@ -49,7 +49,10 @@ def _tame(value: Any, depth: int) -> Any:
     if depth <= 0:
         return TOO_DEEP.format(MAX_DEPTH)
     if t is dict:
-        return {safe_text(k) if type(k) is str else safe_text(str(k)): _tame(v, depth - 1) for k, v in value.items()}
+        return {
+            safe_text(k) if type(k) is str else safe_text(str(k)): _tame(v, depth - 1)
+            for k, v in value.items()
+        }
     if t is list or t is tuple:
         return [_tame(v, depth - 1) for v in value]
     if isinstance(value, str):  # StrEnum and kin
@@ -66,10 +69,14 @@ def dumps(value: Any, option: int = 0) -> bytes:
         return orjson.dumps(value, option=option)
     except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
         pass
-    text = json.dumps(_tame(value, MAX_DEPTH), ensure_ascii=False, allow_nan=False,
-                      indent=2 if option & orjson.OPT_INDENT_2 else None,
-                      separators=None if option & orjson.OPT_INDENT_2 else (",", ":"),
-                      sort_keys=bool(option & orjson.OPT_SORT_KEYS))
+    text = json.dumps(
+        _tame(value, MAX_DEPTH),
+        ensure_ascii=False,
+        allow_nan=False,
+        indent=2 if option & orjson.OPT_INDENT_2 else None,
+        separators=None if option & orjson.OPT_INDENT_2 else (",", ":"),
+        sort_keys=bool(option & orjson.OPT_SORT_KEYS),
+    )
     out = text.encode("utf-8")
     return out + b"\n" if option & orjson.OPT_APPEND_NEWLINE else out
 

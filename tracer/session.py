@@ -113,7 +113,9 @@ class UsedIds:
 def _digest(value: Any) -> int:
     import hashlib
 
-    return int.from_bytes(hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=8).digest())
+    return int.from_bytes(
+        hashlib.blake2b(repr(value).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    )
 
 
 @dataclass(slots=True, eq=False)
@@ -256,8 +258,12 @@ class Session:
     def compatibility(self) -> str:
         """The session's cell in the spec's compatibility matrix (RULES.md Appendix B)."""
         init, disc = self.init, self.discover
-        if (init is not None and init.error_seq is not None and init.result_seq is None
-                and self.modern_requests > init.modern_before):
+        if (
+            init is not None
+            and init.error_seq is not None
+            and init.result_seq is None
+            and self.modern_requests > init.modern_before
+        ):
             return "modern (2026-07-28; the server rejected an initialize)"
         if init is not None and disc is not None and disc.before_initialize:
             how = f"probe answered with {disc.outcome}" if disc.outcome else "probe unanswered"

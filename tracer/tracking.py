@@ -21,8 +21,9 @@ from tracer.session import FLOW_REQUESTS_CAP, BoundedMap, PendingRequest, Sessio
 MISSING: Any = object()  # a member that is absent (as opposed to present with a null value)
 
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-PAGINATED_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list",
-                               "tasks/list"})
+PAGINATED_METHODS = frozenset(
+    {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "tasks/list"}
+)
 _ANSWERED = ("paired", "after-cancel")  # tracer.pairing.PairStatus values that answer a request
 # The window of each table below, in entries: progress tokens (active ones are a handful; a cancelled
 # request's stays until 1,024 newer ones came), finished tokens, cursors, listens, MRTR rounds and
@@ -146,15 +147,21 @@ class Tracking:
     templates: tuple[str, ...] | None = None
     chains: dict[str, ListChain] = field(default_factory=dict)
     cursors: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # (method, cursor) -> seq
-    progress: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # (dir, token) -> active entry
-    progress_done: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # (dir, token) -> finished
+    progress: BoundedMap = field(
+        default_factory=lambda: BoundedMap(TRACK_CAP)
+    )  # (dir, token) -> active entry
+    progress_done: BoundedMap = field(
+        default_factory=lambda: BoundedMap(TRACK_CAP)
+    )  # (dir, token) -> finished
     log_level: str | None = None  # legacy logging/setLevel (accepted)
     resource_subs: set[str] = field(default_factory=set)  # legacy resources/subscribe
     listens: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # idkey -> Listen
     rounds: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # retry_key -> latest Round
     # (method, requestState) -> Round
     rounds_by_state: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))
-    elicitations: BoundedMap = field(default_factory=lambda: BoundedMap(TRACK_CAP))  # URL elicitationId -> seq
+    elicitations: BoundedMap = field(
+        default_factory=lambda: BoundedMap(TRACK_CAP)
+    )  # URL elicitationId -> seq
     # HTTP flow -> PendingRequest it carried
     flows: BoundedMap = field(default_factory=lambda: BoundedMap(FLOW_REQUESTS_CAP))
     deprecated: set[str] = field(default_factory=set)  # MCP905: features already reported
@@ -245,7 +252,9 @@ def deprecated_uses(m: Analysed) -> list[tuple[str, str, str]]:
         params = value.get("params")
         ctx = params.get("includeContext") if type(params) is dict else None
         if ctx in ("thisServer", "allServers"):
-            out.append(("includeContext", path + ".params.includeContext", f"sampling with includeContext {ctx!r}"))
+            out.append(
+                ("includeContext", path + ".params.includeContext", f"sampling with includeContext {ctx!r}")
+            )
     return out
 
 

@@ -22,8 +22,16 @@ class McpTraceApp(App):
     BINDINGS = [Binding("q", "quit", "Quit"), Binding("ctrl+c", "quit", "Quit", show=False)]
     ENABLE_COMMAND_PALETTE = False
 
-    def __init__(self, path: str | None = None, *, follow: bool = False, fmt: str | None = None,
-                 captures: list[Path] | None = None, directory: str = "", hint: str = "") -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        follow: bool = False,
+        fmt: str | None = None,
+        captures: list[Path] | None = None,
+        directory: str = "",
+        hint: str = "",
+    ) -> None:
         super().__init__()
         self.path = path
         self.follow = follow

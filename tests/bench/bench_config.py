@@ -27,22 +27,31 @@ sys.path.insert(0, str(ROOT))
 CONFIGS = {
     "no config": None,
     "plain config": '[tool.mcptrace]\nignore = ["MCP9"]\nfail-on = "warning"\nformat = "text"\n',
-    "per-file + severity": ('[tool.mcptrace]\nignore = ["MCP9"]\n[tool.mcptrace.per-file-ignores]\n'
-                            '"other/*.jsonl" = ["MCP2"]\n[tool.mcptrace.severity]\nMCP3 = "info"\n'),
+    "per-file + severity": (
+        '[tool.mcptrace]\nignore = ["MCP9"]\n[tool.mcptrace.per-file-ignores]\n'
+        '"other/*.jsonl" = ["MCP2"]\n[tool.mcptrace.severity]\nMCP3 = "info"\n'
+    ),
 }
 
 
 def lint_once(cwd: Path, capture: Path, flags: list[str], env: dict | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tracer", "lint", "--no-progress", "-o", os.devnull, *flags, str(capture)],
-                   cwd=cwd, check=False, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(
+        [sys.executable, "-m", "tracer", "lint", "--no-progress", "-o", os.devnull, *flags, str(capture)],
+        cwd=cwd,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        env=env,
+    )
     return time.perf_counter() - t
 
 
 def tree_at(rev: str, into: Path) -> dict:
     """The environment that runs `python -m tracer` from REV's tracer/ (read with git archive)."""
     into.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "tracer"], check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "tracer"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return {**os.environ, "PYTHONPATH": str(into)}
 
@@ -51,8 +60,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--before", metavar="REV", default="abd0151^",
-                    help="also time lint from this git revision (before the project config); '' to skip")
+    ap.add_argument(
+        "--before",
+        metavar="REV",
+        default="abd0151^",
+        help="also time lint from this git revision (before the project config); '' to skip",
+    )
     a = ap.parse_args()
     from tests.gencapture import generate
 
@@ -67,7 +80,9 @@ def main() -> None:
                 (d / "pyproject.toml").write_text(text)
             dirs[name] = d
         old_env = tree_at(a.before, Path(tmp) / "before") if a.before else None
-        variants = {f"before ({a.before})": (dirs["no config"], ["--ignore", "MCP9"], old_env)} if old_env else {}
+        variants = (
+            {f"before ({a.before})": (dirs["no config"], ["--ignore", "MCP9"], old_env)} if old_env else {}
+        )
         for name, d in dirs.items():
             variants[name] = (d, ["--ignore", "MCP9"] if name == "no config" else [], None)
         best = dict.fromkeys(variants, float("inf"))

@@ -98,8 +98,13 @@ def bench_throughput(messages: int, rounds: int, tmp: Path) -> None:
 def bench_latency(n: int, rounds: int, tmp: Path) -> None:
     runs: dict[str, tuple[list[float], list[float]]] = {"tee": ([], []), "tee --otlp": ([], [])}
     # the receiver in a process of its own: decoding spans must not hold the measuring interpreter
-    rx = subprocess.Popen([sys.executable, "-m", "tests.otlp_receiver"], cwd=ROOT, stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True)
+    rx = subprocess.Popen(
+        [sys.executable, "-m", "tests.otlp_receiver"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     url = rx.stdout.readline().removeprefix("listening on ").strip()
     try:
         for r in range(rounds):
@@ -115,11 +120,15 @@ def bench_latency(n: int, rounds: int, tmp: Path) -> None:
     spans = int(out.split()[-1]) if out.strip() else 0
     med = {k: statistics.median(v[0]) / 1000 for k, v in runs.items()}
     p99 = {k: statistics.median(v[1]) / 1000 for k, v in runs.items()}
-    print(f"(b) latency, {n:,} round trips to tests/servers/echo.py, median of {rounds} runs "
-          f"({spans:,} spans received)")
+    print(
+        f"(b) latency, {n:,} round trips to tests/servers/echo.py, median of {rounds} runs "
+        f"({spans:,} spans received)"
+    )
     for k in runs:
-        print(f"    {k:12} median {med[k]:7.1f} us   p99 {p99[k]:8.1f} us   "
-              f"ratios {med[k] / med['tee']:5.3f} x / {p99[k] / p99['tee']:5.3f} x")
+        print(
+            f"    {k:12} median {med[k]:7.1f} us   p99 {p99[k]:8.1f} us   "
+            f"ratios {med[k] / med['tee']:5.3f} x / {p99[k] / p99['tee']:5.3f} x"
+        )
     print("    target: --otlp within 5% of the plain tee")
 
 

@@ -40,39 +40,112 @@ META = {
     "io.modelcontextprotocol/clientInfo": {"name": "bench-client", "version": "1.0"},
 }
 SERVER_META = {"io.modelcontextprotocol/serverInfo": {"name": "bench-server", "version": "1.0"}}
-TOOLS = [{"name": f"tool_{i}", "description": "A tool", "inputSchema": {"type": "object", "properties": {
-    "q": {"type": "string"}}}} for i in range(5)]
+TOOLS = [
+    {
+        "name": f"tool_{i}",
+        "description": "A tool",
+        "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+    for i in range(5)
+]
 
 
 def legacy_session(conn: str, n_calls: int, rnd: random.Random):
-    yield "c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"roots": {"listChanged": True}},
-        "clientInfo": {"name": "bench-client", "version": "1.0"}}}
-    yield "s2c", {"jsonrpc": "2.0", "id": 0, "result": {
-        "protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}, "logging": {}},
-        "serverInfo": {"name": "bench-server", "version": "1.0"}}}
+    yield (
+        "c2s",
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"roots": {"listChanged": True}},
+                "clientInfo": {"name": "bench-client", "version": "1.0"},
+            },
+        },
+    )
+    yield (
+        "s2c",
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+                "serverInfo": {"name": "bench-server", "version": "1.0"},
+            },
+        },
+    )
     yield "c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}
     yield "c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     yield "s2c", {"jsonrpc": "2.0", "id": 1, "result": {"tools": TOOLS}}
     for i in range(n_calls):
-        yield "c2s", {"jsonrpc": "2.0", "id": i + 2, "method": "tools/call", "params": {
-            "name": f"tool_{i % 5}", "arguments": {"q": "x" * rnd.randint(5, 60)}}}
-        yield "s2c", {"jsonrpc": "2.0", "id": i + 2, "result": {
-            "content": [{"type": "text", "text": "result " * rnd.randint(1, 20)}], "isError": False}}
+        yield (
+            "c2s",
+            {
+                "jsonrpc": "2.0",
+                "id": i + 2,
+                "method": "tools/call",
+                "params": {"name": f"tool_{i % 5}", "arguments": {"q": "x" * rnd.randint(5, 60)}},
+            },
+        )
+        yield (
+            "s2c",
+            {
+                "jsonrpc": "2.0",
+                "id": i + 2,
+                "result": {
+                    "content": [{"type": "text", "text": "result " * rnd.randint(1, 20)}],
+                    "isError": False,
+                },
+            },
+        )
 
 
 def modern_session(conn: str, n_calls: int, rnd: random.Random):
     yield "c2s", {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}
-    yield "s2c", {"jsonrpc": "2.0", "id": 1, "result": {
-        "resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-        "serverInfo": {"name": "bench-server", "version": "1.0"}, "ttlMs": 60000, "cacheScope": "public",
-        "_meta": SERVER_META}}
+    yield (
+        "s2c",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {
+                "resultType": "complete",
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bench-server", "version": "1.0"},
+                "ttlMs": 60000,
+                "cacheScope": "public",
+                "_meta": SERVER_META,
+            },
+        },
+    )
     for i in range(n_calls):
-        yield "c2s", {"jsonrpc": "2.0", "id": i + 2, "method": "tools/call", "params": {
-            "name": f"tool_{i % 5}", "arguments": {"q": "y" * rnd.randint(5, 60)}, "_meta": META}}
-        yield "s2c", {"jsonrpc": "2.0", "id": i + 2, "result": {
-            "resultType": "complete", "content": [{"type": "text", "text": "ok " * rnd.randint(1, 20)}],
-            "_meta": SERVER_META}}
+        yield (
+            "c2s",
+            {
+                "jsonrpc": "2.0",
+                "id": i + 2,
+                "method": "tools/call",
+                "params": {
+                    "name": f"tool_{i % 5}",
+                    "arguments": {"q": "y" * rnd.randint(5, 60)},
+                    "_meta": META,
+                },
+            },
+        )
+        yield (
+            "s2c",
+            {
+                "jsonrpc": "2.0",
+                "id": i + 2,
+                "result": {
+                    "resultType": "complete",
+                    "content": [{"type": "text", "text": "ok " * rnd.randint(1, 20)}],
+                    "_meta": SERVER_META,
+                },
+            },
+        )
 
 
 def generate(path: Path, messages: int, seed: int = 7) -> int:
@@ -83,8 +156,19 @@ def generate(path: Path, messages: int, seed: int = 7) -> int:
     written = 0
     session = 0
     with open(path, "wb") as fh:
-        fh.write(orjson.dumps({"type": "header", "format": "mcptrace", "version": 1, "tool": "bench",
-                               "transport": "stdio", "t_ns": T0}) + b"\n")
+        fh.write(
+            orjson.dumps(
+                {
+                    "type": "header",
+                    "format": "mcptrace",
+                    "version": 1,
+                    "tool": "bench",
+                    "transport": "stdio",
+                    "t_ns": T0,
+                }
+            )
+            + b"\n"
+        )
         while written < messages:
             session += 1
             conn = f"c{session}"
@@ -93,14 +177,37 @@ def generate(path: Path, messages: int, seed: int = 7) -> int:
             for d, obj in gen(conn, n_calls, rnd):
                 seq += 1
                 t += rnd.randint(50_000, 5_000_000)
-                fh.write(orjson.dumps({"type": "message", "seq": seq, "t_ns": t, "dir": d, "transport": "stdio",
-                                       "conn": conn, "text": orjson.dumps(obj).decode()}) + b"\n")
+                fh.write(
+                    orjson.dumps(
+                        {
+                            "type": "message",
+                            "seq": seq,
+                            "t_ns": t,
+                            "dir": d,
+                            "transport": "stdio",
+                            "conn": conn,
+                            "text": orjson.dumps(obj).decode(),
+                        }
+                    )
+                    + b"\n"
+                )
                 written += 1
                 if written >= messages:
                     break
             seq += 1
-            fh.write(orjson.dumps({"type": "event", "seq": seq, "t_ns": t, "transport": "stdio", "conn": conn,
-                                   "data": {"event": "closed"}}) + b"\n")
+            fh.write(
+                orjson.dumps(
+                    {
+                        "type": "event",
+                        "seq": seq,
+                        "t_ns": t,
+                        "transport": "stdio",
+                        "conn": conn,
+                        "data": {"event": "closed"},
+                    }
+                )
+                + b"\n"
+            )
     return written
 
 
@@ -121,7 +228,9 @@ print(f"{{stats.messages}} {{dt}} {{rss}} {{stats.findings}}")
 """
 
 
-def run_lint(path: Path, select: list[str] | None, ignore: list[str] | None = None) -> tuple[int, float, float, int]:
+def run_lint(
+    path: Path, select: list[str] | None, ignore: list[str] | None = None
+) -> tuple[int, float, float, int]:
     code = LINT_CHILD.format(root=str(ROOT), path=str(path), select=select, ignore=ignore)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     n, dt, rss, findings = out.split()
@@ -142,8 +251,12 @@ def baseline(path: Path, sample: int) -> tuple[float, float, float]:
     from tracer.rules.schema import schema_target
     from tracer.schemas import load_schema
 
-    rule_for = {Kind.REQUEST: REGISTRY["MCP150"].fn, Kind.NOTIFICATION: REGISTRY["MCP150"].fn,
-                Kind.RESULT: REGISTRY["MCP151"].fn, Kind.ERROR: REGISTRY["MCP152"].fn}
+    rule_for = {
+        Kind.REQUEST: REGISTRY["MCP150"].fn,
+        Kind.NOTIFICATION: REGISTRY["MCP150"].fn,
+        Kind.RESULT: REGISTRY["MCP151"].fn,
+        Kind.ERROR: REGISTRY["MCP152"].fn,
+    }
     registries = {}
     validators = {}
     work = []
@@ -193,9 +306,12 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=1_000_000)
     ap.add_argument("--select", action="append", help="rule ids/prefixes (default: all rules)")
     ap.add_argument("--baseline-sample", type=int, default=5_000)
-    ap.add_argument("--issue2", action="store_true",
-                    help="also measure issue #2's rule families (MCP1xx, MCP2xx, MCP301-315, MCP320-321, "
-                         "MCP350-361, MCP401-410), with and without the schema rules")
+    ap.add_argument(
+        "--issue2",
+        action="store_true",
+        help="also measure issue #2's rule families (MCP1xx, MCP2xx, MCP301-315, MCP320-321, "
+        "MCP350-361, MCP401-410), with and without the schema rules",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated captures")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mcptrace-bench-"))
@@ -216,21 +332,35 @@ def main() -> None:
     base, ours, check_us = baseline(big, args.baseline_sample)
     rate, rate_off, rate_only = n_big / dt_big, n_off / dt_off, n_only / dt_only
     label = "all rules" if not args.select else ",".join(args.select)
-    print(f"mcptrace lint ({label}, schema on): {rate:,.0f} messages/s ({n_big:,} in {dt_big:.1f}s), "
-          f"{findings} findings")
-    print(f"mcptrace lint ({label} but MCP150-MCP152): {rate_off:,.0f} messages/s; the schema check alone, "
-          f"measured directly (dispatch + jsonschema-rs on the parsed message): {check_us:.1f} us/message")
-    print(f"mcptrace lint (MCP150-MCP152 only: parse, classify, pair, era, schema): {rate_only:,.0f} messages/s")
+    print(
+        f"mcptrace lint ({label}, schema on): {rate:,.0f} messages/s ({n_big:,} in {dt_big:.1f}s), "
+        f"{findings} findings"
+    )
+    print(
+        f"mcptrace lint ({label} but MCP150-MCP152): {rate_off:,.0f} messages/s; the schema check alone, "
+        f"measured directly (dispatch + jsonschema-rs on the parsed message): {check_us:.1f} us/message"
+    )
+    print(
+        f"mcptrace lint (MCP150-MCP152 only: parse, classify, pair, era, schema): {rate_only:,.0f} messages/s"
+    )
     if args.issue2:
-        print(f"mcptrace lint (issue #2 families, schema on): {n_i2 / dt_i2:,.0f} messages/s "
-              f"({n_i2:,} in {dt_i2:.1f}s), {findings_i2} findings, peak RSS {rss_i2:.0f} MB")
+        print(
+            f"mcptrace lint (issue #2 families, schema on): {n_i2 / dt_i2:,.0f} messages/s "
+            f"({n_i2:,} in {dt_i2:.1f}s), {findings_i2} findings, peak RSS {rss_i2:.0f} MB"
+        )
         print(f"mcptrace lint (issue #2 families but MCP150-MCP152): {n_i2off / dt_i2off:,.0f} messages/s")
-    print(f"peak RSS: {rss_big:.0f} MB at {n_big:,} messages, {rss_small:.0f} MB at {n_small:,} "
-          f"(growth x{rss_big / rss_small:.2f} for x{n_big / max(n_small, 1):.0f} messages)")
-    print(f"baseline json.loads + jsonschema, same definitions: {base:,.0f} messages/s "
-          f"(sample of {args.baseline_sample:,}); orjson.loads + mcptrace's schema rule on that sample: "
-          f"{ours:,.0f} messages/s ({ours / base:.0f}x)")
-    print(f"ratio lint ({label}) / baseline: {rate / base:.1f}x; schema-only lint / baseline: {rate_only / base:.1f}x")
+    print(
+        f"peak RSS: {rss_big:.0f} MB at {n_big:,} messages, {rss_small:.0f} MB at {n_small:,} "
+        f"(growth x{rss_big / rss_small:.2f} for x{n_big / max(n_small, 1):.0f} messages)"
+    )
+    print(
+        f"baseline json.loads + jsonschema, same definitions: {base:,.0f} messages/s "
+        f"(sample of {args.baseline_sample:,}); orjson.loads + mcptrace's schema rule on that sample: "
+        f"{ours:,.0f} messages/s ({ours / base:.0f}x)"
+    )
+    print(
+        f"ratio lint ({label}) / baseline: {rate / base:.1f}x; schema-only lint / baseline: {rate_only / base:.1f}x"
+    )
     if not args.keep:
         for p in (big, small):
             os.unlink(p)

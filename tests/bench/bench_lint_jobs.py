@@ -36,8 +36,24 @@ from bench_lint import generate  # noqa: E402
 
 def lint_wall(path: Path, jobs: int) -> float:
     t = time.perf_counter()
-    rc = subprocess.run([sys.executable, "-m", "tracer", "lint", "--no-config", "--no-progress", "--jobs",
-                         str(jobs), "--format", "json", "-o", os.devnull, str(path)], cwd=ROOT).returncode
+    rc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracer",
+            "lint",
+            "--no-config",
+            "--no-progress",
+            "--jobs",
+            str(jobs),
+            "--format",
+            "json",
+            "-o",
+            os.devnull,
+            str(path),
+        ],
+        cwd=ROOT,
+    ).returncode
     if rc not in (0, 1):
         raise SystemExit(f"lint --jobs {jobs} failed: exit {rc}")
     return time.perf_counter() - t
@@ -71,8 +87,10 @@ def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float]]:
         out.flush()
         shards.append(time.process_time() - c)
     if Drop.redo is not None:
-        print(f"the shards stopped at line {Drop.redo:,}: sessions share facts there, so lint re-runs the file "
-              "in one process (tracer.parallel)")
+        print(
+            f"the shards stopped at line {Drop.redo:,}: sessions share facts there, so lint re-runs the file "
+            "in one process (tracer.parallel)"
+        )
     return whole, shards
 
 
@@ -89,11 +107,15 @@ def profile(path: Path, messages: int, top: int = 25) -> None:
     st = pstats.Stats(prof)
     total = sum(v[2] for v in st.stats.values())  # own time of everything (profiler overhead included)
     rows = sorted(st.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:top]
-    print(f"profile (cProfile inflates small calls): {total / messages * 1e6:.1f} us/message in all; by own time:")
+    print(
+        f"profile (cProfile inflates small calls): {total / messages * 1e6:.1f} us/message in all; by own time:"
+    )
     for (file, line, fn), (_cc, calls, own, cum, _) in rows:
         where = f"{Path(file).parent.name}/{Path(file).name}:{line}" if line else file
-        print(f"  {own / messages * 1e6:6.2f} us/msg own  {cum / messages * 1e6:6.2f} cum  "
-              f"{calls / messages:5.2f} calls/msg  {fn}  ({where})")
+        print(
+            f"  {own / messages * 1e6:6.2f} us/msg own  {cum / messages * 1e6:6.2f} cum  "
+            f"{calls / messages:5.2f} calls/msg  {fn}  ({where})"
+        )
 
 
 def main() -> None:
@@ -106,19 +128,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mcptrace-bench-jobs-") as tmp:
         path = Path(tmp) / "sessions.jsonl"
         n = generate(path, args.messages)
-        print(f"{n:,} messages, {path.stat().st_size / 1e6:.0f} MB, sessions of both eras; {os.cpu_count()} cores; "
-              f"load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"{n:,} messages, {path.stat().st_size / 1e6:.0f} MB, sessions of both eras; {os.cpu_count()} cores; "
+            f"load average {os.getloadavg()[0]:.1f}"
+        )
         one, many = [], []
         for r in range(args.rounds):
             one.append(lint_wall(path, 1))
             many.append(lint_wall(path, args.jobs))
-            print(f"round {r + 1}: --jobs 1 {one[-1]:.1f}s ({n / one[-1]:,.0f} msg/s), --jobs {args.jobs} "
-                  f"{many[-1]:.1f}s ({n / many[-1]:,.0f} msg/s): x{one[-1] / many[-1]:.2f}")
-        print(f"median: --jobs {args.jobs} / --jobs 1 throughput x{statistics.median(one) / statistics.median(many):.2f}"
-              f" (load average now {os.getloadavg()[0]:.1f})")
+            print(
+                f"round {r + 1}: --jobs 1 {one[-1]:.1f}s ({n / one[-1]:,.0f} msg/s), --jobs {args.jobs} "
+                f"{many[-1]:.1f}s ({n / many[-1]:,.0f} msg/s): x{one[-1] / many[-1]:.2f}"
+            )
+        print(
+            f"median: --jobs {args.jobs} / --jobs 1 throughput x{statistics.median(one) / statistics.median(many):.2f}"
+            f" (load average now {os.getloadavg()[0]:.1f})"
+        )
         whole, shards = shard_cpu(path, args.jobs)
-        print(f"work split: one process {whole:.1f} CPU s; shards {', '.join(f'{s:.1f}' for s in shards)} CPU s: "
-              f"x{whole / max(shards):.2f} on {args.jobs} free cores (each shard reads the whole file)")
+        print(
+            f"work split: one process {whole:.1f} CPU s; shards {', '.join(f'{s:.1f}' for s in shards)} CPU s: "
+            f"x{whole / max(shards):.2f} on {args.jobs} free cores (each shard reads the whole file)"
+        )
         if args.profile:
             profile(path, n)
 

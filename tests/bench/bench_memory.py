@@ -65,8 +65,10 @@ def capture(directory: Path, mode: str, size: int) -> Path:
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")  # (two runs at once write their own)
         # written by a child: a forked child's peak RSS starts at its parent's, so this process stays small
-        code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]; import longsession; "
-                f"longsession.{'write_hostlog' if mode.startswith('hostlog') else 'write'}({str(tmp)!r}, {mode!r}, {size})")
+        code = (
+            f"import sys; sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests')!r}]; import longsession; "
+            f"longsession.{'write_hostlog' if mode.startswith('hostlog') else 'write'}({str(tmp)!r}, {mode!r}, {size})"
+        )
         subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
         tmp.rename(path)
     return path
@@ -75,9 +77,12 @@ def capture(directory: Path, mode: str, size: int) -> Path:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="50000,200000,1000000")
-    p.add_argument("--modes", default=",".join(longsession.MODES),
-                   help="of tests/longsession.py, and hostlog-legacy / hostlog-modern: the stdio session "
-                        "as a host's log file (lint only)")
+    p.add_argument(
+        "--modes",
+        default=",".join(longsession.MODES),
+        help="of tests/longsession.py, and hostlog-legacy / hostlog-modern: the stdio session "
+        "as a host's log file (lint only)",
+    )
     p.add_argument("--dir", default="/tmp/mcptrace-bench-memory")
     p.add_argument("--select", default="", help="rule ids or prefixes for lint (default: all)")
     p.add_argument("--no-live", action="store_true")
@@ -88,7 +93,9 @@ def main() -> None:
     py = sys.executable
     select = ["--select", a.select] if a.select else []
     rules = f"select_rules({a.select.split(',')!r})" if a.select else "None"
-    print(f"{'mode':<14}{'messages':>10}{'lint MB':>10}{'ratio':>7}{'live MB':>10}{'ratio':>7}  largest tables (live)")
+    print(
+        f"{'mode':<14}{'messages':>10}{'lint MB':>10}{'ratio':>7}{'live MB':>10}{'ratio':>7}  largest tables (live)"
+    )
     for mode in a.modes.split(","):
         base_lint = base_live = None
         for size in sizes:
@@ -98,7 +105,9 @@ def main() -> None:
             base_lint = base_lint or lint_mb
             live = ""
             if not a.no_live and not mode.startswith("hostlog"):
-                code = LIVE.format(root=str(ROOT), tests=str(ROOT / "tests"), rules=rules, mode=mode, size=size)
+                code = LIVE.format(
+                    root=str(ROOT), tests=str(ROOT / "tests"), rules=rules, mode=mode, size=size
+                )
                 live_mb, out = peak_rss_mb([py, "-c", code])
                 base_live = base_live or live_mb
                 tables = " ".join(sorted(out.split()[1:], key=lambda kv: -int(kv.rsplit("=", 1)[1]))[:4])

@@ -18,7 +18,9 @@ from tests.replay_support import recording, req, res
 from tracer.mock.engine import MockServer
 from tracer.mock.http import MockHttpServer
 
-INIT = req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}})
+INIT = req(
+    1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}}
+)
 
 
 def rss_mb() -> float:
@@ -34,8 +36,10 @@ async def flood(port: int, n: int, body: bytes, sid: bool) -> dict:
     statuses: Counter = Counter()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     for i in range(n):
-        head = (f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n")
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n"
+        )
         if sid:
             head += f"Mcp-Session-Id: bogus-{i}\r\n"
         writer.write((head + "\r\n").encode() + body)
@@ -52,13 +56,19 @@ async def flood(port: int, n: int, body: bytes, sid: bool) -> dict:
 
 
 async def main(n: int) -> None:
-    rec = recording(("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
-                    ("c2s", req(2, "tools/list")), ("s2c", res(2, {"tools": []})))
+    rec = recording(
+        ("c2s", INIT),
+        ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
+        ("c2s", req(2, "tools/list")),
+        ("s2c", res(2, {"tools": []})),
+    )
     srv = MockHttpServer(MockServer(rec), "127.0.0.1", 0)
     _, port = await srv.start()
     print(f"start: {rss_mb():.0f} MB")
     got = await flood(port, n, json.dumps(req(2, "tools/list")).encode(), sid=True)
-    print(f"after {n} bogus session ids: {rss_mb():.0f} MB, {len(srv.sessions)} sessions, statuses {dict(got)}")
+    print(
+        f"after {n} bogus session ids: {rss_mb():.0f} MB, {len(srv.sessions)} sessions, statuses {dict(got)}"
+    )
     got = await flood(port, n, json.dumps(INIT).encode(), sid=False)
     print(f"after {n} initialize: {rss_mb():.0f} MB, {len(srv.sessions)} sessions, statuses {dict(got)}")
     await srv.close()

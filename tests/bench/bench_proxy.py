@@ -45,13 +45,22 @@ sys.path.insert(0, str(ROOT))
 
 from tests.proxy_peers import MITMDUMP, _Lines, _stop, free_port  # noqa: E402
 
-REQUEST = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},'
-           b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}')
+REQUEST = (
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},'
+    b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+)
 STREAM_REQUEST = REQUEST.replace(b'"name":"echo"', b'"name":"stream"')  # answered with SSE
-RESULT = (b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"hi"}],'
-          b'"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1"}}}}')
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-           "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}
+RESULT = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"hi"}],'
+    b'"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1"}}}}'
+)
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "echo",
+}
 
 
 # -- the upstream: a minimal HTTP/1.1 server, so the proxy is what is measured ------------------------
@@ -63,24 +72,37 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fir
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
             path = lines[0].split(" ")[1]
-            length = next((int(v) for k, _, v in (ln.partition(":") for ln in lines[1:])
-                           if k.strip().lower() == "content-length"), 0)
+            length = next(
+                (
+                    int(v)
+                    for k, _, v in (ln.partition(":") for ln in lines[1:])
+                    if k.strip().lower() == "content-length"
+                ),
+                0,
+            )
             body = await reader.readexactly(length) if length else b""
             # (by body, not path: mcphawk forwards every request to the one upstream URL)
             if path.startswith("/sse") or b'"name":"stream"' in body:
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-                             b"x-accel-buffering: no\r\ntransfer-encoding: chunked\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
+                    b"x-accel-buffering: no\r\ntransfer-encoding: chunked\r\n\r\n"
+                )
                 await writer.drain()
                 await asyncio.sleep(first_event_s)
-                for event in (b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":'
-                              b'{"progressToken":1,"progress":1}}\n\n', b"data: " + RESULT + b"\n\n"):
+                for event in (
+                    b'data: {"jsonrpc":"2.0","method":"notifications/progress","params":'
+                    b'{"progressToken":1,"progress":1}}\n\n',
+                    b"data: " + RESULT + b"\n\n",
+                ):
                     writer.write(b"%x\r\n%s\r\n" % (len(event), event))
                     await writer.drain()
                     await asyncio.sleep(first_event_s)
                 writer.write(b"0\r\n\r\n")
             else:
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
-                             % (len(RESULT), RESULT))
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                    % (len(RESULT), RESULT)
+                )
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass
@@ -97,36 +119,93 @@ def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tupl
     procs = []
     urls = {"direct": target + "/mcp"}
     pids: dict[str, int | None] = {"direct": None}
-    for name, extra in (("mitmdump", []),
-                        ("mitmdump streaming", ["--set", "stream_large_bodies=1"]),
-                        ("mitmdump + addon", ["-s", str(ROOT / "addons" / "mcp_capture.py"),
-                                              "--set", f"mcptrace_output={tmp / 'addon.jsonl'}"])):
+    for name, extra in (
+        ("mitmdump", []),
+        ("mitmdump streaming", ["--set", "stream_large_bodies=1"]),
+        (
+            "mitmdump + addon",
+            [
+                "-s",
+                str(ROOT / "addons" / "mcp_capture.py"),
+                "--set",
+                f"mcptrace_output={tmp / 'addon.jsonl'}",
+            ],
+        ),
+    ):
         port = free_port()
-        p = subprocess.Popen([str(MITMDUMP), "-q", "--mode", f"reverse:{target}", "--listen-host", "127.0.0.1",
-                              "--listen-port", str(port), *extra], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [
+                str(MITMDUMP),
+                "-q",
+                "--mode",
+                f"reverse:{target}",
+                "--listen-host",
+                "127.0.0.1",
+                "--listen-port",
+                str(port),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(p)
         urls[name] = f"http://127.0.0.1:{port}/mcp"
         pids[name] = p.pid
-    p = subprocess.Popen([sys.executable, "-m", "tracer", "proxy", "--upstream", target + "/mcp", "--listen",
-                          "127.0.0.1:0", "-o", str(tmp / "proxy.jsonl"), "--no-ui"], cwd=ROOT,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracer",
+            "proxy",
+            "--upstream",
+            target + "/mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "-o",
+            str(tmp / "proxy.jsonl"),
+            "--no-ui",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     procs.append(p)
-    urls["mcptrace proxy"] = _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+)", "proxy").group(1)
+    urls["mcptrace proxy"] = (
+        _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+)", "proxy").group(1)
+    )
     pids["mcptrace proxy"] = p.pid
     if peers["mcphawk"].exists():
         env = {**os.environ, "HOME": str(tmp / "mcphawk-home")}  # (its database: not the user's)
         port = free_port()
-        p = subprocess.Popen([str(peers["mcphawk"]), "proxy", "--target", target + "/mcp", "--port", str(port)],
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.Popen(
+            [str(peers["mcphawk"]), "proxy", "--target", target + "/mcp", "--port", str(port)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         procs.append(p)
-        urls["mcphawk 1.0.0"] = _Lines(p.stdout).wait_for(r"Point your client at: (http://\S+)", "mcphawk").group(1)
+        urls["mcphawk 1.0.0"] = (
+            _Lines(p.stdout).wait_for(r"Point your client at: (http://\S+)", "mcphawk").group(1)
+        )
         pids["mcphawk 1.0.0"] = p.pid
     if peers["mcp-recorder"].exists():
         port = free_port()
-        p = subprocess.Popen([str(peers["mcp-recorder"]), "record", "--target", target + "/mcp", "--port", str(port),
-                              "--output", str(tmp / "cassette.json")], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [
+                str(peers["mcp-recorder"]),
+                "record",
+                "--target",
+                target + "/mcp",
+                "--port",
+                str(port),
+                "--output",
+                str(tmp / "cassette.json"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         procs.append(p)
         urls["mcp-recorder 0.5.0"] = f"http://127.0.0.1:{port}/mcp"
         pids["mcp-recorder 0.5.0"] = p.pid
@@ -185,13 +264,17 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=60, help="JSON requests per configuration per round")
     ap.add_argument("--rounds", type=int, default=12)
-    ap.add_argument("--first-event-ms", type=float, default=150.0, help="upstream delay before each SSE event")
+    ap.add_argument(
+        "--first-event-ms", type=float, default=150.0, help="upstream delay before each SSE event"
+    )
     ap.add_argument("--mcphawk", type=Path, default=Path("/tmp/benchvenv/bin/mcphawk"))
     ap.add_argument("--mcp-recorder", type=Path, default=Path("/tmp/benchvenv-recorder/bin/mcp-recorder"))
     args = ap.parse_args()
     peers = {"mcphawk": args.mcphawk, "mcp-recorder": args.mcp_recorder}
     port = free_port()
-    server = await asyncio.start_server(lambda r, w: _serve(r, w, args.first_event_ms / 1000), "127.0.0.1", port)
+    server = await asyncio.start_server(
+        lambda r, w: _serve(r, w, args.first_event_ms / 1000), "127.0.0.1", port
+    )
     with tempfile.TemporaryDirectory() as d:
         urls, procs, pids = start_proxies(port, Path(d), peers)
         try:
@@ -203,7 +286,7 @@ async def main() -> None:
                 cpu = dict.fromkeys(urls, 0.0)
                 names = list(urls)
                 for i in range(args.rounds):
-                    order = names[i % len(names):] + names[:i % len(names)]  # each starts a round in turn
+                    order = names[i % len(names) :] + names[: i % len(names)]  # each starts a round in turn
                     for name in order:
                         await json_latencies(client, urls[name], 20)  # warm the connection path
                         before = cpu_s(pids[name])
@@ -218,29 +301,39 @@ async def main() -> None:
     await server.wait_closed()
 
     direct = statistics.median(lat["direct"])
-    print(f"request latency, {args.rounds} x {args.requests} JSON POSTs per configuration (loopback, keep-alive)")
+    print(
+        f"request latency, {args.rounds} x {args.requests} JSON POSTs per configuration (loopback, keep-alive)"
+    )
     for name in urls:
         med = statistics.median(lat[name])
         own = f"   proxy CPU {1000 * cpu[name] / len(lat[name]):5.2f} ms/request" if pids[name] else ""
-        print(f"  {name:<20} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms   "
-              f"{med / direct:5.2f}x direct{own}")
+        print(
+            f"  {name:<20} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms   "
+            f"{med / direct:5.2f}x direct{own}"
+        )
     ours = statistics.median(lat["mcptrace proxy"]) / direct
     others = {n: statistics.median(lat[n]) / direct for n in urls if n not in ("direct", "mcptrace proxy")}
     best = min(others, key=others.get)
-    print(f"  mcptrace proxy {ours:.2f}x direct (target <= 5x); best other proxy: {best} {others[best]:.2f}x "
-          f"({'below every other' if ours < others[best] else 'NOT below every other'})")
+    print(
+        f"  mcptrace proxy {ours:.2f}x direct (target <= 5x); best other proxy: {best} {others[best]:.2f}x "
+        f"({'below every other' if ours < others[best] else 'NOT below every other'})"
+    )
     print(f"  mitmdump + addon / stock mitmdump: {others['mitmdump + addon'] / others['mitmdump']:.2f}x")
     for peer, path in peers.items():
         if not path.exists():
             print(f"  ({peer} not measured: {path} is not installed; see the header of this script)")
-    print(f"\nfirst SSE event, upstream sends it {args.first_event_ms:.0f} ms after the head "
-          f"({args.rounds} streams each)")
+    print(
+        f"\nfirst SSE event, upstream sends it {args.first_event_ms:.0f} ms after the head "
+        f"({args.rounds} streams each)"
+    )
     sse_direct = statistics.median(first["direct"])
     for name in urls:
         med = statistics.median(first[name])
         print(f"  {name:<20} median {1000 * med:7.1f} ms   added {1000 * (med - sse_direct):+7.2f} ms")
-    print("  (target for mcptrace proxy: within 2 ms of direct; stock mitmdump buffers SSE, mitmproxy#4469;\n"
-          "   'mitmdump streaming' is mitmproxy streaming every body itself, without the addon)")
+    print(
+        "  (target for mcptrace proxy: within 2 ms of direct; stock mitmdump buffers SSE, mitmproxy#4469;\n"
+        "   'mitmdump streaming' is mitmproxy streaming every body itself, without the addon)"
+    )
 
 
 def addon_cpu(n: int = 2000) -> None:
@@ -269,8 +362,11 @@ def addon_cpu(n: int = 2000) -> None:
                     exchange(addon, f)
                 per = (time.perf_counter() - t) / n * 1e6
                 addon.done()
-        what = "capture + live analysis for annotations (mitmdump -s default)" if annotate else \
-            "capture only (mcptrace proxy)"
+        what = (
+            "capture + live analysis for annotations (mitmdump -s default)"
+            if annotate
+            else "capture only (mcptrace proxy)"
+        )
         print(f"  {what:<62} {per:7.1f} us")
 
 

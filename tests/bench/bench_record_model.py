@@ -10,7 +10,6 @@ it is importable, a msgspec Struct (msgspec is not a dependency: run this with a
 has it to see its figure).
 """
 
-
 import argparse
 import io
 import sys
@@ -26,14 +25,35 @@ from tracer.capture import read_capture
 from tracer.recordmodel import check_envelope
 
 TEXT = '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"q":"hello"}}}'
-PLAIN = {"type": "message", "seq": 1, "t_ns": 1_780_000_000_000_000_000, "dir": "c2s", "transport": "stdio",
-         "conn": "0", "text": TEXT}
-HTTP = {**PLAIN, "transport": "http", "conn": "127.0.0.1→h/mcp",
-        "http": {"method": "POST", "url": "http://h/mcp", "flow": "f-1", "status": 200,
-                 "req_headers": [["content-type", "application/json"], ["accept", "application/json, text/event-stream"],
-                                 ["mcp-protocol-version", "2026-07-28"], ["mcp-method", "tools/call"]],
-                 "request_t_ns": 1_780_000_000_000_000_000, "content_type": "application/json",
-                 "resp_headers": [["content-type", "application/json"]]}}
+PLAIN = {
+    "type": "message",
+    "seq": 1,
+    "t_ns": 1_780_000_000_000_000_000,
+    "dir": "c2s",
+    "transport": "stdio",
+    "conn": "0",
+    "text": TEXT,
+}
+HTTP = {
+    **PLAIN,
+    "transport": "http",
+    "conn": "127.0.0.1→h/mcp",
+    "http": {
+        "method": "POST",
+        "url": "http://h/mcp",
+        "flow": "f-1",
+        "status": 200,
+        "req_headers": [
+            ["content-type", "application/json"],
+            ["accept", "application/json, text/event-stream"],
+            ["mcp-protocol-version", "2026-07-28"],
+            ["mcp-method", "tools/call"],
+        ],
+        "request_t_ns": 1_780_000_000_000_000_000,
+        "content_type": "application/json",
+        "resp_headers": [["content-type", "application/json"]],
+    },
+}
 
 
 def _rate(fn, n: int) -> float:
@@ -120,8 +140,10 @@ def main() -> int:
     print(f"read_capture, HTTP messages (general path):     {r_http:12,.0f} records/s")
     objs = [orjson.loads(orjson.dumps(HTTP)) for _ in range(min(n, 50_000))]
     m = len(objs)
-    checks: list[tuple[str, Any]] = [("hand-written (tracer/recordmodel.py)", check_envelope),
-                                     ("pydantic 2 model", pydantic_check())]
+    checks: list[tuple[str, Any]] = [
+        ("hand-written (tracer/recordmodel.py)", check_envelope),
+        ("pydantic 2 model", pydantic_check()),
+    ]
     ms = msgspec_check()
     if ms is not None:
         checks.append(("msgspec Struct (convert)", ms))
@@ -129,7 +151,9 @@ def main() -> int:
     for name, fn in checks:
         rate = _rate(lambda fn=fn: [fn(o) for o in objs], m)
         base = base or rate
-        print(f"envelope check of an HTTP record, {name:<38} {rate:12,.0f} /s  ({base / rate:4.1f}x the time)")
+        print(
+            f"envelope check of an HTTP record, {name:<38} {rate:12,.0f} /s  ({base / rate:4.1f}x the time)"
+        )
     if ms is None:
         print("(msgspec not importable here: run with an interpreter that has it for its figure)")
     return 0

@@ -36,23 +36,74 @@ from tracer.replay.script import plan  # noqa: E402
 
 def session(n: int, rnd: random.Random) -> list[Record]:
     msgs = [
-        ("c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}),
-        ("s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                                                       "serverInfo": {"name": "bench", "version": "1"}}}),
+        (
+            "c2s",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        ),
+        (
+            "s2c",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        ),
         ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ]
     for i in range(1, n + 1):
         args = {"city": f"city-{rnd.randint(0, n)}", "days": rnd.randint(1, 9)}
-        msgs.append(("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                             "params": {"name": f"tool_{i % 7}", "arguments": args}}))
+        msgs.append(
+            (
+                "c2s",
+                {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "method": "tools/call",
+                    "params": {"name": f"tool_{i % 7}", "arguments": args},
+                },
+            )
+        )
         if i % 5 == 0:
-            msgs.append(("s2c", {"jsonrpc": "2.0", "method": "notifications/message",
-                                 "params": {"level": "info", "data": f"working on {i}"}}))
-        msgs.append(("s2c", {"jsonrpc": "2.0", "id": i, "result": {
-            "content": [{"type": "text", "text": "sunny " * rnd.randint(1, 30)}], "isError": False}}))
-    return [Record(RecordType.MESSAGE, seq=k, t_ns=k, dir=Direction(d), raw=orjson.dumps(o), conn="0", line=k + 1)
-            for k, (d, o) in enumerate(msgs, start=1)]
+            msgs.append(
+                (
+                    "s2c",
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/message",
+                        "params": {"level": "info", "data": f"working on {i}"},
+                    },
+                )
+            )
+        msgs.append(
+            (
+                "s2c",
+                {
+                    "jsonrpc": "2.0",
+                    "id": i,
+                    "result": {
+                        "content": [{"type": "text", "text": "sunny " * rnd.randint(1, 30)}],
+                        "isError": False,
+                    },
+                },
+            )
+        )
+    return [
+        Record(RecordType.MESSAGE, seq=k, t_ns=k, dir=Direction(d), raw=orjson.dumps(o), conn="0", line=k + 1)
+        for k, (d, o) in enumerate(msgs, start=1)
+    ]
 
 
 def best_of(rounds: int, fn) -> float:
@@ -116,8 +167,22 @@ def bench_end_to_end(rounds: int) -> None:
 
         def replay(target: list[str]) -> float:
             t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "tracer", "replay", str(capture), "-o", f"{d}/new.jsonl",
-                                   "--", *target], cwd=ROOT, capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "tracer",
+                    "replay",
+                    str(capture),
+                    "-o",
+                    f"{d}/new.jsonl",
+                    "--",
+                    *target,
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
                 raise SystemExit(f"replay failed: {proc.stdout}{proc.stderr}")
             return time.perf_counter() - t
@@ -125,7 +190,9 @@ def bench_end_to_end(rounds: int) -> None:
         t_mock = statistics.median(replay(mock) for _ in range(rounds))
         t_real = statistics.median(replay(server) for _ in range(rounds))
     print(f"replay vs mock     {t_mock:>12.2f} s")
-    print(f"replay vs SDK      {t_real:>12.2f} s   (the mock takes x{t_mock / t_real:.2f} the real server's time)")
+    print(
+        f"replay vs SDK      {t_real:>12.2f} s   (the mock takes x{t_mock / t_real:.2f} the real server's time)"
+    )
 
 
 def main() -> None:

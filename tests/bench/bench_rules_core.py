@@ -41,8 +41,11 @@ def records(messages: int, seed: int = 7) -> list[Record]:
         for d, obj in gen(conn, rnd.randint(8, 200), rnd):
             seq += 1
             t += rnd.randint(50_000, 5_000_000)
-            out.append(Record(RecordType.MESSAGE, seq=seq, t_ns=t, dir=Direction(d), raw=orjson.dumps(obj),
-                              conn=conn))
+            out.append(
+                Record(
+                    RecordType.MESSAGE, seq=seq, t_ns=t, dir=Direction(d), raw=orjson.dumps(obj), conn=conn
+                )
+            )
         seq += 1
         out.append(Record(RecordType.EVENT, seq=seq, t_ns=t, conn=conn, data={"event": "closed"}))
     return out

@@ -19,8 +19,18 @@ sys.path.insert(0, str(ROOT))
 
 from tests.bench.bench_rules_core import compare_families  # noqa: E402
 
-FAMILIES = ("mrtr", "caching", "capabilities", "utilities", "subscriptions", "features", "tool_calls",
-            "content", "client_features", "deprecated")
+FAMILIES = (
+    "mrtr",
+    "caching",
+    "capabilities",
+    "utilities",
+    "subscriptions",
+    "features",
+    "tool_calls",
+    "content",
+    "client_features",
+    "deprecated",
+)
 
 if __name__ == "__main__":
     compare_families(FAMILIES, "these families")

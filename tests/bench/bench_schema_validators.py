@@ -33,28 +33,79 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tracer.schemas import defs_key, load_schema
 from tracer.schemas.dispatch import catalog
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "bench-client", "version": "1.0"}}
-TOOLS = [{"name": f"tool_{i}", "description": "Looks things up " * 4, "inputSchema": {
-    "type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]}}
-    for i in range(10)]
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench-client", "version": "1.0"},
+}
+TOOLS = [
+    {
+        "name": f"tool_{i}",
+        "description": "Looks things up " * 4,
+        "inputSchema": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["q"],
+        },
+    }
+    for i in range(10)
+]
 
 CASES = [
-    ("2024-11-05", "tools/call request", lambda c: c.request("tools/call"),
-     {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search", "arguments": {"q": "x"}}}),
-    ("2024-11-05", "tools/call result", lambda c: c.result("tools/call", {}, None),
-     {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "found 3 things"}]}}),
-    ("2025-11-25", "tools/list result, 10 tools", lambda c: c.result("tools/list", {}, None),
-     {"jsonrpc": "2.0", "id": 3, "result": {"tools": TOOLS}}),
-    ("2025-11-25", "progress notification", lambda c: c.notification("notifications/progress"),
-     {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 5}}),
-    ("2026-07-28", "tools/call request", lambda c: c.request("tools/call"),
-     {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search", "arguments": {"q": "x"},
-                                                                      "_meta": META}}),
-    ("2026-07-28", "tools/call result", lambda c: c.result("tools/call", {"resultType": "complete"}, None),
-     {"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "content": [
-         {"type": "text", "text": "found 3 things"}], "_meta": {
-         "io.modelcontextprotocol/serverInfo": {"name": "bench-server", "version": "1.0"}}}}),
+    (
+        "2024-11-05",
+        "tools/call request",
+        lambda c: c.request("tools/call"),
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"q": "x"}},
+        },
+    ),
+    (
+        "2024-11-05",
+        "tools/call result",
+        lambda c: c.result("tools/call", {}, None),
+        {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "found 3 things"}]}},
+    ),
+    (
+        "2025-11-25",
+        "tools/list result, 10 tools",
+        lambda c: c.result("tools/list", {}, None),
+        {"jsonrpc": "2.0", "id": 3, "result": {"tools": TOOLS}},
+    ),
+    (
+        "2025-11-25",
+        "progress notification",
+        lambda c: c.notification("notifications/progress"),
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 5}},
+    ),
+    (
+        "2026-07-28",
+        "tools/call request",
+        lambda c: c.request("tools/call"),
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"q": "x"}, "_meta": META},
+        },
+    ),
+    (
+        "2026-07-28",
+        "tools/call result",
+        lambda c: c.result("tools/call", {"resultType": "complete"}, None),
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": "found 3 things"}],
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bench-server", "version": "1.0"}},
+            },
+        },
+    ),
 ]
 
 
@@ -98,12 +149,18 @@ def main() -> None:
         v = target.validator
         assert v.is_valid(msg), list(v.iter_errors(msg))
         full = inline(version, target.schema)
-        v_inline, ms_inline = timed(lambda full=full: jsonschema_rs.validator_for(full, validate_formats=False))
+        v_inline, ms_inline = timed(
+            lambda full=full: jsonschema_rs.validator_for(full, validate_formats=False)
+        )
         fj_schema = copy.deepcopy(full)
         fj_schema["$schema"] = "http://json-schema.org/draft-07/schema#"
         fj, ms_fj = timed(lambda s=fj_schema: fastjsonschema.compile(s, use_formats=False))
-        reg = Registry().with_resource(f"urn:mcptrace:mcp-schema:{version}", Resource.from_contents(load_schema(version)))
-        js, ms_js = timed(lambda t=target, reg=reg: jsonschema.validators.validator_for(t.schema)(t.schema, registry=reg))
+        reg = Registry().with_resource(
+            f"urn:mcptrace:mcp-schema:{version}", Resource.from_contents(load_schema(version))
+        )
+        js, ms_js = timed(
+            lambda t=target, reg=reg: jsonschema.validators.validator_for(t.schema)(t.schema, registry=reg)
+        )
         text = raw.decode()
         r_rs = rate(lambda v=v, msg=msg: v.is_valid(msg), n)
         r_inline = rate(lambda v=v_inline, msg=msg: v.is_valid(msg), n)
@@ -115,10 +172,14 @@ def main() -> None:
         print(f"  jsonschema-rs, registry (mcptrace) {r_rs:>11,.0f}/s  compile {ms_rs:6.1f} ms")
         print(f"  jsonschema-rs, definitions inline  {r_inline:>11,.0f}/s  compile {ms_inline:6.1f} ms")
         print(f"  orjson.loads + jsonschema-rs       {r_parse:>11,.0f}/s")
-        print(f"  jsonschema-rs on the raw text      {r_text:>11,.0f}/s  (not equivalent: validates a string;"
-              f" is_valid={v.is_valid(text)})")
+        print(
+            f"  jsonschema-rs on the raw text      {r_text:>11,.0f}/s  (not equivalent: validates a string;"
+            f" is_valid={v.is_valid(text)})"
+        )
         print(f"  fastjsonschema (as draft-07)       {r_fj:>11,.0f}/s  compile {ms_fj:6.1f} ms")
-        print(f"  json.loads + jsonschema            {r_js:>11,.0f}/s  compile {ms_js:6.1f} ms (lazy: it compiles as it goes)")
+        print(
+            f"  json.loads + jsonschema            {r_js:>11,.0f}/s  compile {ms_js:6.1f} ms (lazy: it compiles as it goes)"
+        )
         print(f"  jsonschema-rs / fastjsonschema x{r_rs / r_fj:.1f}, / jsonschema x{r_rs / r_js:.0f}")
 
 

@@ -36,8 +36,10 @@ def _write(path: Path, n: int) -> None:
                 lines.reverse()
             for who, body in lines:
                 ms += 1
-                fh.write(f"2025-06-13T14:{(ms // 60000) % 60:02d}:{(ms // 1000) % 60:02d}.{ms % 1000:03d}Z "
-                         f"[info] [fs] Message from {who}: {body}\n")
+                fh.write(
+                    f"2025-06-13T14:{(ms // 60000) % 60:02d}:{(ms // 1000) % 60:02d}.{ms % 1000:03d}Z "
+                    f"[info] [fs] Message from {who}: {body}\n"
+                )
 
 
 def _run(path: Path, settle: bool, analyse: bool) -> float:
@@ -71,9 +73,11 @@ def main() -> None:
                 for settle in (False, True):
                     best[settle] = min(best[settle], _run(path, settle, analyse))
             what = "read + analyse (all rules)" if analyse else "read only"
-            print(f"{what}: {args.messages / best[False]:,.0f} msg/s without settle, "
-                  f"{args.messages / best[True]:,.0f} msg/s with; settled/plain time ratio "
-                  f"{best[True] / best[False]:.2f}")
+            print(
+                f"{what}: {args.messages / best[False]:,.0f} msg/s without settle, "
+                f"{args.messages / best[True]:,.0f} msg/s with; settled/plain time ratio "
+                f"{best[True] / best[False]:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -164,14 +164,26 @@ def ndjson(total: int) -> bytes:
         i += 1
         k = i % 10
         if k < 4:
-            msg = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                   "params": {"name": "search", "arguments": {"q": f"query {i}"}}}
+            msg = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": {"q": f"query {i}"}},
+            }
         elif k < 6:
-            msg = {"jsonrpc": "2.0", "method": "notifications/progress",
-                   "params": {"progressToken": i, "progress": k, "total": 10}}
+            msg = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": i, "progress": k, "total": 10},
+            }
         else:
-            msg = {"jsonrpc": "2.0", "id": i, "result": {"content": [
-                {"type": "text", "text": "lorem ipsum dolor sit amet " * (10 + (i % 300))}]}}
+            msg = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "result": {
+                    "content": [{"type": "text", "text": "lorem ipsum dolor sit amet " * (10 + (i % 300))}]
+                },
+            }
         line = json.dumps(msg, separators=(",", ":")).encode() + b"\n"
         lines.append(line)
         size += len(line)
@@ -197,7 +209,9 @@ def throughput_once(data_path: Path, middle: list[str]) -> tuple[int, float]:
         prod = subprocess.Popen(["cat"], stdin=src, stdout=subprocess.PIPE)
         mid = subprocess.Popen(middle, stdin=prod.stdout, stdout=subprocess.PIPE)
         prod.stdout.close()
-        cons = subprocess.run([PY, "-c", CONSUMER], stdin=mid.stdout, capture_output=True, text=True, check=True)
+        cons = subprocess.run(
+            [PY, "-c", CONSUMER], stdin=mid.stdout, capture_output=True, text=True, check=True
+        )
         mid.stdout.close()
         mid.wait()
         prod.wait()
@@ -252,8 +266,10 @@ def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
         print(f"    floor (splice relay):     {sp / 1e6:8.0f} MB/s   ratio {sp / d:.2f}")
     print(f"    mcptrace stdio -- cat:    {t / 1e6:8.0f} MB/s   ratio {t / d:.2f}  (target >= 0.8)")
     for c in caps:
-        print(f"    capture: {c['c2s']:,} c2s + {c['s2c']:,} s2c messages of {lines:,} each way; "
-              f"dropped {c['dropped_bytes']:,} bytes; unreadable lines {c['problems']}")
+        print(
+            f"    capture: {c['c2s']:,} c2s + {c['s2c']:,} s2c messages of {lines:,} each way; "
+            f"dropped {c['dropped_bytes']:,} bytes; unreadable lines {c['problems']}"
+        )
 
 
 # -- (b) latency --------------------------------------------------------------------------------
@@ -266,7 +282,10 @@ def round_trips(cmd: list[str], n: int, warmup: int) -> list[int]:
     buf = b""
     try:
         for i in range(n + warmup):
-            req = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n' % i
+            req = (
+                b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}\n'
+                % i
+            )
             t0 = time.perf_counter_ns()
             os.write(p.stdin.fileno(), req)
             while b"\n" not in buf:
@@ -305,8 +324,10 @@ def bench_latency(n: int, rounds: int, tmp: Path) -> None:
     p99 = {k: statistics.median(v[1]) / 1000 for k, v in runs.items()}
     print(f"(b) latency, {n:,} round trips to tests/servers/echo.py, median of {rounds} runs")
     for k, (label, _) in variants.items():
-        print(f"    {label:31} median {med[k]:7.1f} us   p99 {p99[k]:8.1f} us   "
-              f"ratios {med[k] / med['direct']:5.2f} x / {p99[k] / p99['direct']:5.2f} x")
+        print(
+            f"    {label:31} median {med[k]:7.1f} us   p99 {p99[k]:8.1f} us   "
+            f"ratios {med[k] / med['direct']:5.2f} x / {p99[k] / p99['direct']:5.2f} x"
+        )
     print("    targets: median <= 1.3 x, p99 <= 2 x (tee vs direct); the floors relay without capturing")
 
 
@@ -341,7 +362,9 @@ def bench_burst(rate: int, seconds: float, tmp: Path) -> None:
             time.sleep(delay)
         batch = b"".join(
             b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d,"progress":%d}}\n'
-            % (sent + k, sent + k) for k in range(per_tick))
+            % (sent + k, sent + k)
+            for k in range(per_tick)
+        )
         os.write(p.stdin.fileno(), batch)
         sent += per_tick
     elapsed = time.perf_counter() - start
@@ -349,10 +372,14 @@ def bench_burst(rate: int, seconds: float, tmp: Path) -> None:
     th.join()
     p.wait()
     c = count_capture(cap)
-    print(f"(c) burst, {sent:,} messages at {sent / elapsed:,.0f}/s over {elapsed:.1f} s through `mcptrace stdio -- cat`")
+    print(
+        f"(c) burst, {sent:,} messages at {sent / elapsed:,.0f}/s over {elapsed:.1f} s through `mcptrace stdio -- cat`"
+    )
     print(f"    relayed back: {received['lines']:,}   lost in relay: {sent - received['lines']}")
-    print(f"    captured: {c['c2s']:,} c2s + {c['s2c']:,} s2c   lost in capture: "
-          f"{(sent - c['c2s']) + (sent - c['s2c'])}   (target 0); dropped bytes {c['dropped_bytes']}")
+    print(
+        f"    captured: {c['c2s']:,} c2s + {c['s2c']:,} s2c   lost in capture: "
+        f"{(sent - c['c2s']) + (sent - c['s2c'])}   (target 0); dropped bytes {c['dropped_bytes']}"
+    )
 
 
 # -- (d) flood ----------------------------------------------------------------------------------
@@ -394,8 +421,10 @@ def bench_flood(sizes: list[int], rounds: int, tmp: Path) -> None:
     empty.write_bytes(b"")
     idle = [flood_once(empty, tee(tmp / "empty.jsonl", "cat")) for _ in range(rounds)]
     startup, startup_cpu = statistics.median(r[3] for r in idle), statistics.median(r[4] for r in idle)
-    print(f"(d) flood, `cat FILE | X | reader`, median of {rounds} runs; the tee with no input: "
-          f"{startup:.2f} s, {startup_cpu:.2f} CPU s")
+    print(
+        f"(d) flood, `cat FILE | X | reader`, median of {rounds} runs; the tee with no input: "
+        f"{startup:.2f} s, {startup_cpu:.2f} CPU s"
+    )
     for total in sizes:
         data = ndjson(total)
         path = tmp / f"flood{total}.ndjson"
@@ -418,15 +447,21 @@ def bench_flood(sizes: list[int], rounds: int, tmp: Path) -> None:
         c, f, w = statistics.median(plain), statistics.median(first_to_exit), statistics.median(spawn_to_exit)
         print(f"    {mb:.0f} MB / {lines:,} messages each way:")
         print(f"      cat alone:                         {c:6.3f} s  {mb / c:7.0f} MB/s")
-        print(f"      mcptrace stdio -- cat, first byte to exit: {f:6.3f} s  {mb / f:7.0f} MB/s end to end "
-              "(target >= 100)")
+        print(
+            f"      mcptrace stdio -- cat, first byte to exit: {f:6.3f} s  {mb / f:7.0f} MB/s end to end "
+            "(target >= 100)"
+        )
         print(f"      mcptrace stdio -- cat, spawn to exit:      {w:6.3f} s  {mb / w:7.0f} MB/s")
         cpu = statistics.median(cpus)
-        print(f"      CPU beyond the idle tee's: {cpu:.2f} s ({mb / cpu:.0f} MB of flood per CPU second: relay, "
-              "capture of both directions, cat)")
+        print(
+            f"      CPU beyond the idle tee's: {cpu:.2f} s ({mb / cpu:.0f} MB of flood per CPU second: relay, "
+            "capture of both directions, cat)"
+        )
         for cc in caps:
-            print(f"      capture: {cc['c2s']:,} c2s + {cc['s2c']:,} s2c of {lines:,} each way; dropped "
-                  f"{cc['dropped_bytes']:,} bytes; unreadable lines {cc['problems']}")
+            print(
+                f"      capture: {cc['c2s']:,} c2s + {cc['s2c']:,} s2c of {lines:,} each way; dropped "
+                f"{cc['dropped_bytes']:,} bytes; unreadable lines {cc['problems']}"
+            )
 
 
 def main() -> int:
@@ -436,8 +471,10 @@ def main() -> int:
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     mb, n, secs, rounds = (20, 2000, 2.0, 3) if args.quick else (100, 10_000, 10.0, 3)
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start "
-          "(other work on the machine moves p99 most)")
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start "
+        "(other work on the machine moves p99 most)"
+    )
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         if args.only in (None, "a"):

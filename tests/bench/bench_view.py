@@ -84,8 +84,12 @@ async def child(path: str, t_start: float, analyse_for: float) -> dict:
         ann = scr.view.ann
         t_a = time.perf_counter()
         done0 = ann.rows_done
-        await until(pilot, lambda: time.perf_counter() - t_a >= analyse_for or ann.done, "analysis time",
-                    bound=analyse_for + 60)
+        await until(
+            pilot,
+            lambda: time.perf_counter() - t_a >= analyse_for or ann.done,
+            "analysis time",
+            bound=analyse_for + 60,
+        )
         out["analysis_rows_per_s"] = (ann.rows_done - done0) / max(1e-9, time.perf_counter() - t_a)
         out["analysed_rows"] = ann.rows_done
         out["analysis_hwm_kb"] = vm_hwm_kb(ann.proc.pid) if ann.proc else None
@@ -97,8 +101,12 @@ async def child(path: str, t_start: float, analyse_for: float) -> dict:
 def run_child(path: str, analyse_for: float) -> dict:
     # CLOCK_MONOTONIC is system-wide: the child measures from this moment, interpreter start included
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, __file__, "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)],
-                       capture_output=True, text=True, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, __file__, "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     if p.returncode != 0:
         raise SystemExit(f"child failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -109,7 +117,9 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=2_000_000)
     ap.add_argument("--pad", type=int, default=520)
     ap.add_argument("--file", help="use this capture instead of generating one")
-    ap.add_argument("--analyse-for", type=float, default=10.0, help="seconds to watch the background analysis")
+    ap.add_argument(
+        "--analyse-for", type=float, default=10.0, help="seconds to watch the background analysis"
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--t0", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -137,19 +147,29 @@ def main() -> None:
     print(f"  read the file once (8 MB reads):      {t_read:6.3f} s")
     print(f"  count its newlines:                   {t_nl:6.3f} s")
     print(f"  viewer: process start + imports:      {b['import_s']:6.3f} s")
-    print(f"  viewer: start to first screen:        {b['first_screen_s']:6.3f} s   "
-          f"({b['rows_at_first_screen']:,} rows indexed by then; {b['first_screen_s'] / t_read:.1f}x a read)")
-    print(f"  viewer: G to the last row:            {b['last_row_s']:6.3f} s   "
-          f"({b['last_row_s'] / t_nl:.1f}x counting newlines)")
-    print(f"  rows parsed / rows shown:             {b['rows_parsed']} / {b['visible_rows']} per screen, "
-          f"2 screens shown, of {b['rows']:,} rows")
-    print(f"  viewer peak RSS:                      {b['viewer_maxrss_kb'] / 1024:6.1f} MB   "
-          f"(a {os.path.getsize(small) / 1e9:.2f} GB capture: {s['viewer_maxrss_kb'] / 1024:.1f} MB; "
-          f"index {8 * b['rows'] / 1e6:.0f} MB of it)")
+    print(
+        f"  viewer: start to first screen:        {b['first_screen_s']:6.3f} s   "
+        f"({b['rows_at_first_screen']:,} rows indexed by then; {b['first_screen_s'] / t_read:.1f}x a read)"
+    )
+    print(
+        f"  viewer: G to the last row:            {b['last_row_s']:6.3f} s   "
+        f"({b['last_row_s'] / t_nl:.1f}x counting newlines)"
+    )
+    print(
+        f"  rows parsed / rows shown:             {b['rows_parsed']} / {b['visible_rows']} per screen, "
+        f"2 screens shown, of {b['rows']:,} rows"
+    )
+    print(
+        f"  viewer peak RSS:                      {b['viewer_maxrss_kb'] / 1024:6.1f} MB   "
+        f"(a {os.path.getsize(small) / 1e9:.2f} GB capture: {s['viewer_maxrss_kb'] / 1024:.1f} MB; "
+        f"index {8 * b['rows'] / 1e6:.0f} MB of it)"
+    )
     hwm = b.get("analysis_hwm_kb")
-    print(f"  analysis process peak RSS:            {hwm / 1024 if hwm else float('nan'):6.1f} MB   "
-          f"(background, {b['analysis_rows_per_s']:,.0f} rows/s; {b['analysed_rows']:,} rows analysed "
-          f"while measured)")
+    print(
+        f"  analysis process peak RSS:            {hwm / 1024 if hwm else float('nan'):6.1f} MB   "
+        f"(background, {b['analysis_rows_per_s']:,.0f} rows/s; {b['analysed_rows']:,} rows analysed "
+        f"while measured)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,12 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--inputs", type=int, default=100_000)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--annotate-every", type=int, default=50,
-                   help="also run the viewer's background analysis on every Nth input (0: never)")
+    p.add_argument(
+        "--annotate-every",
+        type=int,
+        default=50,
+        help="also run the viewer's background analysis on every Nth input (0: never)",
+    )
     p.add_argument("--no-reports", action="store_true")
     args = p.parse_args()
     rng = random.Random(args.seed)
@@ -46,12 +50,16 @@ def main() -> int:
             sigs[sig] += 1
             first.setdefault(sig, tb)
         if (i + 1) % 5000 == 0:
-            print(f"  {i + 1:,} inputs, {crashes} crashes, {len(sigs)} signatures", file=sys.stderr, flush=True)
+            print(
+                f"  {i + 1:,} inputs, {crashes} crashes, {len(sigs)} signatures", file=sys.stderr, flush=True
+            )
     secs = time.perf_counter() - started
     for sig, n in sigs.most_common():
         print(f"\n=== {n} x {sig}\n{first[sig]}")
-    print(f"\n{args.inputs:,} inputs from {len(seeds)} seed sessions: {crashes} crashes "
-          f"({crashes / args.inputs:.2%}), {len(sigs)} distinct signatures, {args.inputs / secs:,.0f} inputs/s")
+    print(
+        f"\n{args.inputs:,} inputs from {len(seeds)} seed sessions: {crashes} crashes "
+        f"({crashes / args.inputs:.2%}), {len(sigs)} distinct signatures, {args.inputs / secs:,.0f} inputs/s"
+    )
     return 1 if crashes else 0
 
 

@@ -20,13 +20,20 @@ from tracer.http.wire import Url, iter_body, open_request
 from tracer.mock.engine import MockServer
 from tracer.mock.http import MockHttpServer
 
-INIT = req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}})
+INIT = req(
+    1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "h"}}
+)
 REC = recording(
-    ("c2s", INIT), ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
-    ("c2s", req(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"progressToken": "p"}})),
+    ("c2s", INIT),
+    ("s2c", res(1, {"protocolVersion": "2025-11-25", "capabilities": {}})),
+    (
+        "c2s",
+        req(2, "tools/call", {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"progressToken": "p"}}),
+    ),
     ("s2c", note("notifications/progress", {"progressToken": "p", "progress": 1})),
     ("s2c", res(2, {"content": [{"type": "text", "text": "hi"}]})),
-    ("c2s", req(3, "tools/list")), ("s2c", res(3, {"tools": []})),
+    ("c2s", req(3, "tools/list")),
+    ("s2c", res(3, {"tools": []})),
 )
 
 
@@ -35,15 +42,32 @@ def hostile(rng: random.Random, depth: int = 0) -> str:
     past orjson's 254, wrong types, in lists and objects."""
     r = rng.random()
     if depth > 3 or r < 0.3:
-        return rng.choice(['"\\ud800"', '"x\\udfffy"', str(2**65), str(-(2**70)), "1e308", "null", "true", '""',
-                           '"é"', "0", '"[[[["'])
+        return rng.choice(
+            [
+                '"\\ud800"',
+                '"x\\udfffy"',
+                str(2**65),
+                str(-(2**70)),
+                "1e308",
+                "null",
+                "true",
+                '""',
+                '"é"',
+                "0",
+                '"[[[["',
+            ]
+        )
     if r < 0.4:
         d = rng.choice([255, 300, 600])
         return "[" * d + "]" * d
     if r < 0.7:
         return "[" + ",".join(hostile(rng, depth + 1) for _ in range(rng.randint(0, 3))) + "]"
     keys = ["name", "arguments", "_meta", "progressToken", "k"]
-    return "{" + ",".join(f'"{rng.choice(keys)}":{hostile(rng, depth + 1)}' for _ in range(rng.randint(0, 3))) + "}"
+    return (
+        "{"
+        + ",".join(f'"{rng.choice(keys)}":{hostile(rng, depth + 1)}' for _ in range(rng.randint(0, 3)))
+        + "}"
+    )
 
 
 def message(rng: random.Random, i: int) -> tuple[bytes, bool]:
@@ -82,7 +106,9 @@ async def over_stdio(n: int, rng: random.Random) -> tuple[int, int]:
             print("stdio crash:", repr(exc)[:200], line[:120])
             bad += 1
             continue
-        answers = [json.loads(d) for d in out[before:] if "id" in json.loads(d) and "method" not in json.loads(d)]
+        answers = [
+            json.loads(d) for d in out[before:] if "id" in json.loads(d) and "method" not in json.loads(d)
+        ]
         if expect and len(answers) != 1:
             bad += 1
             print("stdio: not one answer:", len(answers), line[:120])
@@ -98,9 +124,13 @@ async def over_http(n: int, rng: random.Random) -> tuple[int, int]:
     for i in range(n):
         line, _expect = message(rng, i)
         try:
-            head, reader, writer = await open_request(url, "POST", [("Content-Type", "application/json"),
-                                                      ("Accept", "application/json, text/event-stream")], line,
-                                                      timeout=10)
+            head, reader, writer = await open_request(
+                url,
+                "POST",
+                [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")],
+                line,
+                timeout=10,
+            )
             raw = b"".join([c async for c in iter_body(reader, head.headers, until_close=True)])
             writer.close()
             if head.content_type == "application/json" and raw:

@@ -74,8 +74,10 @@ def main() -> int:
                         first.setdefault(sig, tb)
     for sig, k in sigs.most_common():
         print(f"\n=== {k} x {sig}\n{first[sig]}")
-    print(f"\n{n:,} inputs: {crashes} crashes, {len(sigs)} distinct signatures, "
-          f"{n / (time.perf_counter() - started):,.0f} inputs/s")
+    print(
+        f"\n{n:,} inputs: {crashes} crashes, {len(sigs)} distinct signatures, "
+        f"{n / (time.perf_counter() - started):,.0f} inputs/s"
+    )
     return 1 if crashes else 0
 
 

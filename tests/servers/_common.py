@@ -15,13 +15,13 @@ import sys
 def out(data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(1, view):]
+        view = view[os.write(1, view) :]
 
 
 def err(data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(2, view):]
+        view = view[os.write(2, view) :]
 
 
 def requests():
@@ -36,7 +36,9 @@ def requests():
 
 
 def result(msg: dict, value: dict, *, eol: bytes = b"\n") -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": value}, separators=(",", ":")).encode() + eol
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": value}, separators=(",", ":")).encode() + eol
+    )
 
 
 def answer(msg: dict) -> bytes:

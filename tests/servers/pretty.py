@@ -5,5 +5,7 @@ import json
 from _common import out, requests
 
 for req in requests():
-    out(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {"echo": req["method"]}}, indent=2).encode()
-        + b"\n")
+    out(
+        json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {"echo": req["method"]}}, indent=2).encode()
+        + b"\n"
+    )

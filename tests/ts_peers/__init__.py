@@ -25,8 +25,11 @@ from tests.sdk_peers import BOUND_S, REPO, ClientFailed, serve_http
 
 HERE = Path(__file__).resolve().parent
 RUN_DIR = NODE_DIR / "ts-peers"
-PACKAGES = ("@modelcontextprotocol/client@^2.4.0", "@modelcontextprotocol/server@^2.4.0",
-            "@modelcontextprotocol/node@^2.1.2")
+PACKAGES = (
+    "@modelcontextprotocol/client@^2.4.0",
+    "@modelcontextprotocol/server@^2.4.0",
+    "@modelcontextprotocol/node@^2.1.2",
+)
 MARKERS = ("client", "server", "node")
 
 
@@ -50,19 +53,34 @@ def ts_server_cmd(*extra: str) -> list[str]:
     return [shutil.which("node") or "node", str(ts_dir() / "server.mjs"), *extra]
 
 
-def ts_client_argv(mode: str, url: str | None = None, command: list[str] | None = None,
-                   script: str = "fixture") -> list[str]:
+def ts_client_argv(
+    mode: str, url: str | None = None, command: list[str] | None = None, script: str = "fixture"
+) -> list[str]:
     target = ["--url", url] if url else ["--", *(command or ts_server_cmd())]
-    return [shutil.which("node") or "node", str(ts_dir() / "client.mjs"), "--mode", mode, "--script", script,
-            *target]
+    return [
+        shutil.which("node") or "node",
+        str(ts_dir() / "client.mjs"),
+        "--mode",
+        mode,
+        "--script",
+        script,
+        *target,
+    ]
 
 
-def run_ts_client(mode: str, *, url: str | None = None, command: list[str] | None = None,
-                  script: str = "fixture") -> list[dict[str, Any]]:
+def run_ts_client(
+    mode: str, *, url: str | None = None, command: list[str] | None = None, script: str = "fixture"
+) -> list[dict[str, Any]]:
     """Run the scripted TS client to the end; its operations (one dict per stdout line). SCRIPT
     "fixture" needs the fixture surface; "list" runs against any server (ping and the lists)."""
-    p = subprocess.run(ts_client_argv(mode, url, command, script), cwd=REPO, capture_output=True, text=True,
-                       timeout=BOUND_S, check=False)
+    p = subprocess.run(
+        ts_client_argv(mode, url, command, script),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        check=False,
+    )
     if p.returncode != 0:
         raise ClientFailed(f"TS client exit {p.returncode}; stderr:\n{p.stderr}\nstdout:\n{p.stdout}")
     return [json.loads(line) for line in p.stdout.splitlines()]

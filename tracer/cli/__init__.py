@@ -105,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if os.environ.get("MCPTRACE_DEBUG"):
             raise
-        sys.stderr.write(f"mcptrace: internal error: {type(exc).__name__}: {exc} "
-                         f"(set MCPTRACE_DEBUG=1 for a traceback)\n")
+        sys.stderr.write(
+            f"mcptrace: internal error: {type(exc).__name__}: {exc} (set MCPTRACE_DEBUG=1 for a traceback)\n"
+        )
         return 70
 
 

@@ -14,10 +14,17 @@ EXAMPLE = """  mcptrace demo                  # record, then explore: n = next f
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="where to write the capture (default: a new file in the captures directory)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing -o file (default: the demo's sessions are appended to a capture)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write the capture (default: a new file in the captures directory)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing -o file (default: the demo's sessions are appended to a capture)",
+    )
     p.add_argument("--no-ui", action="store_true", help="print the lint report instead of opening the viewer")
 
 

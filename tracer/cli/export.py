@@ -22,16 +22,35 @@ FORMATS = ("otlp", "otlp-json", "har")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="INPUT", help="inputs; the format is detected from content")
-    p.add_argument("--format", "-f", required=True, choices=FORMATS,
-                   help="otlp: send to a backend over OTLP/HTTP; otlp-json: write OTLP/JSON lines; har: HAR 1.2")
-    p.add_argument("--output", "-o", metavar="OUT",
-                   help="otlp-json/har: the file to write (default: stdout); otlp: the backend's base URL "
-                        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)")
-    p.add_argument("--include-bodies", action="store_true",
-                   help="add tool arguments and results (gen_ai.tool.call.arguments/.result) to spans")
-    p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="otlp: how long to wait for the backend to take the last spans (default: 30)")
+    p.add_argument(
+        "--format",
+        "-f",
+        required=True,
+        choices=FORMATS,
+        help="otlp: send to a backend over OTLP/HTTP; otlp-json: write OTLP/JSON lines; har: HAR 1.2",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="OUT",
+        help="otlp-json/har: the file to write (default: stdout); otlp: the backend's base URL "
+        "(default: $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)",
+    )
+    p.add_argument(
+        "--include-bodies",
+        action="store_true",
+        help="add tool arguments and results (gen_ai.tool.call.arguments/.result) to spans",
+    )
+    p.add_argument(
+        "--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="otlp: how long to wait for the backend to take the last spans (default: 30)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,8 +116,14 @@ def _spans(args: argparse.Namespace, opened, emit) -> int:
     messages = 0
     for inp in opened:
         analyser = Analyser(rules)
-        build_spans(inp.records, emit, source=inp.path, identity=os.path.basename(inp.path), analyser=analyser,
-                    include_bodies=args.include_bodies)
+        build_spans(
+            inp.records,
+            emit,
+            source=inp.path,
+            identity=os.path.basename(inp.path),
+            analyser=analyser,
+            include_bodies=args.include_bodies,
+        )
         messages += analyser.messages
     return messages
 
@@ -112,8 +137,10 @@ def _otlp(args: argparse.Namespace, opened) -> int:
     finished = sink.close(args.timeout)
     where = endpoint_of(args.output)
     if sink.dropped or not finished:
-        sys.stderr.write(f"mcptrace: {sink.spans - sink.dropped} of {sink.spans} spans from {messages} messages "
-                         f"reached {where}; {sink.dropped} dropped (backend down, slow or refusing)\n")
+        sys.stderr.write(
+            f"mcptrace: {sink.spans - sink.dropped} of {sink.spans} spans from {messages} messages "
+            f"reached {where}; {sink.dropped} dropped (backend down, slow or refusing)\n"
+        )
         return 1
     sys.stderr.write(f"mcptrace: {sink.spans} spans from {messages} messages sent to {where}\n")
     return 0
@@ -133,8 +160,10 @@ def _har(args: argparse.Namespace, opened) -> int:
                 rec.http = {**rec.http, "flow": prefix + rec.http["flow"]}  # flows of two files never merge
             har.feed(rec)
     if not har.flows:
-        sys.stderr.write("mcptrace: error: no HTTP exchanges in the input (a HAR holds HTTP traffic; a stdio "
-                         "capture has none: use --format otlp-json)\n")
+        sys.stderr.write(
+            "mcptrace: error: no HTTP exchanges in the input (a HAR holds HTTP traffic; a stdio "
+            "capture has none: use --format otlp-json)\n"
+        )
         return 2
     out = _open_out(args.output, args.paths)
     try:

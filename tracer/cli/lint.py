@@ -17,28 +17,58 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from tracer.report import EXTRA_FORMATS, FORMATS
 
     p.add_argument("paths", nargs="*", metavar="PATH", help="inputs; the format is detected from content")
-    p.add_argument("--format", "-f", default=None, choices=list(FORMATS) + sorted(EXTRA_FORMATS),
-                   help="report format (default: text, or the project config's `format`)")
+    p.add_argument(
+        "--format",
+        "-f",
+        default=None,
+        choices=list(FORMATS) + sorted(EXTRA_FORMATS),
+        help="report format (default: text, or the project config's `format`)",
+    )
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
-    p.add_argument("--select", action="append", metavar="IDS",
-                   help="only these rule ids or prefixes, comma-separated (MCP1,MCP310)")
+    p.add_argument(
+        "--select",
+        action="append",
+        metavar="IDS",
+        help="only these rule ids or prefixes, comma-separated (MCP1,MCP310)",
+    )
     p.add_argument("--ignore", action="append", metavar="IDS", help="skip these rule ids or prefixes")
-    p.add_argument("--fail-on", default=None, choices=["info", "warning", "error", "never"],
-                   help="exit 1 when a finding is at or above this severity (default: error)")
-    p.add_argument("--show-config", action="store_true",
-                   help="print the effective settings (project config [tool.mcptrace] / mcptrace.toml, then "
-                        "these flags) and where each came from, then exit")
+    p.add_argument(
+        "--fail-on",
+        default=None,
+        choices=["info", "warning", "error", "never"],
+        help="exit 1 when a finding is at or above this severity (default: error)",
+    )
+    p.add_argument(
+        "--show-config",
+        action="store_true",
+        help="print the effective settings (project config [tool.mcptrace] / mcptrace.toml, then "
+        "these flags) and where each came from, then exit",
+    )
     p.add_argument("--no-config", action="store_true", help="ignore the project config file")
-    p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
+    p.add_argument(
+        "--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm"
+    )
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
-    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                   help="processes to share big inputs among (default: every core; 1: this process only); "
-                        "the report is the same whatever N")
-    p.add_argument("--baseline", metavar="FILE",
-                   help="suppress the findings this baseline lists; its entries that no longer occur are "
-                        "reported as stale (on stderr)")
-    p.add_argument("--write-baseline", metavar="FILE",
-                   help="write every finding of this run to FILE as a baseline (exit 0 once written)")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes to share big inputs among (default: every core; 1: this process only); "
+        "the report is the same whatever N",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="suppress the findings this baseline lists; its entries that no longer occur are "
+        "reported as stale (on stderr)",
+    )
+    p.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="write every finding of this run to FILE as a baseline (exit 0 once written)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         rules = select_rules(args.select, args.ignore)
     except SelectionError as exc:
-        from_file = [k for k in ("select", "ignore") if settings.sources[k] not in ("default", "command line")]
+        from_file = [
+            k for k in ("select", "ignore") if settings.sources[k] not in ("default", "command line")
+        ]
         raise UsageError(f"{settings.where(from_file[0])}: {exc}" if from_file else str(exc)) from None
     from tracer.parallel import default_jobs
     from tracer.parallel_pool import WorkerFailed
@@ -80,10 +112,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         reporter = make_reporter(args.format, out, color=out.isatty() and args.format == "text")
         try:
-            stats = lint_paths(args.paths, RuleSet(rules), reporter, fmt=args.input_format,
-                               progress=False if args.no_progress else None,
-                               keep=keep,
-                               digests=baseline.digests.put if baseline else None, jobs=jobs)
+            stats = lint_paths(
+                args.paths,
+                RuleSet(rules),
+                reporter,
+                fmt=args.input_format,
+                progress=False if args.no_progress else None,
+                keep=keep,
+                digests=baseline.digests.put if baseline else None,
+                jobs=jobs,
+            )
         except InputError as exc:
             sys.stderr.write(f"mcptrace: error: {exc}\n")
             return 2
@@ -99,8 +137,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     threshold = Severity.parse(args.fail_on)
     worst = stats.worst()
-    if (worst is not None and worst >= threshold) or (stats.problems and threshold <= Severity.ERROR
-                                                        and _has_broken_lines(stats)):
+    if (worst is not None and worst >= threshold) or (
+        stats.problems and threshold <= Severity.ERROR and _has_broken_lines(stats)
+    ):
         return 1
     return 0
 
@@ -130,17 +169,23 @@ def _finish_baseline(args: argparse.Namespace, baseline) -> bool:
 
     if args.baseline:
         stale = baseline.stale(args.paths)
-        sys.stderr.write(f"mcptrace: baseline {args.baseline}: {baseline.suppressed} known finding(s) "
-                         f"suppressed, {sum(e.count for e in stale)} stale\n")
+        sys.stderr.write(
+            f"mcptrace: baseline {args.baseline}: {baseline.suppressed} known finding(s) "
+            f"suppressed, {sum(e.count for e in stale)} stale\n"
+        )
         for e in stale:
             times = f" (x{e.count})" if e.count > 1 else ""
-            sys.stderr.write(f"mcptrace: stale baseline entry {e.fingerprint}: {e.rule} in {e.file or '-'}"
-                             f"{times}: {e.message}\n")
+            sys.stderr.write(
+                f"mcptrace: stale baseline entry {e.fingerprint}: {e.rule} in {e.file or '-'}"
+                f"{times}: {e.message}\n"
+            )
     if not args.write_baseline:
         return False
     try:
         n = baseline.write(args.write_baseline)
     except OSError as exc:
         raise UsageError(f"cannot write {args.write_baseline}: {exc.strerror}") from None
-    sys.stderr.write(f"mcptrace: wrote {n} baseline entr{'y' if n == 1 else 'ies'} to {args.write_baseline}\n")
+    sys.stderr.write(
+        f"mcptrace: wrote {n} baseline entr{'y' if n == 1 else 'ies'} to {args.write_baseline}\n"
+    )
     return True

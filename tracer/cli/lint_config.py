@@ -44,7 +44,9 @@ def show_config(settings: Settings, out: IO[str]) -> None:
     """Every setting, its effective value and where it came from, one per line."""
     import json
 
-    out.write(f"config file: {settings.path if settings.path else 'none found (from ' + os.getcwd() + ' upwards)'}\n")
+    out.write(
+        f"config file: {settings.path if settings.path else 'none found (from ' + os.getcwd() + ' upwards)'}\n"
+    )
     width = max(len(k) for k in DEFAULTS)
     for key in DEFAULTS:
         value = settings.values[key]

@@ -14,25 +14,60 @@ EXAMPLE = """  mcptrace replay capture.jsonl -- python server.py
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = "mcptrace replay CAPTURE (-- CMD [ARGS...] | --url URL) [options]"
-    p.add_argument("capture", metavar="CAPTURE", help="any input lint reads: capture, NDJSON, host log, HAR, .mitm")
+    p.add_argument(
+        "capture", metavar="CAPTURE", help="any input lint reads: capture, NDJSON, host log, HAR, .mitm"
+    )
     p.set_defaults(server_command=[])
     _split_at_double_dash(p)
-    p.add_argument("--url", help="a Streamable HTTP endpoint instead of a command, e.g. http://127.0.0.1:8000/mcp")
-    p.add_argument("--output", "-o", metavar="NEW_CAPTURE",
-                   help="write the new traffic here (default: a new file in $XDG_STATE_HOME/mcptrace/captures/; "
-                        "an existing capture gets it appended as a new session)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing -o file instead of appending")
-    p.add_argument("--ignore", nargs="+", action="append", metavar="PATH", default=[],
-                   help="answer paths not to compare: '$.result._meta', '$..timestamp', '$.result.content[*].text' "
-                        "(ids, requestState and timestamps are always ignored)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                   help="seconds to wait for each answer (default 10)")
-    p.add_argument("--format", "-f", choices=["text", "json"], default="text", help="report format (default text)")
-    p.add_argument("--conn", action="append", metavar="ID",
-                   help="replay only this connection of the capture (repeatable; default: all, one after another)")
-    p.add_argument("--header", "-H", action="append", default=[], metavar="'NAME: VALUE'",
-                   help="an extra HTTP header for every request (with --url), e.g. 'Authorization: Bearer ...'")
-    p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
+    p.add_argument(
+        "--url", help="a Streamable HTTP endpoint instead of a command, e.g. http://127.0.0.1:8000/mcp"
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="NEW_CAPTURE",
+        help="write the new traffic here (default: a new file in $XDG_STATE_HOME/mcptrace/captures/; "
+        "an existing capture gets it appended as a new session)",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace an existing -o file instead of appending"
+    )
+    p.add_argument(
+        "--ignore",
+        nargs="+",
+        action="append",
+        metavar="PATH",
+        default=[],
+        help="answer paths not to compare: '$.result._meta', '$..timestamp', '$.result.content[*].text' "
+        "(ids, requestState and timestamps are always ignored)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for each answer (default 10)",
+    )
+    p.add_argument(
+        "--format", "-f", choices=["text", "json"], default="text", help="report format (default text)"
+    )
+    p.add_argument(
+        "--conn",
+        action="append",
+        metavar="ID",
+        help="replay only this connection of the capture (repeatable; default: all, one after another)",
+    )
+    p.add_argument(
+        "--header",
+        "-H",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="an extra HTTP header for every request (with --url), e.g. 'Authorization: Bearer ...'",
+    )
+    p.add_argument(
+        "--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm"
+    )
     p.add_argument("--no-redact", action="store_true", help="keep credentials in the new capture's headers")
 
 
@@ -77,8 +112,10 @@ def load_recording(path: str, fmt: str | None, *, side: str):
         sys.stderr.write(f"mcptrace: warning: {prob}\n")
     if not recording.host_requests():
         what = "no requests from the host" if recording.message_count else "no MCP messages"
-        sys.stderr.write(f"mcptrace: error: {path}: {what} to {'replay' if side == 'host' else 'serve'} "
-                         f"(read as {recording.format})\n")
+        sys.stderr.write(
+            f"mcptrace: error: {path}: {what} to {'replay' if side == 'host' else 'serve'} "
+            f"(read as {recording.format})\n"
+        )
         return None
     unanswered = recording.unanswered()
     if unanswered:
@@ -86,10 +123,15 @@ def load_recording(path: str, fmt: str | None, *, side: str):
         where = f"line {first.line}" if first.line else f"seq {first.seq}"
         more = f" and {len(unanswered) - 1} more" if len(unanswered) > 1 else ""
         it = "they are" if len(unanswered) > 1 else "it is"
-        consequence = (f"{it} re-sent but cannot be compared" if side == "host"
-                       else f"the mock answers {'them' if len(unanswered) > 1 else 'it'} with an error")
-        sys.stderr.write(f"mcptrace: warning: {path}: the recorded server never answered {first.label()} "
-                         f"({where}){more}; {consequence}\n")
+        consequence = (
+            f"{it} re-sent but cannot be compared"
+            if side == "host"
+            else f"the mock answers {'them' if len(unanswered) > 1 else 'it'} with an error"
+        )
+        sys.stderr.write(
+            f"mcptrace: warning: {path}: the recorded server never answered {first.label()} "
+            f"({where}){more}; {consequence}\n"
+        )
     return recording
 
 
@@ -137,8 +179,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--ignore: {exc}") from None
     target = Target(command or None, args.url, _parse_headers(args.header))
 
-    if args.output and os.path.exists(args.output) and os.path.exists(args.capture) \
-            and os.path.samefile(args.output, args.capture):
+    if (
+        args.output
+        and os.path.exists(args.output)
+        and os.path.exists(args.capture)
+        and os.path.samefile(args.output, args.capture)
+    ):
         raise UsageError("-o names the capture being replayed; the new traffic needs a file of its own")
     register_optional_inputs()
     recording = load_recording(args.capture, args.input_format, side="host")
@@ -147,8 +193,10 @@ def run(args: argparse.Namespace) -> int:
     plans = plans_for(recording, args.conn)
     if not plans:
         known = ", ".join(sorted({c.conn for c in recording.conversations}))
-        sys.stderr.write(f"mcptrace: error: no connection {', '.join(args.conn or [])!s} in {args.capture} "
-                         f"(connections: {known})\n")
+        sys.stderr.write(
+            f"mcptrace: error: no connection {', '.join(args.conn or [])!s} in {args.capture} "
+            f"(connections: {known})\n"
+        )
         return 2
 
     out_path = args.output
@@ -156,8 +204,13 @@ def run(args: argparse.Namespace) -> int:
         from tracer.paths import default_capture_path, label_for_command
 
         out_path = str(default_capture_path("replay-" + (label_for_command(command) if command else "http")))
-    head = header_record(target.transport, command=command or None, upstream=args.url,
-                         label=f"replay of {args.capture}", extra={"replay_of": args.capture})
+    head = header_record(
+        target.transport,
+        command=command or None,
+        upstream=args.url,
+        label=f"replay of {args.capture}",
+        extra={"replay_of": args.capture},
+    )
     try:
         writer = CaptureWriter(out_path, head, redact=not args.no_redact, overwrite=args.overwrite)
     except OSError as exc:
@@ -170,8 +223,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     finally:
         writer.close()
-    report = build_report(runs, ignores, capture=args.capture, target=target.label, transport=target.transport,
-                          new_capture=out_path, input_problems=[str(p) for p in recording.problems])
+    report = build_report(
+        runs,
+        ignores,
+        capture=args.capture,
+        target=target.label,
+        transport=target.transport,
+        new_capture=out_path,
+        input_problems=[str(p) for p in recording.problems],
+    )
     if args.format == "json":
         render_json(report, sys.stdout)
     else:

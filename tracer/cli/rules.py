@@ -28,5 +28,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"unknown rule id {args.rule!r}")
         sys.stdout.write(explain(r))
         return 0
-    sys.stdout.write(table_markdown(rules.values()) if args.format == "markdown" else table_text(rules.values()))
+    sys.stdout.write(
+        table_markdown(rules.values()) if args.format == "markdown" else table_text(rules.values())
+    )
     return 0

@@ -25,31 +25,68 @@ UTF-8...) are reported on stderr as they happen, with the byte offset in the str
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", metavar="FILE", help="capture file (default: a new file in the captures directory)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing -o file (default: a new session is appended to a capture, so "
-                        "a host that restarts the server keeps every session)")
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="capture file (default: a new file in the captures directory)"
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing -o file (default: a new session is appended to a capture, so "
+        "a host that restarts the server keeps every session)",
+    )
     p.add_argument("--name", metavar="LABEL", help="label for the capture (default: from the command)")
-    p.add_argument("--no-redact", action="store_true",
-                   help="keep credential-looking arguments in the capture header as they are")
-    p.add_argument("--grace", type=float, default=3.0, metavar="SECONDS",
-                   help="after stdin closes, wait this long for the server to exit before SIGTERM, and "
-                        "as long again before SIGKILL (default: 3)")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="say nothing on stderr except errors (the server's stderr is still relayed)")
-    p.add_argument("--no-live-lint", action="store_true",
-                   help="do not run the stdio framing rules while capturing (lint the capture later)")
-    p.add_argument("--queue-mb", type=float, default=64.0, metavar="MB",
-                   help="bytes the capture may fall behind the relay before it drops (and records) "
-                        "chunks; the relay never waits for the capture (default: 64)")
-    p.add_argument("--otlp", nargs="?", const="", metavar="URL",
-                   help="also export the traffic live as OpenTelemetry spans over OTLP/HTTP to URL (default: "
-                        "$OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); never slows the relay")
-    p.add_argument("--otlp-bodies", action="store_true",
-                   help="with --otlp: add tool arguments and results to the spans (default: no content)")
+    p.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="keep credential-looking arguments in the capture header as they are",
+    )
+    p.add_argument(
+        "--grace",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="after stdin closes, wait this long for the server to exit before SIGTERM, and "
+        "as long again before SIGKILL (default: 3)",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="say nothing on stderr except errors (the server's stderr is still relayed)",
+    )
+    p.add_argument(
+        "--no-live-lint",
+        action="store_true",
+        help="do not run the stdio framing rules while capturing (lint the capture later)",
+    )
+    p.add_argument(
+        "--queue-mb",
+        type=float,
+        default=64.0,
+        metavar="MB",
+        help="bytes the capture may fall behind the relay before it drops (and records) "
+        "chunks; the relay never waits for the capture (default: 64)",
+    )
+    p.add_argument(
+        "--otlp",
+        nargs="?",
+        const="",
+        metavar="URL",
+        help="also export the traffic live as OpenTelemetry spans over OTLP/HTTP to URL (default: "
+        "$OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318); never slows the relay",
+    )
+    p.add_argument(
+        "--otlp-bodies",
+        action="store_true",
+        help="with --otlp: add tool arguments and results to the spans (default: no content)",
+    )
     # (not "command": the top-level parser keeps the subcommand's name under that dest)
-    p.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD [ARGS...]",
-                   help="the server command and its arguments")
+    p.add_argument(
+        "server_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- CMD [ARGS...]",
+        help="the server command and its arguments",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,7 +131,9 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     if args.otlp is not None:  # the capture's writer (in the capture process) feeds the live exporter
         from tracer.export.live import wrap_writer
 
-        writer = wrap_writer(writer, args.otlp or None, path, quiet=args.quiet, include_bodies=args.otlp_bodies)
+        writer = wrap_writer(
+            writer, args.otlp or None, path, quiet=args.quiet, include_bodies=args.otlp_bodies
+        )
     notes = Notes(2, quiet=args.quiet, capture=path)
     budget = int(args.queue_mb * 1024 * 1024)
     feed = None
@@ -102,7 +141,9 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         # The capture in a process of its own (forked now: before the server and before any thread).
         from tracer.stdio.process import CaptureProcess
 
-        feed = CaptureProcess(writer, budget=budget, live_lint=not args.no_live_lint, on_finding=notes.finding)
+        feed = CaptureProcess(
+            writer, budget=budget, live_lint=not args.no_live_lint, on_finding=notes.finding
+        )
     try:
         child = spawn(command)
     except SpawnError as exc:
@@ -125,8 +166,9 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         sink = feed
     else:
         analyser = None if args.no_live_lint else Analyser(select_rules(["MCP8"]))
-        sink = CaptureSink(writer, f"stdio-{child.pid}", budget=budget, analyser=analyser,
-                           on_finding=notes.finding)
+        sink = CaptureSink(
+            writer, f"stdio-{child.pid}", budget=budget, analyser=analyser, on_finding=notes.finding
+        )
     sink.start()
     tee = Tee(child, sink, notes, in_fd=0, out_fd=relay_out, grace=args.grace, kill_after=args.grace)
     try:
@@ -144,8 +186,14 @@ def _record_spawn_failure(writer, why: str) -> None:
     from tracer.model import Record, RecordType
 
     try:
-        writer.write(Record(RecordType.EVENT, transport="stdio", conn="stdio",
-                            data={"event": "spawn-failed", "error": why}))
+        writer.write(
+            Record(
+                RecordType.EVENT,
+                transport="stdio",
+                conn="stdio",
+                data={"event": "spawn-failed", "error": why},
+            )
+        )
     except (OSError, ValueError):
         pass  # the one line on stderr still says it
     writer.close()
@@ -153,17 +201,26 @@ def _record_spawn_failure(writer, why: str) -> None:
 
 def _summary(notes, sink, path: str, finished: bool) -> None:
     if sink.write_error is not None:
-        notes.say(f"could not write the capture {path}: {sink.write_error.strerror or sink.write_error}; "
-                  f"the relay went on unaffected", force=True)
+        notes.say(
+            f"could not write the capture {path}: {sink.write_error.strerror or sink.write_error}; "
+            f"the relay went on unaffected",
+            force=True,
+        )
     if sink.analysis_error is not None:
-        notes.say(f"the live stdio check stopped on an internal error ({sink.analysis_error}); the capture "
-                  f"is complete, lint it with: mcptrace lint {path}", force=True)
+        notes.say(
+            f"the live stdio check stopped on an internal error ({sink.analysis_error}); the capture "
+            f"is complete, lint it with: mcptrace lint {path}",
+            force=True,
+        )
     if not finished:
         notes.say(f"the capture writer did not finish in time; {path} may lack the last records", force=True)
     dropped = sum(sink.dropped_bytes)
     if dropped:
-        notes.say(f"the capture fell behind and dropped {dropped:,} bytes in {sink.dropped_chunks} chunks "
-                  f"(recorded as 'dropped' events; every byte was still relayed)", force=True)
+        notes.say(
+            f"the capture fell behind and dropped {dropped:,} bytes in {sink.dropped_chunks} chunks "
+            f"(recorded as 'dropped' events; every byte was still relayed)",
+            force=True,
+        )
     if sink.findings:
         counts = ", ".join(f"{rule} ×{n}" for rule, n in sorted(sink.findings.items()))
         notes.say(f"stdio framing findings: {counts}; details: mcptrace lint {path}")

@@ -16,9 +16,15 @@ EXAMPLE = """  mcptrace view ~/.local/state/mcptrace/captures/20261129-200431-we
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", nargs="?", metavar="FILE", help="capture, NDJSON, host log, HAR or .mitm file")
-    p.add_argument("--follow", "-F", action="store_true",
-                   help="tail a capture that is still being written (press f in the viewer to toggle)")
-    p.add_argument("--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm")
+    p.add_argument(
+        "--follow",
+        "-F",
+        action="store_true",
+        help="tail a capture that is still being written (press f in the viewer to toggle)",
+    )
+    p.add_argument(
+        "--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm"
+    )
 
 
 def _check_input(path: str, args: argparse.Namespace) -> None:
@@ -36,8 +42,10 @@ def _check_input(path: str, args: argparse.Namespace) -> None:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
         # the viewer indexes its file and reads rows on demand: a stream has no rows to go back to
-        raise UsageError(f"{path}: not a regular file; the viewer needs one (save the stream to a file, "
-                         f"or check it with `mcptrace lint {path}`)")
+        raise UsageError(
+            f"{path}: not a regular file; the viewer needs one (save the stream to a file, "
+            f"or check it with `mcptrace lint {path}`)"
+        )
     if args.follow and st.st_size == 0:
         return
     try:
@@ -59,8 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
     path = args.file
     if path == "-":
-        raise UsageError("the viewer reads a file, not standard input (its keyboard is the terminal); "
-                         "save the stream to a file, or check it with `mcptrace lint -`")
+        raise UsageError(
+            "the viewer reads a file, not standard input (its keyboard is the terminal); "
+            "save the stream to a file, or check it with `mcptrace lint -`"
+        )
     if path is not None:
         if not os.path.exists(path) and not args.follow:
             raise UsageError(f"{path}: no such file")

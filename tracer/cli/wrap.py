@@ -21,16 +21,26 @@ def add_host_arguments(p: argparse.ArgumentParser) -> None:
     from tracer.hosts.hosts import HOSTS
 
     p.add_argument("--host", choices=sorted(HOSTS), help="only this host's config files")
-    p.add_argument("--config", metavar="FILE", help="this config file (its host is guessed from its name, or --host)")
+    p.add_argument(
+        "--config", metavar="FILE", help="this config file (its host is guessed from its name, or --host)"
+    )
     p.add_argument("servers", nargs="*", metavar="SERVER", help="only these servers (default: all)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_host_arguments(p)
-    p.add_argument("--remote", action="store_true",
-                   help="also point remote servers at a local `mcptrace proxy` (prints the command to keep running)")
-    p.add_argument("--proxy-port", type=int, default=None, metavar="PORT",
-                   help="with --remote: the first local port for the proxies (default 8790, then 8791, ...)")
+    p.add_argument(
+        "--remote",
+        action="store_true",
+        help="also point remote servers at a local `mcptrace proxy` (prints the command to keep running)",
+    )
+    p.add_argument(
+        "--proxy-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="with --remote: the first local port for the proxies (default 8790, then 8791, ...)",
+    )
     p.add_argument("--dry-run", action="store_true", help="say what would change, write nothing")
 
 
@@ -43,7 +53,9 @@ def targets(args: argparse.Namespace) -> list[tuple[str, Path, str]]:
         path = Path(args.config).expanduser()
         host = args.host or guess_host(path)
         if host is None:
-            raise UsageError(f"cannot tell which host {path} belongs to; add --host ({', '.join(sorted(HOSTS))})")
+            raise UsageError(
+                f"cannot tell which host {path} belongs to; add --host ({', '.join(sorted(HOSTS))})"
+            )
         if not path.is_file():
             raise UsageError(f"{path}: no such file")
         return [(host, path, "given")]
@@ -62,8 +74,10 @@ def run_edit(args: argparse.Namespace, verb: str) -> int:
         from tracer.hosts.doctor import searched_paths
 
         where = f"--host {args.host}" if args.host else "any host"
-        raise UsageError(f"no config file of {where} found (looked in {', '.join(searched_paths()[:3])}, ...); "
-                         f"give one with --config FILE")
+        raise UsageError(
+            f"no config file of {where} found (looked in {', '.join(searched_paths()[:3])}, ...); "
+            f"give one with --config FILE"
+        )
     wanted = list(args.servers) or None
     docs = []
     for host_id, path, _scope in found:
@@ -75,8 +89,10 @@ def run_edit(args: argparse.Namespace, verb: str) -> int:
         names = {e.name for d in docs for e in d.entries}
         missing = [n for n in wanted if n not in names]
         if missing:
-            raise UsageError(f"no server named {', '.join(missing)} in {', '.join(str(d.path) for d in docs)} "
-                             f"(servers: {', '.join(sorted(names)) or 'none'})")
+            raise UsageError(
+                f"no server named {', '.join(missing)} in {', '.join(str(d.path) for d in docs)} "
+                f"(servers: {', '.join(sorted(names)) or 'none'})"
+            )
     import itertools
 
     from tracer.hosts.wrap import PROXY_PORT_BASE

@@ -25,8 +25,10 @@ REPLY_TIMEOUT = 20.0
 
 
 def modern_meta(*, with_info: bool = True) -> dict[str, Any]:
-    meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": MODERN,
-                            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    meta: dict[str, Any] = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
     if with_info:
         meta["io.modelcontextprotocol/clientInfo"] = CLIENT_INFO
     return meta
@@ -40,8 +42,9 @@ class Peer:
     """The client's end of a tee'd server: send JSON-RPC lines, wait for the answer to an id."""
 
     def __init__(self, argv: list[str]):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self.inbox: Queue = Queue()
         self.next_id = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -98,20 +101,41 @@ class Peer:
 
 
 def tee_command(capture: str, label: str, server_args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "tracer", "stdio", "-q", "--overwrite", "-o", capture, "--name", label, "--",
-            sys.executable, "-m", "tracer.demo.server", *server_args]
+    return [
+        sys.executable,
+        "-m",
+        "tracer",
+        "stdio",
+        "-q",
+        "--overwrite",
+        "-o",
+        capture,
+        "--name",
+        label,
+        "--",
+        sys.executable,
+        "-m",
+        "tracer.demo.server",
+        *server_args,
+    ]
 
 
 def legacy_session(peer: Peer) -> None:
     probe = peer.request("server/discover", {"_meta": modern_meta()})
     if probe is None or "error" not in probe:
         raise DemoError("the legacy-only demo server accepted server/discover")
-    peer.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO})
+    peer.request(
+        "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO}
+    )
     peer.notify("notifications/initialized")
     peer.request("tools/list")
     peer.request("tools/call", {"name": "echo", "arguments": {"text": "hello, legacy world"}})
-    peer.request("tools/call", {"name": "count_slowly", "arguments": {"n": 3}, "_meta": {"progressToken": "count-1"}})
-    peer.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})  # the server answers with the id as a string
+    peer.request(
+        "tools/call", {"name": "count_slowly", "arguments": {"n": 3}, "_meta": {"progressToken": "count-1"}}
+    )
+    peer.request(
+        "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}
+    )  # the server answers with the id as a string
     peer.request("ping")
     peer.request("tools/call", {"name": "no_such_tool", "arguments": {}})
 
@@ -119,18 +143,29 @@ def legacy_session(peer: Peer) -> None:
 def modern_session(peer: Peer) -> None:
     peer.request("server/discover", {"_meta": modern_meta()})
     peer.request("tools/list", {"_meta": modern_meta()})
-    peer.request("tools/call", {"_meta": modern_meta(), "name": "echo", "arguments": {"text": "hello, modern world"}})
-    first = peer.request("tools/call", {"_meta": modern_meta(), "name": "book_flight", "arguments": {"to": "Lisbon"}})
+    peer.request(
+        "tools/call", {"_meta": modern_meta(), "name": "echo", "arguments": {"text": "hello, modern world"}}
+    )
+    first = peer.request(
+        "tools/call", {"_meta": modern_meta(), "name": "book_flight", "arguments": {"to": "Lisbon"}}
+    )
     result = (first or {}).get("result") or {}
     if result.get("resultType") == "input_required":
-        peer.request("tools/call", {
-            "_meta": modern_meta(), "name": "book_flight", "arguments": {"to": "Lisbon"},
-            "inputResponses": {"seat": {"action": "accept", "content": {"seat": "12A"}}},
-            "requestState": result.get("requestState"),
-        })
+        peer.request(
+            "tools/call",
+            {
+                "_meta": modern_meta(),
+                "name": "book_flight",
+                "arguments": {"to": "Lisbon"},
+                "inputResponses": {"seat": {"action": "accept", "content": {"seat": "12A"}}},
+                "requestState": result.get("requestState"),
+            },
+        )
     peer.request("tools/call", {"_meta": modern_meta(), "name": "forecast", "arguments": {"city": "Lisbon"}})
     # deliberate: this host forgets clientInfo (MCP312)
-    peer.request("tools/call", {"_meta": modern_meta(with_info=False), "name": "add", "arguments": {"a": 40, "b": 2}})
+    peer.request(
+        "tools/call", {"_meta": modern_meta(with_info=False), "name": "add", "arguments": {"a": 40, "b": 2}}
+    )
 
 
 SESSIONS: list[tuple[str, list[str], Callable[[Peer], None]]] = [
@@ -139,7 +174,9 @@ SESSIONS: list[tuple[str, list[str], Callable[[Peer], None]]] = [
 ]
 
 
-def record_demo(capture: str, on_step: Callable[[str], None] | None = None, *, overwrite: bool = False) -> str:
+def record_demo(
+    capture: str, on_step: Callable[[str], None] | None = None, *, overwrite: bool = False
+) -> str:
     """Run both sessions through the tee and write one capture holding both (appended to an
     existing capture unless `overwrite`). Returns its path."""
     parts = []

@@ -36,17 +36,35 @@ META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 SERVER_INFO = {"name": NAME, "version": VERSION}
 
 TOOLS = [
-    {"name": "echo", "description": "Return the text unchanged.",
-     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
-    {"name": "add", "description": "Add two integers.",
-     "inputSchema": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                     "required": ["a", "b"]}},
-    {"name": "count_slowly", "description": "Count to n, reporting progress.",
-     "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
-    {"name": "forecast", "description": "Tomorrow's weather for a city.",
-     "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
-    {"name": "book_flight", "description": "Book a flight; asks the user to confirm the seat (MRTR).",
-     "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}},
+    {
+        "name": "echo",
+        "description": "Return the text unchanged.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {
+        "name": "add",
+        "description": "Add two integers.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
+    {
+        "name": "count_slowly",
+        "description": "Count to n, reporting progress.",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    },
+    {
+        "name": "forecast",
+        "description": "Tomorrow's weather for a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+    {
+        "name": "book_flight",
+        "description": "Book a flight; asks the user to confirm the seat (MRTR).",
+        "inputSchema": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]},
+    },
 ]
 
 
@@ -88,16 +106,29 @@ class DemoServer:
             return  # responses and notifications need no answer here
         if method == "initialize":
             self.era = "legacy"
-            self.result(msg_id, {"protocolVersion": LEGACY_VERSION, "serverInfo": SERVER_INFO,
-                                 "capabilities": {"tools": {"listChanged": False}, "logging": {}}})
+            self.result(
+                msg_id,
+                {
+                    "protocolVersion": LEGACY_VERSION,
+                    "serverInfo": SERVER_INFO,
+                    "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+                },
+            )
             return
         if method == "server/discover":
             if self.legacy_only:
                 self.error(msg_id, -32601, "Method not found: server/discover")
                 return
             self.era = "modern"
-            self.result(msg_id, {"supportedVersions": [MODERN_VERSION],
-                                 "capabilities": {"tools": {}}, "ttlMs": 60000, "cacheScope": "public"})
+            self.result(
+                msg_id,
+                {
+                    "supportedVersions": [MODERN_VERSION],
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 60000,
+                    "cacheScope": "public",
+                },
+            )
             return
         if self.era is None and meta.get(META_PV):
             self.era = "modern"
@@ -121,8 +152,14 @@ class DemoServer:
         self.log(f"tools/call {name} {orjson.dumps(args).decode()}")
         if name == "echo":
             if self.era == "legacy":  # deliberate: a notification must not carry an id (MCP111)
-                self.send({"jsonrpc": "2.0", "id": 99, "method": "notifications/message",
-                           "params": {"level": "info", "data": f"echo: {args.get('text')}"}})
+                self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 99,
+                        "method": "notifications/message",
+                        "params": {"level": "info", "data": f"echo: {args.get('text')}"},
+                    }
+                )
             self.result(msg_id, _text(str(args.get("text", ""))))
         elif name == "add":
             total = int(args.get("a", 0)) + int(args.get("b", 0))
@@ -136,8 +173,13 @@ class DemoServer:
             for i in range(1, n + 1):
                 time.sleep(0.05)  # the demo's "work", so latency shows in the viewer
                 if token is not None:
-                    self.send({"jsonrpc": "2.0", "method": "notifications/progress",
-                               "params": {"progressToken": token, "progress": i, "total": n}})
+                    self.send(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/progress",
+                            "params": {"progressToken": token, "progress": i, "total": n},
+                        }
+                    )
             self.result(msg_id, _text(f"counted to {n}"))
         elif name == "forecast":
             time.sleep(0.02)
@@ -155,14 +197,27 @@ class DemoServer:
         state = params.get("requestState")
         if not answers:
             state = base64.urlsafe_b64encode(orjson.dumps({"to": args.get("to")})).decode().rstrip("=")
-            self.result(msg_id, {
-                "resultType": "input_required",
-                "inputRequests": {"seat": {"method": "elicitation/create", "params": {
-                    "mode": "form", "message": f"Which seat on the flight to {args.get('to')}?",
-                    "requestedSchema": {"type": "object", "properties": {"seat": {"type": "string"}},
-                                        "required": ["seat"]}}}},
-                "requestState": state,
-            })
+            self.result(
+                msg_id,
+                {
+                    "resultType": "input_required",
+                    "inputRequests": {
+                        "seat": {
+                            "method": "elicitation/create",
+                            "params": {
+                                "mode": "form",
+                                "message": f"Which seat on the flight to {args.get('to')}?",
+                                "requestedSchema": {
+                                    "type": "object",
+                                    "properties": {"seat": {"type": "string"}},
+                                    "required": ["seat"],
+                                },
+                            },
+                        }
+                    },
+                    "requestState": state,
+                },
+            )
             return
         seat = ((answers.get("seat") or {}).get("content") or {}).get("seat", "?")
         self.result(msg_id, _text(f"booked to {args.get('to')}, seat {seat} (state {state})"))

@@ -1,11 +1,11 @@
 """Export: recorded or live MCP traffic as OpenTelemetry spans (OTLP/HTTP or OTLP/JSON) and as HAR.
 
-    mapping.py    the one table of names (semantic conventions for MCP, and mcptrace's own)
-    spans.py      analysed messages -> Span objects (pure: no OpenTelemetry import)
-    otlp_json.py  spans -> the OTLP/JSON file encoding (what a collector's file receiver reads)
-    otel.py       spans -> the official SDK's BatchSpanProcessor and OTLP/HTTP exporter
-    live.py       the live exporter of `mcptrace stdio/proxy --otlp`: off the relay's path, bounded
-    har.py        HTTP capture records -> HAR 1.2
+mapping.py    the one table of names (semantic conventions for MCP, and mcptrace's own)
+spans.py      analysed messages -> Span objects (pure: no OpenTelemetry import)
+otlp_json.py  spans -> the OTLP/JSON file encoding (what a collector's file receiver reads)
+otel.py       spans -> the official SDK's BatchSpanProcessor and OTLP/HTTP exporter
+live.py       the live exporter of `mcptrace stdio/proxy --otlp`: off the relay's path, bounded
+har.py        HTTP capture records -> HAR 1.2
 """
 
 from __future__ import annotations
@@ -30,8 +30,15 @@ def identity_of(header: dict | None, fallback: str) -> str:
 class SpanFeed:
     """Records in (in capture order), finished spans out: the analyser, then the span builder."""
 
-    def __init__(self, emit: Callable[[Span], None], analyser: Analyser, *, source: str, identity: str,
-                 include_bodies: bool = False):
+    def __init__(
+        self,
+        emit: Callable[[Span], None],
+        analyser: Analyser,
+        *,
+        source: str,
+        identity: str,
+        include_bodies: bool = False,
+    ):
         self.analyser = analyser
         self.identity = identity
         self.builder = SpanBuilder(emit, identity=identity, source=source, include_bodies=include_bodies)
@@ -54,8 +61,15 @@ class SpanFeed:
         self.builder.finish(self.analyser.finish(), self.analyser.last_t_ns)
 
 
-def build_spans(records: Iterable[Record | ReadProblem], emit: Callable[[Span], None], *, source: str,
-                identity: str, analyser: Analyser, include_bodies: bool = False) -> SpanBuilder:
+def build_spans(
+    records: Iterable[Record | ReadProblem],
+    emit: Callable[[Span], None],
+    *,
+    source: str,
+    identity: str,
+    analyser: Analyser,
+    include_bodies: bool = False,
+) -> SpanBuilder:
     """Analyse a stream of records and hand every finished span to `emit`, in the order spans end."""
     feed = SpanFeed(emit, analyser, source=source, identity=identity, include_bodies=include_bodies)
     for item in records:

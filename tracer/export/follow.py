@@ -86,8 +86,13 @@ def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_b
 
     _scheduling(idle=True)
     sink = OtelSink(endpoint, flush_every=512)
-    feed = SpanFeed(sink, Analyser(select_rules(None, None)), source=path, identity=capture_identity(path),
-                    include_bodies=include_bodies)
+    feed = SpanFeed(
+        sink,
+        Analyser(select_rules(None, None)),
+        source=path,
+        identity=capture_identity(path),
+        include_bodies=include_bodies,
+    )
     lines = Follow(path, offset, stop_fd)
     error = None
     try:
@@ -102,22 +107,33 @@ def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_b
     except OSError:
         behind = 0
     finished = sink.close(FAILING_TIMEOUT_S if sink.exporter.failing() else CLOSE_TIMEOUT_S)
-    return {"spans": sink.spans, "exported": sink.exporter.exported, "dropped": sink.dropped,
-            "behind_bytes": behind, "error": error, "finished": finished}
+    return {
+        "spans": sink.spans,
+        "exported": sink.exporter.exported,
+        "dropped": sink.dropped,
+        "behind_bytes": behind,
+        "error": error,
+        "finished": finished,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     from tracer.export.live import summary, where
 
-    p = argparse.ArgumentParser(prog="python -m tracer.export.follow", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m tracer.export.follow",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("capture")
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--otlp", metavar="URL", default=None)
     p.add_argument("-q", "--quiet", action="store_true")
     p.add_argument("--include-bodies", action="store_true")
     args = p.parse_args(argv)
-    stats = run(args.capture, args.offset, args.otlp or None, sys.stdin.fileno(), include_bodies=args.include_bodies)
+    stats = run(
+        args.capture, args.offset, args.otlp or None, sys.stdin.fileno(), include_bodies=args.include_bodies
+    )
     line = summary(stats, where(args.otlp or None))
     lost = stats["dropped"] or stats["behind_bytes"] or stats["error"]
     if line and (lost or not args.quiet):

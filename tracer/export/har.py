@@ -165,10 +165,14 @@ class HarBuilder:
         start = f.req_t or f.head_t or f.end_t
         u = urlsplit(f.url)
         request: dict[str, Any] = {
-            "method": f.method, "url": f.url, "httpVersion": "HTTP/1.1", "cookies": [],
+            "method": f.method,
+            "url": f.url,
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
             "headers": _headers(f.req_headers),
             "queryString": [{"name": k, "value": v} for k, v in parse_qsl(u.query, keep_blank_values=True)],
-            "headersSize": -1, "bodySize": len(f.req_body) if f.req_body is not None else 0,
+            "headersSize": -1,
+            "bodySize": len(f.req_body) if f.req_body is not None else 0,
         }
         if f.req_body is not None:
             request["postData"] = {"mimeType": f.req_type or "application/json", **_text_field(f.req_body)}
@@ -178,18 +182,32 @@ class HarBuilder:
         if f.sse is not None:
             stream = "".join(_event_lines(fields) for _, fields in f.sse)
             body = stream.encode("utf-8", "surrogatepass")
-            messages = [{"time": t / 1e9, "eventName": fields.get("event") or "message",
-                         "eventId": fields.get("id") or "", "data": fields.get("data") or ""}
-                        for t, fields in f.sse]
-        content: dict[str, Any] = {"size": f.truncated or (len(body) if body is not None else 0),
-                                   "mimeType": ctype or "x-unknown"}
+            messages = [
+                {
+                    "time": t / 1e9,
+                    "eventName": fields.get("event") or "message",
+                    "eventId": fields.get("id") or "",
+                    "data": fields.get("data") or "",
+                }
+                for t, fields in f.sse
+            ]
+        content: dict[str, Any] = {
+            "size": f.truncated or (len(body) if body is not None else 0),
+            "mimeType": ctype or "x-unknown",
+        }
         if body is not None:
             content.update(_text_field(body))
         failed = f.status is None
         response: dict[str, Any] = {
-            "status": 0 if failed else f.status, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [],
-            "headers": _headers(f.resp_headers), "content": content, "redirectURL": "",
-            "headersSize": -1, "bodySize": len(body) if body is not None else 0,
+            "status": 0 if failed else f.status,
+            "statusText": "",
+            "httpVersion": "HTTP/1.1",
+            "cookies": [],
+            "headers": _headers(f.resp_headers),
+            "content": content,
+            "redirectURL": "",
+            "headersSize": -1,
+            "bodySize": len(body) if body is not None else 0,
         }
         if f.error is not None:
             response["_error"] = f.error
@@ -199,10 +217,21 @@ class HarBuilder:
         end = max(f.end_t, head)
         wait = max(0.0, (head - start) / 1e6)
         entry: dict[str, Any] = {
-            "startedDateTime": _iso(start), "time": max(0.0, (end - start) / 1e6), "connection": f.conn,
-            "request": request, "response": response, "cache": {},
-            "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": wait,
-                        "receive": max(0.0, (end - head) / 1e6)},
+            "startedDateTime": _iso(start),
+            "time": max(0.0, (end - start) / 1e6),
+            "connection": f.conn,
+            "request": request,
+            "response": response,
+            "cache": {},
+            "timings": {
+                "blocked": -1,
+                "dns": -1,
+                "connect": -1,
+                "ssl": -1,
+                "send": 0,
+                "wait": wait,
+                "receive": max(0.0, (end - head) / 1e6),
+            },
         }
         if f.server:
             entry["serverIPAddress"] = f.server  # (as recorded: mcptrace's HAR reader reads it back)
@@ -214,7 +243,13 @@ class HarBuilder:
 
     def write(self, out: IO[bytes]) -> int:
         entries = self.entries()
-        doc = {"log": {"version": "1.2", "creator": {"name": "mcptrace", "version": __version__},
-                       "pages": [], "entries": entries}}
+        doc = {
+            "log": {
+                "version": "1.2",
+                "creator": {"name": "mcptrace", "version": __version__},
+                "pages": [],
+                "entries": entries,
+            }
+        }
         out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         return len(entries)

@@ -34,8 +34,12 @@ def signal_url(base: str | None, signal: str) -> str | None:
 
 def where(base: str | None) -> str:
     """Where spans go, for messages."""
-    return (signal_url(base, "traces") or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-            or signal_url(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_ENDPOINT, "traces") or "")
+    return (
+        signal_url(base, "traces")
+        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or signal_url(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or DEFAULT_ENDPOINT, "traces")
+        or ""
+    )
 
 
 def capture_identity(path: str) -> str:
@@ -92,8 +96,9 @@ class LiveFollower:
             argv.insert(3, "--include-bodies")
         self.pid = os.getpid()
         # its own session: a host that ends the server's process group does not cut its export short
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True, start_new_session=True
+        )
 
     def stop(self, wait_s: float = 0.0) -> None:
         if self.pid != os.getpid():  # (a forked child holds a copy of this object, not the process)
@@ -112,21 +117,26 @@ class LiveFollower:
 def summary(stats: dict, where: str) -> str | None:
     """The one line mcptrace says about a live export."""
     if stats.get("error"):
-        return (f"otlp export stopped on an internal error ({stats['error']}); the capture is complete, "
-                f"export it with: mcptrace export --format otlp FILE")
+        return (
+            f"otlp export stopped on an internal error ({stats['error']}); the capture is complete, "
+            f"export it with: mcptrace export --format otlp FILE"
+        )
     lost = []
     if stats.get("dropped"):
         lost.append(f"{stats['dropped']} spans")
     if stats.get("behind_bytes"):
         lost.append(f"the last {stats['behind_bytes']:,} bytes of the capture")
     if lost:
-        return (f"otlp: {stats['exported']} of {stats['spans']} spans reached {where}; {' and '.join(lost)} "
-                f"dropped (backend down or slow; the capture has everything); the relay was not slowed")
+        return (
+            f"otlp: {stats['exported']} of {stats['spans']} spans reached {where}; {' and '.join(lost)} "
+            f"dropped (backend down or slow; the capture has everything); the relay was not slowed"
+        )
     return f"otlp: {stats['spans']} spans sent to {where}"
 
 
-def wrap_writer(writer, endpoint: str | None, path: str, *, quiet: bool = False,
-                include_bodies: bool = False) -> ExportingWriter:
+def wrap_writer(
+    writer, endpoint: str | None, path: str, *, quiet: bool = False, include_bodies: bool = False
+) -> ExportingWriter:
     """`mcptrace stdio --otlp`: the exporter process starts now (before the capture process and the
     server); it is told the capture is complete when the tee closes the writer."""
     return ExportingWriter(writer, LiveFollower(endpoint, path, quiet=quiet, include_bodies=include_bodies))

@@ -41,8 +41,9 @@ TARGETS: dict[str, tuple[str, str]] = {
 }
 OPERATIONS: dict[str, str] = {"tools/call": EXECUTE_TOOL}
 # Methods whose params.uri is recorded as mcp.resource.uri (never in the span name: high cardinality).
-RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe",
-                              "notifications/resources/updated"})
+RESOURCE_METHODS = frozenset(
+    {"resources/read", "resources/subscribe", "resources/unsubscribe", "notifications/resources/updated"}
+)
 
 # error.type of a request that ended without a response (custom values, as the conventions allow)
 NO_RESPONSE = "no_response"
@@ -85,8 +86,20 @@ OPERATION_DURATION = "mcp.client.operation.duration"  # histogram, seconds
 SESSION_DURATION = "mcp.client.session.duration"  # histogram, seconds; legacy sessions
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 # the attributes a duration point carries (a low-cardinality subset of the span's)
-METRIC_ATTRIBUTES = (METHOD, ERROR_TYPE, TOOL_NAME, PROMPT_NAME, STATUS_CODE, OPERATION, PROTOCOL_VERSION,
-                     NET_PROTOCOL, NET_PROTOCOL_VERSION, NET_TRANSPORT, SERVER_ADDRESS, SERVER_PORT)
+METRIC_ATTRIBUTES = (
+    METHOD,
+    ERROR_TYPE,
+    TOOL_NAME,
+    PROMPT_NAME,
+    STATUS_CODE,
+    OPERATION,
+    PROTOCOL_VERSION,
+    NET_PROTOCOL,
+    NET_PROTOCOL_VERSION,
+    NET_TRANSPORT,
+    SERVER_ADDRESS,
+    SERVER_PORT,
+)
 
 # -- the resource and the instrumentation scope ---------------------------------------------------------
 SERVICE_NAME = "service.name"

@@ -109,16 +109,24 @@ class _Counting(SpanExporter):
 class OtelSink:
     """Callable: one `Span` in, one SDK span out (ended at once, queued for the batch exporter)."""
 
-    def __init__(self, endpoint: str | None = None, *, metrics: bool = True, max_queue: int | None = None,
-                 schedule_delay_ms: float | None = None, exporter: SpanExporter | None = None,
-                 flush_every: int | None = None):
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        *,
+        metrics: bool = True,
+        max_queue: int | None = None,
+        schedule_delay_ms: float | None = None,
+        exporter: SpanExporter | None = None,
+        flush_every: int | None = None,
+    ):
         quiet_sdk_logs()
         resource = Resource.create({M.SERVICE_NAME: service_name()})
         self._ids = _CapturedIds()
         self.provider = TracerProvider(resource=resource, sampler=ALWAYS_ON, id_generator=self._ids)
         self.exporter = _Counting(exporter or OTLPSpanExporter(endpoint=signal_url(endpoint, "traces")))
-        self.processor = BatchSpanProcessor(self.exporter, max_queue_size=max_queue,
-                                            schedule_delay_millis=schedule_delay_ms)
+        self.processor = BatchSpanProcessor(
+            self.exporter, max_queue_size=max_queue, schedule_delay_millis=schedule_delay_ms
+        )
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer(M.SCOPE_NAME, __version__)
         self.spans = 0
@@ -127,15 +135,24 @@ class OtelSink:
         self.flush_every = flush_every
         self.meters: MeterProvider | None = None
         if metrics:
-            reader = PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=signal_url(endpoint, "metrics")))
+            reader = PeriodicExportingMetricReader(
+                OTLPMetricExporter(endpoint=signal_url(endpoint, "metrics"))
+            )
             self.meters = MeterProvider(resource=resource, metric_readers=[reader])
             meter = self.meters.get_meter(M.SCOPE_NAME, __version__)
             buckets = list(M.DURATION_BUCKETS)
-            self._op = meter.create_histogram(M.OPERATION_DURATION, unit="s", explicit_bucket_boundaries_advisory=buckets,
-                                              description="MCP request duration as seen on the wire")
-            self._session = meter.create_histogram(M.SESSION_DURATION, unit="s",
-                                                   explicit_bucket_boundaries_advisory=buckets,
-                                                   description="MCP (legacy) session duration")
+            self._op = meter.create_histogram(
+                M.OPERATION_DURATION,
+                unit="s",
+                explicit_bucket_boundaries_advisory=buckets,
+                description="MCP request duration as seen on the wire",
+            )
+            self._session = meter.create_histogram(
+                M.SESSION_DURATION,
+                unit="s",
+                explicit_bucket_boundaries_advisory=buckets,
+                description="MCP (legacy) session duration",
+            )
 
     def __call__(self, span: Span) -> None:
         ids = self._ids
@@ -143,13 +160,23 @@ class OtelSink:
         ids.span_id = int.from_bytes(span.span_id)
         if span.parent_id is not None:
             state = TraceState.from_header([span.trace_state]) if span.trace_state else TraceState()
-            parent = SpanContext(ids.trace_id, int.from_bytes(span.parent_id), is_remote=span.remote_parent,
-                                 trace_flags=TraceFlags(TraceFlags.SAMPLED), trace_state=state)
+            parent = SpanContext(
+                ids.trace_id,
+                int.from_bytes(span.parent_id),
+                is_remote=span.remote_parent,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                trace_state=state,
+            )
             ctx = trace_api.set_span_in_context(NonRecordingSpan(parent), Context())
         else:
             ctx = Context()  # a root: never the ambient context of whatever runs this
-        s = self.tracer.start_span(span.name, context=ctx, kind=_KINDS.get(span.kind, SpanKind.INTERNAL),
-                                   attributes=span.attrs, start_time=span.start_ns)
+        s = self.tracer.start_span(
+            span.name,
+            context=ctx,
+            kind=_KINDS.get(span.kind, SpanKind.INTERNAL),
+            attributes=span.attrs,
+            start_time=span.start_ns,
+        )
         for e in span.events:
             s.add_event(e.name, e.attrs, timestamp=e.t_ns)
         if span.is_error:

@@ -76,8 +76,10 @@ def span_json(span: Span) -> dict[str, Any]:
     out["endTimeUnixNano"] = str(span.end_ns)
     out["attributes"] = attributes(span.attrs)
     if span.events:
-        out["events"] = [{"timeUnixNano": str(e.t_ns), "name": e.name, "attributes": attributes(e.attrs)}
-                         for e in span.events]
+        out["events"] = [
+            {"timeUnixNano": str(e.t_ns), "name": e.name, "attributes": attributes(e.attrs)}
+            for e in span.events
+        ]
     if span.is_error:
         out["status"] = {"code": _STATUS_ERROR, **({"message": span.error} if span.error else {})}
     else:
@@ -105,8 +107,11 @@ class OtlpJsonWriter:
     def flush(self) -> None:
         if not self.pending:
             return
-        doc = {"resourceSpans": [{"resource": self._resource,
-                                  "scopeSpans": [{"scope": self._scope, "spans": self.pending}]}]}
+        doc = {
+            "resourceSpans": [
+                {"resource": self._resource, "scopeSpans": [{"scope": self._scope, "spans": self.pending}]}
+            ]
+        }
         self.out.write(orjson.dumps(doc) + b"\n")
         self.pending = []
         self.lines += 1

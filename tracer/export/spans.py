@@ -103,8 +103,14 @@ def _header(headers: Any, name: str) -> str | None:
 
 
 class SpanBuilder:
-    def __init__(self, emit: Callable[[Span], None], *, identity: str = "", source: str = "",
-                 include_bodies: bool = False):
+    def __init__(
+        self,
+        emit: Callable[[Span], None],
+        *,
+        identity: str = "",
+        source: str = "",
+        include_bodies: bool = False,
+    ):
         self.emit = emit
         self.identity = identity  # what makes this capture's ids its own (see tracer.export.identity_of)
         self.source = source
@@ -144,9 +150,16 @@ class SpanBuilder:
         if loose:
             root = self._root(conn, t_ns) if conn is not None else None
             trace = root.trace_id if root is not None else _digest(16, self.identity, "capture")
-            span = Span(trace, _digest(8, self.identity, "findings", str(t_ns), str(self.spans)),
-                        root.span_id if root is not None else None, "mcptrace.findings", t_ns, t_ns,
-                        {M.KIND: "findings", M.CAPTURE_FILE: self.source}, kind="internal")
+            span = Span(
+                trace,
+                _digest(8, self.identity, "findings", str(t_ns), str(self.spans)),
+                root.span_id if root is not None else None,
+                "mcptrace.findings",
+                t_ns,
+                t_ns,
+                {M.KIND: "findings", M.CAPTURE_FILE: self.source},
+                kind="internal",
+            )
             span.events = [self._finding_event(f, t_ns) for f in loose]
             self._emit(span)
 
@@ -181,8 +194,9 @@ class SpanBuilder:
     def finish(self, found: list[Finding], t_ns: int) -> None:
         """End of input: end findings go on their spans, then everything still open ends."""
         self.findings(found, t_ns)
-        conns = dict.fromkeys([k[0] for k in self.open]
-                              + [k[0] for k in self._ops] + list(self._roots))  # (ordered: output is stable)
+        conns = dict.fromkeys(
+            [k[0] for k in self.open] + [k[0] for k in self._ops] + list(self._roots)
+        )  # (ordered: output is stable)
         for conn in conns:
             self.close(conn, t_ns, M.END_REASON_END)
 
@@ -194,8 +208,11 @@ class SpanBuilder:
             self._request(m)
         elif kind is Kind.RESULT or kind is Kind.ERROR:
             req = m.request
-            span = (self.open.pop((m.rec.conn, req.seq), None) if req is not None and m.pair_status in _PAIRED
-                    else None)
+            span = (
+                self.open.pop((m.rec.conn, req.seq), None)
+                if req is not None and m.pair_status in _PAIRED
+                else None
+            )
             if span is not None:
                 self._response(span, m)
             else:
@@ -253,7 +270,12 @@ class SpanBuilder:
         rid = _id_text(m.id)
         if rid is not None:
             attrs[M.REQUEST_ID] = rid
-        if self.include_bodies and method == "tools/call" and m.params is not None and "arguments" in m.params:
+        if (
+            self.include_bodies
+            and method == "tools/call"
+            and m.params is not None
+            and "arguments" in m.params
+        ):
             attrs[M.TOOL_ARGUMENTS] = dumps_text(m.params["arguments"])
         span = self._new_span(m, attrs)
         for f in m.findings:
@@ -309,7 +331,9 @@ class SpanBuilder:
         for f in m.findings:
             _add_event(span, self._finding_event(f, rec.t_ns))
         if m.op_seq is not None:
-            self._round(span, m, input_required=result is not None and result.get("resultType") == "input_required")
+            self._round(
+                span, m, input_required=result is not None and result.get("resultType") == "input_required"
+            )
         self._emit(span)
 
     def _round(self, span: Span, m: Analysed, *, input_required: bool) -> None:
@@ -321,12 +345,18 @@ class SpanBuilder:
         if op is None:
             if len(self._ops) >= 10_000:
                 return
-            op = self._ops[key] = Span(span.trace_id, _digest(8, self.identity, conn, "op", str(m.op_seq)),
-                                       span.parent_id, f"{M.OP_SPAN_NAME} {span.name}", span.start_ns,
-                                       span.end_ns, {k: v for k, v in span.attrs.items()
-                                                     if k not in (M.RESPONSE_SEQ, M.END_REASON)},
-                                       trace_state=span.trace_state, remote_parent=span.remote_parent,
-                                       kind="internal")
+            op = self._ops[key] = Span(
+                span.trace_id,
+                _digest(8, self.identity, conn, "op", str(m.op_seq)),
+                span.parent_id,
+                f"{M.OP_SPAN_NAME} {span.name}",
+                span.start_ns,
+                span.end_ns,
+                {k: v for k, v in span.attrs.items() if k not in (M.RESPONSE_SEQ, M.END_REASON)},
+                trace_state=span.trace_state,
+                remote_parent=span.remote_parent,
+                kind="internal",
+            )
             op.attrs[M.OP_ROUNDS] = 0
         span.trace_id, span.parent_id, span.remote_parent = op.trace_id, op.span_id, False
         op.attrs[M.OP_ROUNDS] += 1
@@ -373,8 +403,11 @@ class SpanBuilder:
         """A message that belongs to no request span: a zero-length span of its own."""
         rec = m.rec
         method = m.label
-        attrs = self._base_attrs(m, method) if method else {M.ERA: m.era.value, M.CAPTURE_SEQ: rec.seq,
-                                                            M.CONNECTION: rec.conn}
+        attrs = (
+            self._base_attrs(m, method)
+            if method
+            else {M.ERA: m.era.value, M.CAPTURE_SEQ: rec.seq, M.CONNECTION: rec.conn}
+        )
         if not method and self.source:
             attrs[M.CAPTURE_FILE] = self.source
         attrs[M.KIND] = what
@@ -408,17 +441,32 @@ class SpanBuilder:
         parent = traceparent(meta.get(M.TRACEPARENT))
         if parent is not None:
             state = meta.get(M.TRACESTATE)
-            return Span(parent[0], span_id, parent[1], name, rec.t_ns, rec.t_ns, attrs,
-                        trace_state=state if valid_tracestate(state) else "", remote_parent=True)
+            return Span(
+                parent[0],
+                span_id,
+                parent[1],
+                name,
+                rec.t_ns,
+                rec.t_ns,
+                attrs,
+                trace_state=state if valid_tracestate(state) else "",
+                remote_parent=True,
+            )
         return Span(root.trace_id, span_id, root.span_id, name, rec.t_ns, rec.t_ns, attrs)
 
     def _root(self, conn: str, t_ns: int) -> Span:
         root = self._roots.get(conn)
         if root is None:
-            root = self._roots[conn] = Span(_digest(16, self.identity, conn), _digest(8, self.identity, conn, "root"),
-                                            None, M.ROOT_SPAN_NAME, t_ns, t_ns,
-                                            {M.CONNECTION: conn, M.CAPTURE_FILE: self.source} if self.source
-                                            else {M.CONNECTION: conn}, kind="internal")
+            root = self._roots[conn] = Span(
+                _digest(16, self.identity, conn),
+                _digest(8, self.identity, conn, "root"),
+                None,
+                M.ROOT_SPAN_NAME,
+                t_ns,
+                t_ns,
+                {M.CONNECTION: conn, M.CAPTURE_FILE: self.source} if self.source else {M.CONNECTION: conn},
+                kind="internal",
+            )
         root.end_ns = max(root.end_ns, t_ns)
         return root
 
@@ -433,8 +481,11 @@ class SpanBuilder:
             span.end_ns = max(span.start_ns, t_ns)
             span.attrs[M.END_REASON] = reason
             span.attrs[M.ERROR_TYPE] = M.NO_RESPONSE
-            span.error = ("no response before the connection closed" if reason == M.END_REASON_CLOSED
-                          else "no response before the capture ended")
+            span.error = (
+                "no response before the connection closed"
+                if reason == M.END_REASON_CLOSED
+                else "no response before the capture ended"
+            )
         span.is_error = True
         self._emit(span)
 
@@ -449,8 +500,12 @@ class SpanBuilder:
         span._keys = ()
 
     def _finding_event(self, f: Finding, t_ns: int) -> SpanEvent:
-        attrs: dict[str, Any] = {M.FINDING_RULE: f.rule, M.FINDING_SEVERITY: f.severity.label,
-                                 M.FINDING_MESSAGE: _cap(f.message), M.FINDING_SEQ: f.seq}
+        attrs: dict[str, Any] = {
+            M.FINDING_RULE: f.rule,
+            M.FINDING_SEVERITY: f.severity.label,
+            M.FINDING_MESSAGE: _cap(f.message),
+            M.FINDING_SEQ: f.seq,
+        }
         if f.path:
             attrs[M.FINDING_PATH] = _cap(f.path)
         return SpanEvent(M.FINDING_EVENT, t_ns, attrs)

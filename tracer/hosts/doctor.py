@@ -21,7 +21,13 @@ def relative_paths(argv: list[str]) -> list[str]:
     working directory, not the project's): `server.py`, `./build/index.js`, `src/main.py`."""
     found = []
     for arg in argv:
-        if not arg or arg.startswith(("-", "@", "$", "%")) or "://" in arg or "=" in arg or os.path.isabs(arg):
+        if (
+            not arg
+            or arg.startswith(("-", "@", "$", "%"))
+            or "://" in arg
+            or "=" in arg
+            or os.path.isabs(arg)
+        ):
             continue
         if arg.startswith("~"):
             continue
@@ -32,7 +38,9 @@ def relative_paths(argv: list[str]) -> list[str]:
 
 def command_status(command: str) -> str:
     if os.path.isabs(command):
-        return f"{command} exists" if os.access(command, os.X_OK) else f"{command} NOT FOUND (or not executable)"
+        return (
+            f"{command} exists" if os.access(command, os.X_OK) else f"{command} NOT FOUND (or not executable)"
+        )
     found = shutil.which(command)
     return f"{command} on PATH ({found})" if found else f"{command} NOT on PATH"
 
@@ -40,8 +48,11 @@ def command_status(command: str) -> str:
 def recent_captures(name: str, directory: Path | None = None) -> list[Path]:
     """The server's captures, newest first: in the captures directory, and in the default one too
     when a project config moved it (a GUI host starts the tee outside the project)."""
-    dirs = [directory] if directory is not None else list(dict.fromkeys(
-        [captures_dir(create=False), state_home() / APP / "captures"]))
+    dirs = (
+        [directory]
+        if directory is not None
+        else list(dict.fromkeys([captures_dir(create=False), state_home() / APP / "captures"]))
+    )
     rx = re.compile(rf"^\d{{8}}-\d{{6}}-{re.escape(safe_label(name))}-\d+\.jsonl$")
     files: list[Path] = []
     for d in dirs:
@@ -59,24 +70,32 @@ def _entry_lines(doc: Document, e: Entry, scope: str) -> list[str]:
             return [f"  {e.name}: remote server ({e.problem})"]
         rec = proxied(doc, e)
         if rec is not None:
-            return [f"  {e.name}: remote, POINTED AT the mcptrace proxy {e.url}; it must be running: {rec.get('run')}"]
-        return [f"  {e.name}: remote {e.url}; to capture it: mcptrace wrap --host {host_id} --remote {e.name} "
-                f"(then run the mcptrace proxy command it prints)"]
+            return [
+                f"  {e.name}: remote, POINTED AT the mcptrace proxy {e.url}; it must be running: {rec.get('run')}"
+            ]
+        return [
+            f"  {e.name}: remote {e.url}; to capture it: mcptrace wrap --host {host_id} --remote {e.name} "
+            f"(then run the mcptrace proxy command it prints)"
+        ]
     if e.problem:
         return [f"  {e.name}: cannot be wrapped: {e.problem}"]
     if e.kind != "stdio":
         return []
     argv = e.original_argv() if e.wrapped else [e.command, *e.args]
-    lines = [f"  {e.name}: stdio, {'WRAPPED (captured by mcptrace)' if e.wrapped else 'not wrapped'}: "
-             f"{' '.join(argv)}"]
+    lines = [
+        f"  {e.name}: stdio, {'WRAPPED (captured by mcptrace)' if e.wrapped else 'not wrapped'}: "
+        f"{' '.join(argv)}"
+    ]
     if e.wrapped:
         lines.append(f"    mcptrace: {command_status(e.command)}")
     if argv:
         lines.append(f"    command: {command_status(argv[0])}")
     rel = relative_paths(argv)
     if rel and e.cwd is None and (gui or scope == "user"):
-        lines.append(f"    relative path(s) {', '.join(rel)}: the host starts the server from its own working "
-                     f"directory, not your project's; use absolute paths")
+        lines.append(
+            f"    relative path(s) {', '.join(rel)}: the host starts the server from its own working "
+            f"directory, not your project's; use absolute paths"
+        )
     caps = recent_captures(e.name)
     if caps:
         lines.append(f"    captures: {len(caps)}, newest {caps[0]} (mcptrace view {caps[0]})")
@@ -85,7 +104,9 @@ def _entry_lines(doc: Document, e: Entry, scope: str) -> list[str]:
     return lines
 
 
-def report(targets: Iterable[tuple[str, Path, str]], searched: list[str], names: list[str] | None = None) -> list[str]:
+def report(
+    targets: Iterable[tuple[str, Path, str]], searched: list[str], names: list[str] | None = None
+) -> list[str]:
     """The doctor's lines for each (host id, config file, scope); NAMES: only these servers."""
     lines: list[str] = []
     seen_hosts: set[str] = set()
@@ -106,8 +127,11 @@ def report(targets: Iterable[tuple[str, Path, str]], searched: list[str], names:
                 lines.extend(_entry_lines(doc, e, scope))
         if host_id not in seen_hosts:
             seen_hosts.add(host_id)
-            lint = (" (mcptrace lint reads these logs, e.g. mcptrace lint ~/Library/Logs/Claude/mcp*.log)"
-                    if host.logs_lintable else "")
+            lint = (
+                " (mcptrace lint reads these logs, e.g. mcptrace lint ~/Library/Logs/Claude/mcp*.log)"
+                if host.logs_lintable
+                else ""
+            )
             lines.append(f"  logs: {host.logs}{lint}")
     if not found_any:
         lines.append("no host config found; looked for:")

@@ -28,13 +28,15 @@ class Span:
     end: int
 
     def text(self, doc: str) -> str:
-        return doc[self.start:self.end]
+        return doc[self.start : self.end]
 
 
 @dataclass
 class Entry:
     name: str
-    where: tuple[str, ...]  # the container's key path, e.g. ("mcpServers",) or ("projects", "/p", "mcpServers")
+    where: tuple[
+        str, ...
+    ]  # the container's key path, e.g. ("mcpServers",) or ("projects", "/p", "mcpServers")
     kind: str  # stdio, remote, other
     command: str | None = None
     args: list[str] = field(default_factory=list)
@@ -54,13 +56,17 @@ class Entry:
 
     @property
     def wrapped(self) -> bool:
-        return (self.kind == "stdio" and self.command is not None
-                and os.path.basename(self.command).lower() in MCPTRACE_NAMES
-                and self.args[:1] == ["stdio"] and "--" in self.args)
+        return (
+            self.kind == "stdio"
+            and self.command is not None
+            and os.path.basename(self.command).lower() in MCPTRACE_NAMES
+            and self.args[:1] == ["stdio"]
+            and "--" in self.args
+        )
 
     def original_argv(self) -> list[str]:
         """For a wrapped entry: the server command line behind the tee."""
-        rest = self.args[self.args.index("--") + 1:]
+        rest = self.args[self.args.index("--") + 1 :]
         return rest
 
 
@@ -158,12 +164,18 @@ def _json_entry(name: str, where: tuple[str, ...], node: jsonc.Node, host: Host)
         return Entry(name, where, "stdio", command=cmd.value, problem="args is not a list of strings")
     env = node.get("env") or holder.get("env")
     cwd = node.get("cwd")
-    return Entry(name, where, "stdio", command=cmd.value, args=args,
-                 env=env.plain() if env is not None and env.kind == "object" else None,
-                 cwd=cwd.value if cwd is not None and isinstance(cwd.value, str) else None,
-                 command_span=Span(cmd.start, cmd.end),
-                 args_span=Span(args_node.start, args_node.end) if args_node is not None else None,
-                 args_insert_at=cmd.end)
+    return Entry(
+        name,
+        where,
+        "stdio",
+        command=cmd.value,
+        args=args,
+        env=env.plain() if env is not None and env.kind == "object" else None,
+        cwd=cwd.value if cwd is not None and isinstance(cwd.value, str) else None,
+        command_span=Span(cmd.start, cmd.end),
+        args_span=Span(args_node.start, args_node.end) if args_node is not None else None,
+        args_insert_at=cmd.end,
+    )
 
 
 def _toml_entries(path: Path, text: str, host: Host) -> list[Entry]:
@@ -186,25 +198,43 @@ def _toml_entries(path: Path, text: str, host: Host) -> list[Entry]:
         table = tables.get(("mcp_servers", name))
         if "command" not in spec:
             url = spec.get("url")
-            e = Entry(name, ("mcp_servers",), "remote" if isinstance(url, str) else "other",
-                      url=url if isinstance(url, str) else None, url_key="url")
+            e = Entry(
+                name,
+                ("mcp_servers",),
+                "remote" if isinstance(url, str) else "other",
+                url=url if isinstance(url, str) else None,
+                url_key="url",
+            )
             kv = table.find("url") if table else None
             if kv is not None and isinstance(url, str):
                 e.url_span = Span(kv.value_start, kv.value_end)
             elif url is None:
                 e.problem = "no command"
             else:
-                e.problem = ("url is not a string" if not isinstance(url, str)
-                             else f"not in a [mcp_servers.{name}] table of its own")
+                e.problem = (
+                    "url is not a string"
+                    if not isinstance(url, str)
+                    else f"not in a [mcp_servers.{name}] table of its own"
+                )
             out.append(e)
             continue
         command, args = spec.get("command"), spec.get("args", [])
-        if not isinstance(command, str) or not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        if (
+            not isinstance(command, str)
+            or not isinstance(args, list)
+            or not all(isinstance(a, str) for a in args)
+        ):
             out.append(Entry(name, ("mcp_servers",), "stdio", problem="command/args are not strings"))
             continue
-        e = Entry(name, ("mcp_servers",), "stdio", command=command, args=args,
-                  env=spec.get("env") if isinstance(spec.get("env"), dict) else None,
-                  cwd=spec.get("cwd") if isinstance(spec.get("cwd"), str) else None)
+        e = Entry(
+            name,
+            ("mcp_servers",),
+            "stdio",
+            command=command,
+            args=args,
+            env=spec.get("env") if isinstance(spec.get("env"), dict) else None,
+            cwd=spec.get("cwd") if isinstance(spec.get("cwd"), str) else None,
+        )
         ckv = table.find("command") if table else None
         akv = table.find("args") if table else None
         if ckv is None or ("args" in spec and akv is None):

@@ -50,27 +50,82 @@ def _app_support() -> Path:
     return _home() / "Library" / "Application Support"
 
 
-HOSTS: dict[str, Host] = {h.id: h for h in (
-    Host("claude-desktop", "Claude Desktop", "json", (("mcpServers",),), (),
-         logs="macOS ~/Library/Logs/Claude/mcp*.log, Windows %APPDATA%\\Claude\\logs\\mcp*.log "
-              "(mcp.log, and mcp-server-NAME.log per server)", logs_lintable=True,
-         remote_note="Claude Desktop's config file holds only stdio servers (remote ones are connectors "
-                     "added in its settings)"),
-    Host("claude-code", "Claude Code", "json", (("mcpServers",), ("projects", "*", "mcpServers")), ("url",),
-         logs="`claude --debug` prints MCP server output; `/mcp` shows each server's state", gui=False),
-    Host("cursor", "Cursor", "json", (("mcpServers",),), ("url",),
-         logs="the Output panel, channel \"MCP Logs\""),
-    Host("vscode", "VS Code", "json", (("servers",),), ("url",),
-         logs="the Output panel: `MCP: List Servers` > a server > Show Output"),
-    Host("windsurf", "Windsurf", "json", (("mcpServers",),), ("serverUrl", "url"),
-         logs="Cascade's MCP panel (no log file documented)"),
-    Host("zed", "Zed", "json", (("context_servers",),), ("url",),
-         logs="`zed: open log` (macOS ~/Library/Logs/Zed/Zed.log, Linux ~/.local/share/zed/logs/Zed.log)"),
-    Host("gemini", "Gemini CLI", "json", (("mcpServers",),), ("httpUrl", "url"),
-         logs="`gemini --debug`; `/mcp` lists each server's state", gui=False),
-    Host("codex", "Codex", "toml", (("mcp_servers",),), ("url",),
-         logs="~/.codex/log/codex-tui.log (`RUST_LOG` sets the detail)", gui=False),
-)}
+HOSTS: dict[str, Host] = {
+    h.id: h
+    for h in (
+        Host(
+            "claude-desktop",
+            "Claude Desktop",
+            "json",
+            (("mcpServers",),),
+            (),
+            logs="macOS ~/Library/Logs/Claude/mcp*.log, Windows %APPDATA%\\Claude\\logs\\mcp*.log "
+            "(mcp.log, and mcp-server-NAME.log per server)",
+            logs_lintable=True,
+            remote_note="Claude Desktop's config file holds only stdio servers (remote ones are connectors "
+            "added in its settings)",
+        ),
+        Host(
+            "claude-code",
+            "Claude Code",
+            "json",
+            (("mcpServers",), ("projects", "*", "mcpServers")),
+            ("url",),
+            logs="`claude --debug` prints MCP server output; `/mcp` shows each server's state",
+            gui=False,
+        ),
+        Host(
+            "cursor",
+            "Cursor",
+            "json",
+            (("mcpServers",),),
+            ("url",),
+            logs='the Output panel, channel "MCP Logs"',
+        ),
+        Host(
+            "vscode",
+            "VS Code",
+            "json",
+            (("servers",),),
+            ("url",),
+            logs="the Output panel: `MCP: List Servers` > a server > Show Output",
+        ),
+        Host(
+            "windsurf",
+            "Windsurf",
+            "json",
+            (("mcpServers",),),
+            ("serverUrl", "url"),
+            logs="Cascade's MCP panel (no log file documented)",
+        ),
+        Host(
+            "zed",
+            "Zed",
+            "json",
+            (("context_servers",),),
+            ("url",),
+            logs="`zed: open log` (macOS ~/Library/Logs/Zed/Zed.log, Linux ~/.local/share/zed/logs/Zed.log)",
+        ),
+        Host(
+            "gemini",
+            "Gemini CLI",
+            "json",
+            (("mcpServers",),),
+            ("httpUrl", "url"),
+            logs="`gemini --debug`; `/mcp` lists each server's state",
+            gui=False,
+        ),
+        Host(
+            "codex",
+            "Codex",
+            "toml",
+            (("mcp_servers",),),
+            ("url",),
+            logs="~/.codex/log/codex-tui.log (`RUST_LOG` sets the detail)",
+            gui=False,
+        ),
+    )
+}
 
 
 def user_files(host_id: str, platform: str | None = None) -> list[Path]:

@@ -85,11 +85,11 @@ class _Parser:
             return self.arr(depth)
         if c == '"':
             start = self.i
-            return Node(start, self.string_end(), json.loads(self.t[start:self.i]))
+            return Node(start, self.string_end(), json.loads(self.t[start : self.i]))
         start = self.i
         while self.i < len(self.t) and self.t[self.i] not in ",]}/ \t\r\n":
             self.i += 1
-        word = self.t[start:self.i]
+        word = self.t[start : self.i]
         try:
             return Node(start, self.i, json.loads(word))
         except ValueError:
@@ -123,7 +123,7 @@ class _Parser:
             if not self.t.startswith('"', self.i):
                 raise self.fail("expected a quoted key")
             k0 = self.i
-            key = json.loads(self.t[k0:self.string_end()])
+            key = json.loads(self.t[k0 : self.string_end()])
             self.skip()
             if not self.t.startswith(":", self.i):
                 raise self.fail("expected ':'")

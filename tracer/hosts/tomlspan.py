@@ -48,7 +48,7 @@ def _keys(text: str, i: int, stop: str) -> tuple[tuple[str, ...], int]:
             i = j
         elif i < n and text[i] == "'":
             j = text.index("'", i + 1)
-            parts.append(text[i + 1:j])
+            parts.append(text[i + 1 : j])
             i = j + 1
         else:
             m = _BARE.match(text, i)

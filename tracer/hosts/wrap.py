@@ -66,7 +66,9 @@ def wrapped_args(name: str, argv: list[str]) -> list[str]:
 
 
 def _ledger_path(config: Path) -> Path:
-    digest = hashlib.blake2b(str(config.resolve()).encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    digest = hashlib.blake2b(
+        str(config.resolve()).encode("utf-8", "surrogateescape"), digest_size=8
+    ).hexdigest()
     return state_home() / APP / "wrap" / f"{digest}.json"
 
 
@@ -88,7 +90,9 @@ def _write_ledger(config: Path, entries: dict) -> None:
         path.unlink(missing_ok=True)
         return
     tmp = path.with_suffix(f".tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the entries' text: API keys too
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
+    )  # it holds the entries' text: API keys too
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump({"config": str(config.resolve()), "entries": entries}, fh, indent=1)
     os.replace(tmp, path)
@@ -104,7 +108,7 @@ def proxied(doc: Document, e: Entry) -> dict | None:
 
 def _apply(text: str, edits: list[Edit]) -> str:
     for e in sorted(edits, key=lambda e: e.start, reverse=True):
-        text = text[:e.start] + e.text + text[e.end:]
+        text = text[: e.start] + e.text + text[e.end :]
     return text
 
 
@@ -130,9 +134,14 @@ def _commit(doc: Document, new_text: str, out: Outcome) -> None:
         fh.write(doc.raw)
     out.backup = backup
     st = os.stat(target)
-    if (st.st_mtime_ns, st.st_size) != (doc.stat.st_mtime_ns, doc.stat.st_size) or target.read_bytes() != doc.raw:
-        raise ConcurrentEdit(f"{doc.path} changed while mcptrace was editing it (another program saved it); "
-                             f"nothing was written: run the command again")
+    if (st.st_mtime_ns, st.st_size) != (
+        doc.stat.st_mtime_ns,
+        doc.stat.st_size,
+    ) or target.read_bytes() != doc.raw:
+        raise ConcurrentEdit(
+            f"{doc.path} changed while mcptrace was editing it (another program saved it); "
+            f"nothing was written: run the command again"
+        )
     tmp = target.with_name(f".{target.name}.mcptrace-{os.getpid()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, st.st_mode & 0o777)
@@ -154,8 +163,15 @@ def _proxy_url(url: str, port: int) -> str:
     return f"http://127.0.0.1:{port}{parts.path or '/'}" + (f"?{parts.query}" if parts.query else "")
 
 
-def wrap(doc: Document, names: list[str] | None = None, *, remote: bool = False, dry_run: bool = False,
-         exe: str | None = None, ports: Iterator[int] | None = None) -> Outcome:
+def wrap(
+    doc: Document,
+    names: list[str] | None = None,
+    *,
+    remote: bool = False,
+    dry_run: bool = False,
+    exe: str | None = None,
+    ports: Iterator[int] | None = None,
+) -> Outcome:
     """PORTS: the local proxy ports for remote servers (share one iterator across the files of a run)."""
     exe = exe or mcptrace_executable()
     ports = ports if ports is not None else itertools.count(PROXY_PORT_BASE)
@@ -190,7 +206,9 @@ def wrap(doc: Document, names: list[str] | None = None, *, remote: bool = False,
             rec["args_inserted"] = ins
             edits.append(Edit(e.args_insert_at, e.args_insert_at, ins))
         records[e.key] = rec
-        out.lines.append(f"{e.name}: wrapped: {exe} stdio --name {e.name} -- {' '.join([e.command, *e.args])}")
+        out.lines.append(
+            f"{e.name}: wrapped: {exe} stdio --name {e.name} -- {' '.join([e.command, *e.args])}"
+        )
     if not edits:
         return out
     new_text = _apply(doc.text, edits)
@@ -203,8 +221,16 @@ def wrap(doc: Document, names: list[str] | None = None, *, remote: bool = False,
     return out
 
 
-def _wrap_remote(doc: Document, e: Entry, remote: bool, ledger: dict, edits: list[Edit], records: dict,
-                 out: Outcome, ports: Iterator[int]) -> None:
+def _wrap_remote(
+    doc: Document,
+    e: Entry,
+    remote: bool,
+    ledger: dict,
+    edits: list[Edit],
+    records: dict,
+    out: Outcome,
+    ports: Iterator[int],
+) -> None:
     rec = ledger.get(e.key)
     if rec and "url" in rec and e.url_span is not None and e.url_span.text(doc.text) == rec["url"][1]:
         out.lines.append(f"{e.name}: already pointed at the proxy ({e.url}); run: {rec.get('run', '')}")
@@ -216,13 +242,17 @@ def _wrap_remote(doc: Document, e: Entry, remote: bool, ledger: dict, edits: lis
     local = _proxy_url(e.url, port)
     run = f"mcptrace proxy --upstream {e.url} --listen 127.0.0.1:{port} --label {e.name} --no-ui"
     if not remote:
-        out.lines.append(f"{e.name}: remote server {e.url}: to capture it, run `{run}` and point "
-                         f"{doc.host.title} at {local} (or run wrap --remote to write that URL)")
+        out.lines.append(
+            f"{e.name}: remote server {e.url}: to capture it, run `{run}` and point "
+            f"{doc.host.title} at {local} (or run wrap --remote to write that URL)"
+        )
         return
     text = doc.dumps(local)
     edits.append(Edit(e.url_span.start, e.url_span.end, text))
     records[e.key] = {"url": [e.url_span.text(doc.text), text], "run": run}
-    out.lines.append(f"{e.name}: now {local} (was {e.url}); keep the proxy running while the host uses it: {run}")
+    out.lines.append(
+        f"{e.name}: now {local} (was {e.url}); keep the proxy running while the host uses it: {run}"
+    )
 
 
 def unwrap(doc: Document, names: list[str] | None = None, *, dry_run: bool = False) -> Outcome:
@@ -251,8 +281,10 @@ def unwrap(doc: Document, names: list[str] | None = None, *, dry_run: bool = Fal
                 continue
             edits.append(Edit(e.command_span.start, e.command_span.end, doc.dumps(argv[0])))
             edits.append(Edit(e.args_span.start, e.args_span.end, doc.dumps(argv[1:])))
-            out.lines.append(f"{e.name}: unwrapped from its arguments (the entry changed since wrap, or "
-                             f"mcptrace has no record of it: its original formatting is not restored)")
+            out.lines.append(
+                f"{e.name}: unwrapped from its arguments (the entry changed since wrap, or "
+                f"mcptrace has no record of it: its original formatting is not restored)"
+            )
         done.append(e.key)
     if not edits:
         out.lines.append("nothing to unwrap")
@@ -286,10 +318,19 @@ def _exact_unwrap(doc: Document, e: Entry, rec: dict) -> list[Edit] | None:
     at = e.command_span.end if doc.host.fmt != "toml" else doc.text.rfind("\n", 0, e.args_span.start) + 1
     if doc.host.fmt == "toml" and ins.startswith("\n"):
         at -= 1
-    if doc.text[at:at + len(ins)] != ins:
+    if doc.text[at : at + len(ins)] != ins:
         return None
     edits.append(Edit(at, at + len(ins), ""))
     return edits
 
 
-__all__ = ["ConcurrentEdit", "Outcome", "backup_dir", "mcptrace_executable", "proxied", "unwrap", "wrap", "wrapped_args"]
+__all__ = [
+    "ConcurrentEdit",
+    "Outcome",
+    "backup_dir",
+    "mcptrace_executable",
+    "proxied",
+    "unwrap",
+    "wrap",
+    "wrapped_args",
+]

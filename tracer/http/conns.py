@@ -103,8 +103,9 @@ class Connections:
             self._owned.put(conn, sid)
         return conn
 
-    def for_sessionless(self, client_id: str, client: str, url: str, user_agent: str | None,
-                        fresh: bool, presumes: bool) -> str:
+    def for_sessionless(
+        self, client_id: str, client: str, url: str, user_agent: str | None, fresh: bool, presumes: bool
+    ) -> str:
         endpoint = endpoint_of(url)
         group = (client_ip(client), user_agent, endpoint)
         carrier = client_id or client

@@ -77,7 +77,9 @@ def accept_lists(accept: str | None, wanted: str) -> bool:
 
 
 def has_mcp_headers(headers: Any) -> bool:
-    return any(k.lower() in MCP_REQUEST_HEADERS or k.lower().startswith("mcp-param-") for k, _ in pairs(headers))
+    return any(
+        k.lower() in MCP_REQUEST_HEADERS or k.lower().startswith("mcp-param-") for k, _ in pairs(headers)
+    )
 
 
 def looks_jsonrpc(body: bytes | str | None) -> bool:
@@ -149,7 +151,7 @@ def decode_header_value(value: str) -> tuple[str | None, str | None]:
     if lower.startswith(SENTINEL_PREFIX) and lower.endswith(SENTINEL_SUFFIX) and len(value) >= 11:
         if not (value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX)):
             return None, f"the Base64 sentinel must be exactly lowercase '=?base64?…?=', got {value[:12]!r}…"
-        inner = value[len(SENTINEL_PREFIX):-len(SENTINEL_SUFFIX)]
+        inner = value[len(SENTINEL_PREFIX) : -len(SENTINEL_SUFFIX)]
         try:
             raw = base64.b64decode(inner, validate=True)
         except (binascii.Error, ValueError):

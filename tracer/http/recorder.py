@@ -121,8 +121,19 @@ class HttpRecorder:
         if rpc and f.transport == HTTP:
             self._endpoints.add(endpoint_of(ex.url))
         if body.strip():
-            self.emit([Record(RecordType.MESSAGE, dir=Direction.C2S, raw=bytes(body), t_ns=_now(ex.t_ns),
-                              transport=f.transport, conn=f.conn, http=self._req_http(f))])
+            self.emit(
+                [
+                    Record(
+                        RecordType.MESSAGE,
+                        dir=Direction.C2S,
+                        raw=bytes(body),
+                        t_ns=_now(ex.t_ns),
+                        transport=f.transport,
+                        conn=f.conn,
+                        http=self._req_http(f),
+                    )
+                ]
+            )
 
     def response_headers(self, ex: Exchange) -> SseTee | None:
         """The response head arrived. Returns a tee for an SSE body worth following (an MCP flow's,
@@ -170,14 +181,35 @@ class HttpRecorder:
         t = _now(t_ns)
         ok = ex.status is not None and 200 <= ex.status < 300
         if rpc or (ok and body.strip() and is_json(header(ex.resp_headers, "content-type"))):
-            self.emit([Record(RecordType.MESSAGE, dir=Direction.S2C, raw=bytes(body), t_ns=t,
-                              transport=f.transport, conn=f.conn, http=self._resp_http(f, full=True))])
+            self.emit(
+                [
+                    Record(
+                        RecordType.MESSAGE,
+                        dir=Direction.S2C,
+                        raw=bytes(body),
+                        t_ns=t,
+                        transport=f.transport,
+                        conn=f.conn,
+                        http=self._resp_http(f, full=True),
+                    )
+                ]
+            )
         else:
             http = self._resp_http(f, full=True)
             if len(body) > MAX_HTTP_BODY:
                 http["body_bytes"] = len(body)
-            self.emit([Record(RecordType.HTTP, raw=bytes(body[:MAX_HTTP_BODY]), t_ns=t,
-                              transport=f.transport, conn=f.conn, http=http)])
+            self.emit(
+                [
+                    Record(
+                        RecordType.HTTP,
+                        raw=bytes(body[:MAX_HTTP_BODY]),
+                        t_ns=t,
+                        transport=f.transport,
+                        conn=f.conn,
+                        http=http,
+                    )
+                ]
+            )
         self._forget(f)
 
     def failed(self, ex: Exchange, why: str, t_ns: int = 0) -> None:
@@ -191,7 +223,9 @@ class HttpRecorder:
         elif f.mcp and not f.done:
             http = self._resp_http(f, full=True) if ex.status is not None else self._req_http(f, head=True)
             http["error"] = why
-            self.emit([Record(RecordType.HTTP, t_ns=_now(t_ns), transport=f.transport, conn=f.conn, http=http)])
+            self.emit(
+                [Record(RecordType.HTTP, t_ns=_now(t_ns), transport=f.transport, conn=f.conn, http=http)]
+            )
         self._forget(f)
 
     # -- connections -----------------------------------------------------------------------------
@@ -239,8 +273,17 @@ class HttpRecorder:
         self._closed_at = 0
 
     def _connection_closed(self, conn: str, client: str) -> None:
-        self.emit([Record(RecordType.EVENT, t_ns=_now(self._closed_at), transport=HTTP, conn=conn,
-                          data={"event": "connection-closed", "why": "the client's TCP connection closed"})])
+        self.emit(
+            [
+                Record(
+                    RecordType.EVENT,
+                    t_ns=_now(self._closed_at),
+                    transport=HTTP,
+                    conn=conn,
+                    data={"event": "connection-closed", "why": "the client's TCP connection closed"},
+                )
+            ]
+        )
 
     def _sse_conn_for(self, ex: Exchange, rpc: bool) -> str | None:
         """The HTTP+SSE session a request belongs to: a POST to an announced endpoint URI; or, so that
@@ -251,8 +294,11 @@ class HttpRecorder:
             return conn
         ip = _client_ip(ex.client)
         origin, path, _ = split_url(ex.url)
-        found = [c for c, (cip, get_url, post_url) in self._sse_streams.items()
-                 if cip == ip and origin + path in (endpoint_of(get_url), endpoint_of(post_url))]
+        found = [
+            c
+            for c, (cip, get_url, post_url) in self._sse_streams.items()
+            if cip == ip and origin + path in (endpoint_of(get_url), endpoint_of(post_url))
+        ]
         return found[0] if len(found) == 1 else None
 
     def _open_sse_session(self, f: _Flow, uri: str) -> str:
@@ -320,7 +366,12 @@ class HttpRecorder:
         return http
 
 
-_STREAM_ENDS = ("end", "client-closed", "server-closed", "capture-stopped")  # stream-closed reasons as recorded
+_STREAM_ENDS = (
+    "end",
+    "client-closed",
+    "server-closed",
+    "capture-stopped",
+)  # stream-closed reasons as recorded
 
 
 def _reason(why: str) -> str:
@@ -330,4 +381,3 @@ def _reason(why: str) -> str:
     if "server" in low:
         return "server-closed"
     return f"error: {why}"
-

@@ -125,25 +125,68 @@ class SseTee:
         http = self.rec._resp_http(f, full=False)
         if ev.event == "endpoint":
             post_url = self.rec._open_sse_session(f, ev.data)
-            out.append(Record(RecordType.EVENT, t_ns=t, transport=f.transport, conn=f.conn, http=http, sse=sse,
-                              data={"event": "endpoint", "uri": self.rec._url(ev.data), "url": self.rec._url(post_url),
-                                    "stream": self.stream, "first": self.events == 1}))
+            out.append(
+                Record(
+                    RecordType.EVENT,
+                    t_ns=t,
+                    transport=f.transport,
+                    conn=f.conn,
+                    http=http,
+                    sse=sse,
+                    data={
+                        "event": "endpoint",
+                        "uri": self.rec._url(ev.data),
+                        "url": self.rec._url(post_url),
+                        "stream": self.stream,
+                        "first": self.events == 1,
+                    },
+                )
+            )
             return
         if ev.has_data and ev.data != "":
             self.messages += 1
-            out.append(Record(RecordType.MESSAGE, dir=Direction.S2C, raw=ev.data.encode("utf-8", "surrogatepass"),
-                              t_ns=t, transport=f.transport, conn=f.conn, http=http, sse=sse))
+            out.append(
+                Record(
+                    RecordType.MESSAGE,
+                    dir=Direction.S2C,
+                    raw=ev.data.encode("utf-8", "surrogatepass"),
+                    t_ns=t,
+                    transport=f.transport,
+                    conn=f.conn,
+                    http=http,
+                    sse=sse,
+                )
+            )
             return
         # no data: a priming event (id, empty data), a retry announcement, a bare id
-        out.append(Record(RecordType.EVENT, t_ns=t, transport=f.transport, conn=f.conn, http=http, sse=sse,
-                          data={"event": "sse-event", "stream": self.stream, "id": ev.id,
-                                "retry": ev.retry, "name": ev.event}))
+        out.append(
+            Record(
+                RecordType.EVENT,
+                t_ns=t,
+                transport=f.transport,
+                conn=f.conn,
+                http=http,
+                sse=sse,
+                data={
+                    "event": "sse-event",
+                    "stream": self.stream,
+                    "id": ev.id,
+                    "retry": ev.retry,
+                    "name": ev.event,
+                },
+            )
+        )
 
     def _open_record(self, t: int) -> Record:
         f = self.flow
-        return Record(RecordType.EVENT, t_ns=t, transport=f.transport, conn=f.conn,
-                      http=self.rec._resp_http(f, full=True),
-                      data={"event": "stream-open", "stream": self.stream})
+        return Record(
+            RecordType.EVENT,
+            t_ns=t,
+            transport=f.transport,
+            conn=f.conn,
+            http=self.rec._resp_http(f, full=True),
+            data={"event": "stream-open", "stream": self.stream},
+        )
 
     def end(self, reason: str = "end", t_ns: int = 0) -> None:
         """The stream ended: "end" (the server finished the body), "client-closed", "server-closed"
@@ -156,19 +199,41 @@ class SseTee:
         f = self.flow
         t = _now(t_ns)
         tail = self.parser.finish()  # an event cut off without its blank line is discarded (WHATWG)
-        data = {"event": "stream-closed", "stream": self.stream, "reason": reason, "events": self.events,
-                "messages": self.messages, "duration_ms": round((t - self.opened_ns) / 1e6, 3),
-                "first_event_ms": (round((self.first_ns - self.opened_ns) / 1e6, 3)
-                                   if self.first_ns is not None else None)}
+        data = {
+            "event": "stream-closed",
+            "stream": self.stream,
+            "reason": reason,
+            "events": self.events,
+            "messages": self.messages,
+            "duration_ms": round((t - self.opened_ns) / 1e6, 3),
+            "first_event_ms": (
+                round((self.first_ns - self.opened_ns) / 1e6, 3) if self.first_ns is not None else None
+            ),
+        }
         if tail is not None:
             data["unterminated"] = tail.data[:200]
         if self.retry_seen:
             data["retry_seen"] = True
-        recs = [Record(RecordType.EVENT, t_ns=t, transport=f.transport, conn=f.conn,
-                       http=self.rec._resp_http(f, full=False), data=data)]
+        recs = [
+            Record(
+                RecordType.EVENT,
+                t_ns=t,
+                transport=f.transport,
+                conn=f.conn,
+                http=self.rec._resp_http(f, full=False),
+                data=data,
+            )
+        ]
         if f.transport == HTTP_SSE and f.ex.method == "GET" and f.conn in self.rec._sse_streams:
             # the HTTP+SSE session lives as long as its GET stream
             self.rec._close_sse_session(f.conn)
-            recs.append(Record(RecordType.EVENT, t_ns=t, transport=f.transport, conn=f.conn,
-                               data={"event": "closed", "why": "HTTP+SSE stream closed"}))
+            recs.append(
+                Record(
+                    RecordType.EVENT,
+                    t_ns=t,
+                    transport=f.transport,
+                    conn=f.conn,
+                    data={"event": "closed", "why": "HTTP+SSE stream closed"},
+                )
+            )
         self.rec.emit(recs)

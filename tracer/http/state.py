@@ -100,8 +100,12 @@ class HttpState:
     not_found: dict[str, tuple[int, int]] = field(default_factory=dict)
     endpoint: str | None = None  # HTTP+SSE: the announced POST URL
     endpoint_seq: int | None = None
-    event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_IDS_CAP))  # SSE id -> (stream, seq)
-    recent: BoundedMap = field(default_factory=lambda: BoundedMap(RECENT_CAP))  # digest -> (stream, t_ns, seq)
+    event_ids: BoundedMap = field(
+        default_factory=lambda: BoundedMap(EVENT_IDS_CAP)
+    )  # SSE id -> (stream, seq)
+    recent: BoundedMap = field(
+        default_factory=lambda: BoundedMap(RECENT_CAP)
+    )  # digest -> (stream, t_ns, seq)
     retry_ms: int | None = None  # the last SSE retry the server announced
     last_close_ns: int | None = None  # when the last stream the server ended closed
     modern_rejection: tuple[int, int, int] | None = None  # (seq, status, code): MCP754
@@ -212,7 +216,12 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         facts.t_request = http.get("request_t_ns") or rec.t_ns
         cur.first_of_flow = True
         _request_head(rec, facts, st, cur)
-    if rec.type is RecordType.MESSAGE and rec.dir is Direction.C2S and m is not None and facts.body_kind is None:
+    if (
+        rec.type is RecordType.MESSAGE
+        and rec.dir is Direction.C2S
+        and m is not None
+        and facts.body_kind is None
+    ):
         facts.body_kind = m.kind
         facts.rpc_method = m.method
         facts.idkey = m.idkey
@@ -364,14 +373,22 @@ def _server_message(rec: Record, m: Analysed | None, facts: FlowFacts, st: HttpS
         digest = hashlib.blake2b(rec.raw, digest_size=12).digest()
         seen = st.recent.get(digest)
         resumed = facts.method == "GET" and facts.req_map.get("last-event-id") is not None
-        if (seen is not None and seen[0] != facts.id and rec.t_ns - seen[1] <= BROADCAST_WINDOW_NS
-                and not resumed):
+        if (
+            seen is not None
+            and seen[0] != facts.id
+            and rec.t_ns - seen[1] <= BROADCAST_WINDOW_NS
+            and not resumed
+        ):
             cur.broadcast_seq = seen[2]
         st.recent.put(digest, (facts.id, rec.t_ns, rec.seq))
     if m is None:
         return
-    if m.kind in (Kind.RESULT, Kind.ERROR) and facts.idkey is not None and m.idkey == facts.idkey \
-            and facts.answered_seq is None:
+    if (
+        m.kind in (Kind.RESULT, Kind.ERROR)
+        and facts.idkey is not None
+        and m.idkey == facts.idkey
+        and facts.answered_seq is None
+    ):
         facts.answered_seq = rec.seq
         facts.t_answered = rec.t_ns
     if m.kind is Kind.ERROR and facts.era is Era.MODERN and st.modern_rejection is None:

@@ -17,9 +17,18 @@ MAX_HEAD = 64 * 1024
 MAX_BODY = 256 * 1024 * 1024
 
 REASONS = {
-    200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 406: "Not Acceptable", 413: "Content Too Large", 415: "Unsupported Media Type",
-    500: "Internal Server Error", 503: "Service Unavailable",
+    200: "OK",
+    202: "Accepted",
+    204: "No Content",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
 }
 
 
@@ -170,7 +179,9 @@ async def read_response_head(reader: asyncio.StreamReader) -> ResponseHead:
     return ResponseHead(int(code), reason, version, _parse_headers(lines[1:]))
 
 
-async def iter_body(reader: asyncio.StreamReader, headers: Headers, *, until_close: bool) -> AsyncIterator[bytes]:
+async def iter_body(
+    reader: asyncio.StreamReader, headers: Headers, *, until_close: bool
+) -> AsyncIterator[bytes]:
     """The body's bytes as they arrive (chunked, Content-Length, or - for responses - until close)."""
     te = (headers.get("transfer-encoding") or "").lower()
     if "chunked" in te:
@@ -264,8 +275,9 @@ async def open_request(
     the writer. One connection per request keeps concurrent POSTs and long SSE streams independent.
     """
     ctx = ssl.create_default_context() if url.scheme == "https" else None
-    connect = asyncio.open_connection(url.host, url.port, ssl=ctx, server_hostname=url.host if ctx else None,
-                                      limit=MAX_HEAD * 16)
+    connect = asyncio.open_connection(
+        url.host, url.port, ssl=ctx, server_hostname=url.host if ctx else None, limit=MAX_HEAD * 16
+    )
     reader, writer = await asyncio.wait_for(connect, timeout)
     hs = [("Host", url.authority), *headers, ("Content-Length", str(len(body))), ("Connection", "close")]
     writer.write(encode_head(f"{method} {url.target} HTTP/1.1", hs) + body)

@@ -143,8 +143,11 @@ def _display(path: str) -> str:
 
 def _no_message(path: str, forced: InputFormat, head: bytes) -> InputError:
     looks = detect(head)
-    what = (f"it looks like {looks.description} (--input-format {looks.name}, or leave detection on)"
-            if looks is not None else "it is not a format mcptrace recognises")
+    what = (
+        f"it looks like {looks.description} (--input-format {looks.name}, or leave detection on)"
+        if looks is not None
+        else "it is not a format mcptrace recognises"
+    )
     return InputError(f"{_display(path)}: read as {forced.name}, it holds no message; {what}")
 
 
@@ -153,15 +156,17 @@ def _no_message(path: str, forced: InputFormat, head: bytes) -> InputError:
 PROOF_RECORDS = 4096
 
 
-def _proven(records: Iterator[Record | ReadProblem], path: str, forced: InputFormat, head: bytes
-            ) -> Iterator[Record | ReadProblem]:
+def _proven(
+    records: Iterator[Record | ReadProblem], path: str, forced: InputFormat, head: bytes
+) -> Iterator[Record | ReadProblem]:
     """A forced --input-format that reads no message (and no capture header) from a non-empty
     input is the wrong format, not a clean input: an InputError before anything is reported."""
     held: list[Record | ReadProblem] = []
     for item in records:
         held.append(item)
-        if (not isinstance(item, ReadProblem) and item.type in (RecordType.MESSAGE, RecordType.HEADER)) \
-                or len(held) >= PROOF_RECORDS:
+        if (
+            not isinstance(item, ReadProblem) and item.type in (RecordType.MESSAGE, RecordType.HEADER)
+        ) or len(held) >= PROOF_RECORDS:
             break
     else:
         if detect(head) is not forced:
@@ -221,8 +226,9 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
                 # input error (one line, exit 2), not an internal one. MCPTRACE_DEBUG shows the bug.
                 if os.environ.get("MCPTRACE_DEBUG"):
                     raise
-                raise InputError(f"{_display(path)}: cannot be read as {reader.description}: "
-                                 f"{type(exc).__name__}: {exc}") from None
+                raise InputError(
+                    f"{_display(path)}: cannot be read as {reader.description}: {type(exc).__name__}: {exc}"
+                ) from None
 
     items: Iterator[Record | ReadProblem] = records()
     if not chosen.exact_order:
@@ -246,10 +252,21 @@ def _ensure_builtin() -> None:
     _BUILTIN_DONE = True
     from tracer.inputs import har, hostlog, ndjson
 
-    register(InputFormat("capture", "mcptrace capture (JSONL)", _sniff_capture, read_capture, priority=10,
-                         exact_order=True))
+    register(
+        InputFormat(
+            "capture", "mcptrace capture (JSONL)", _sniff_capture, read_capture, priority=10, exact_order=True
+        )
+    )
     register(InputFormat("har", "HTTP Archive (HAR)", har.sniff, har.read, priority=20))
-    register(InputFormat("hostlog", "MCP host log (Claude Desktop mcp*.log style)", hostlog.sniff,
-                         hostlog.read, priority=30))
-    register(InputFormat("ndjson", "NDJSON: one JSON-RPC message per line", ndjson.sniff, ndjson.read,
-                         priority=90))
+    register(
+        InputFormat(
+            "hostlog",
+            "MCP host log (Claude Desktop mcp*.log style)",
+            hostlog.sniff,
+            hostlog.read,
+            priority=30,
+        )
+    )
+    register(
+        InputFormat("ndjson", "NDJSON: one JSON-RPC message per line", ndjson.sniff, ndjson.read, priority=90)
+    )

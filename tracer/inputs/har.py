@@ -101,8 +101,15 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
     head = sent + int(_ms(timings, "wait") * 1e6)
     total = entry.get("time")
     end = t0 + int(total * 1e6) if _ok_ms(total) else head
-    ex = Exchange(id=f"har-{index}", client="", method=str(req.get("method", "GET")), url=str(req.get("url", "")),
-                  req_headers=_headers(req.get("headers")), req_body=_text(req.get("postData")), t_ns=sent)
+    ex = Exchange(
+        id=f"har-{index}",
+        client="",
+        method=str(req.get("method", "GET")),
+        url=str(req.get("url", "")),
+        req_headers=_headers(req.get("headers")),
+        req_body=_text(req.get("postData")),
+        t_ns=sent,
+    )
     conn = entry.get("connection")  # HAR 1.2: the id of the client's TCP connection, when the writer knew it
     if isinstance(conn, str) and len(conn) <= 256:
         ex.client_id = conn

@@ -32,8 +32,10 @@ _decoder = json.JSONDecoder()
 def sniff(head: bytes) -> bool:
     for line in head.split(b"\n")[:50]:
         m = LINE_RE.match(line.rstrip(b"\r"))
-        if m and (m.group("a").lower().decode("utf-8", "replace") in LEVELS
-                  or m.group("b").lower().decode("utf-8", "replace") in LEVELS):
+        if m and (
+            m.group("a").lower().decode("utf-8", "replace") in LEVELS
+            or m.group("b").lower().decode("utf-8", "replace") in LEVELS
+        ):
             return True
     return False
 
@@ -121,9 +123,15 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
         if not m:
             # Continuation of a multi-line log entry (stack traces...): keep it as host text.
             seq += 1
-            yield Record(RecordType.EVENT, seq=seq, transport="hostlog", conn="host",
-                         data={"event": "host-log", "text": line.decode("utf-8", "replace")},
-                         line=n, source=source)
+            yield Record(
+                RecordType.EVENT,
+                seq=seq,
+                transport="hostlog",
+                conn="host",
+                data={"event": "host-log", "text": line.decode("utf-8", "replace")},
+                line=n,
+                source=source,
+            )
             continue
         a, b = m.group("a").decode("utf-8", "replace"), m.group("b").decode("utf-8", "replace")
         level, server = (a, b) if a.lower() in LEVELS else (b, a)
@@ -132,17 +140,46 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
         conn, closed = streams.line(server, bool(server and RESTART_RE.search(rest)))
         if closed is not None:  # the server restarts: its earlier session is over
             seq += 1
-            yield Record(RecordType.EVENT, seq=seq, t_ns=t_ns, transport="hostlog", conn=closed,
-                         data={"event": "closed", "reason": "server restarted"}, line=n, source=source)
+            yield Record(
+                RecordType.EVENT,
+                seq=seq,
+                t_ns=t_ns,
+                transport="hostlog",
+                conn=closed,
+                data={"event": "closed", "reason": "server restarted"},
+                line=n,
+                source=source,
+            )
         seq += 1
         mm = MSG_RE.match(rest)
         raw = _json_part(mm.group("json")) if mm else None
         if raw is not None:
             direction = Direction.C2S if mm.group("who") == b"client" else Direction.S2C
-            yield Record(RecordType.MESSAGE, seq=seq, t_ns=t_ns, dir=direction, raw=raw, transport="hostlog",
-                         conn=conn, offset=streams.offset(server, direction), line=n, source=source)
+            yield Record(
+                RecordType.MESSAGE,
+                seq=seq,
+                t_ns=t_ns,
+                dir=direction,
+                raw=raw,
+                transport="hostlog",
+                conn=conn,
+                offset=streams.offset(server, direction),
+                line=n,
+                source=source,
+            )
         else:
-            yield Record(RecordType.EVENT, seq=seq, t_ns=t_ns, transport="hostlog", conn=conn,
-                         data={"event": "host-log", "level": level, "server": server,
-                               "text": rest.decode("utf-8", "replace")},
-                         line=n, source=source)
+            yield Record(
+                RecordType.EVENT,
+                seq=seq,
+                t_ns=t_ns,
+                transport="hostlog",
+                conn=conn,
+                data={
+                    "event": "host-log",
+                    "level": level,
+                    "server": server,
+                    "text": rest.decode("utf-8", "replace"),
+                },
+                line=n,
+                source=source,
+            )

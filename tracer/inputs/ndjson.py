@@ -28,7 +28,9 @@ def sniff(head: bytes) -> bool:
             if checked > 64:
                 break
             continue
-        if isinstance(obj, dict) and ("jsonrpc" in obj or "method" in obj or "result" in obj or "error" in obj):
+        if isinstance(obj, dict) and (
+            "jsonrpc" in obj or "method" in obj or "result" in obj or "error" in obj
+        ):
             return True
         if isinstance(obj, list):
             return True
@@ -76,5 +78,16 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
             continue
         seq += 1
         obj = parse_json(line)[0]
-        yield Record(RecordType.MESSAGE, seq=seq, t_ns=0, dir=guesser.guess(obj), raw=line,
-                     transport="ndjson", conn="0", eol=had_nl, dir_inferred=True, line=n, source=source)
+        yield Record(
+            RecordType.MESSAGE,
+            seq=seq,
+            t_ns=0,
+            dir=guesser.guess(obj),
+            raw=line,
+            transport="ndjson",
+            conn="0",
+            eol=had_nl,
+            dir_inferred=True,
+            line=n,
+            source=source,
+        )

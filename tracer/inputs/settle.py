@@ -138,7 +138,9 @@ def _answers_pending(pending: BoundedMap, resp: Record, key: tuple) -> bool:
     """Whether RESP answers a request already seen (which then is no longer pending)."""
     if resp.dir is not None and not resp.dir_inferred:
         return pending.pop((resp.conn, _OTHER[resp.dir], key), None) is not None
-    return any(pending.pop((resp.conn, d, key), None) is not None for d in (Direction.C2S, Direction.S2C, None))
+    return any(
+        pending.pop((resp.conn, d, key), None) is not None for d in (Direction.C2S, Direction.S2C, None)
+    )
 
 
 def _release(buf: deque, waiting: dict[tuple, list[_Held]], req: Record, key: tuple, n: int) -> bool:

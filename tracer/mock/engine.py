@@ -41,7 +41,9 @@ def error_message(req_id: Any, error: dict[str, Any]) -> bytes:
 
 
 def internal_error(req_id: Any, exc: BaseException) -> bytes:
-    return error_message(req_id, {"code": INTERNAL_ERROR, "message": f"the mock cannot answer this request: {exc}"})
+    return error_message(
+        req_id, {"code": INTERNAL_ERROR, "message": f"the mock cannot answer this request: {exc}"}
+    )
 
 
 @dataclass
@@ -130,7 +132,9 @@ class MockSession:
         except Exception as exc:  # one bad request costs one error answer, never the server
             self.server.stats["errors"] += 1
             self.server.log(f"cannot handle a {compact(obj.get('method'), 60)} request: {exc!r}")
-            return Reply(obj, error={"code": INTERNAL_ERROR, "message": f"the mock cannot answer this request: {exc}"})
+            return Reply(
+                obj, error={"code": INTERNAL_ERROR, "message": f"the mock cannot answer this request: {exc}"}
+            )
 
     def _decide(self, obj: dict[str, Any]) -> Reply:
         method = obj.get("method")
@@ -151,8 +155,10 @@ class MockSession:
             if ex.cancelled:
                 return Reply(obj, ex, silent=True)
             stats["no_answer"] += 1
-            msg = (f"the recording has no answer for this {ex.method} request (capture line {ex.line}): "
-                   f"the capture ends before the server answered")
+            msg = (
+                f"the recording has no answer for this {ex.method} request (capture line {ex.line}): "
+                f"the capture ends before the server answered"
+            )
             self.server.log(msg)
             return Reply(obj, ex, error={"code": NO_ANSWER, "message": msg})
         return Reply(obj, ex)
@@ -177,15 +183,20 @@ class MockSession:
         ans = reply.exchange.answer
         assert ans is not None
         obj = ans.obj
-        if ans.batch_seq is None and type(obj) is dict and id_key(obj.get("id")) == id_key(reply.id) \
-                and type(obj.get("id")) is type(reply.id):
+        if (
+            ans.batch_seq is None
+            and type(obj) is dict
+            and id_key(obj.get("id")) == id_key(reply.id)
+            and type(obj.get("id")) is type(reply.id)
+        ):
             return ans.rec.raw.rstrip(b"\r")
         out = dict(obj)
         out["id"] = reply.id
         return _dumps(out)
 
-    async def perform(self, reply: Reply, emit: Emit, emit_after: Emit | None = None,
-                      emit_answer: Emit | None = None) -> None:
+    async def perform(
+        self, reply: Reply, emit: Emit, emit_after: Emit | None = None, emit_answer: Emit | None = None
+    ) -> None:
         """Send everything for one request: before, the answer, after. A silent reply waits to be cancelled.
         If anything fails before the answer went out, the answer is a -32603 error."""
         sent: list[bool] = []
@@ -204,8 +215,9 @@ class MockSession:
             if not sent:
                 await (emit_answer or emit)(internal_error(reply.id, exc))
 
-    async def _perform(self, reply: Reply, emit: Emit, emit_after: Emit | None, emit_answer: Emit, *,
-                       wait_silent: bool) -> None:
+    async def _perform(
+        self, reply: Reply, emit: Emit, emit_after: Emit | None, emit_answer: Emit, *, wait_silent: bool
+    ) -> None:
         token = _progress_token(reply.caller)
         await self._emit_all(reply.before, emit, token)
         if reply.exchange is not None and reply.exchange.answered_after_cancel and reply.error is None:
@@ -284,7 +296,9 @@ class MockSession:
             try:
                 await asyncio.wait_for(fut, self.server.timeout)
             except TimeoutError:
-                self.server.log(f"the host did not answer {ex.method} within {self.server.timeout:g}s; going on")
+                self.server.log(
+                    f"the host did not answer {ex.method} within {self.server.timeout:g}s; going on"
+                )
         finally:
             self._waiting.pop(("n", rid), None)
 
@@ -333,13 +347,21 @@ class MockSession:
     def _start(self, c: Classified, reply: Reply, emit: Emit) -> None:
         if len(self.tasks) >= MAX_PENDING:  # a host that never cancels must not grow the mock without end
             self.server.stats["errors"] += 1
-            reply = Reply(reply.caller, error={"code": INTERNAL_ERROR, "message": f"the mock has {len(self.tasks)} "
-                                               "requests of this session in progress; cancel or wait for some first"})
+            reply = Reply(
+                reply.caller,
+                error={
+                    "code": INTERNAL_ERROR,
+                    "message": f"the mock has {len(self.tasks)} "
+                    "requests of this session in progress; cancel or wait for some first",
+                },
+            )
         task = asyncio.create_task(self.perform(reply, emit))
         key = c.idkey
         if key is not None:
             self.tasks[key] = task
-            task.add_done_callback(lambda t, k=key: self.tasks.pop(k, None) if self.tasks.get(k) is t else None)
+            task.add_done_callback(
+                lambda t, k=key: self.tasks.pop(k, None) if self.tasks.get(k) is t else None
+            )
         task.add_done_callback(_swallow)
 
     async def _batch(self, c: Classified, emit: Emit) -> None:

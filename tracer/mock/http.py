@@ -59,8 +59,13 @@ BODY_BUDGET = 256 * 1024 * 1024  # request bodies held at once, all connections 
 INVALID_REQUEST = -32600
 STREAM_QUEUE = 1000  # messages waiting for a GET stream whose host does not read them
 JSON = [("Content-Type", "application/json")]
-SSE = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"),
-       ("X-Accel-Buffering", "no"), ("Transfer-Encoding", "chunked"), ("Connection", "close")]
+SSE = [
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache, no-transform"),
+    ("X-Accel-Buffering", "no"),
+    ("Transfer-Encoding", "chunked"),
+    ("Connection", "close"),
+]
 
 
 def sse_event(data: bytes) -> bytes:
@@ -77,7 +82,9 @@ class _Session:
 
     @property
     def idle(self) -> bool:
-        return not self.busy and not self.get_streams and not any(not t.done() for t in self.mock.tasks.values())
+        return (
+            not self.busy and not self.get_streams and not any(not t.done() for t in self.mock.tasks.values())
+        )
 
 
 class SessionsFull(Exception):
@@ -85,8 +92,16 @@ class SessionsFull(Exception):
 
 
 class MockHttpServer:
-    def __init__(self, server: MockServer, host: str = "127.0.0.1", port: int = 0, *,
-                 max_sessions: int = MAX_SESSIONS, idle_s: float = IDLE_S, body_budget: int = BODY_BUDGET):
+    def __init__(
+        self,
+        server: MockServer,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_sessions: int = MAX_SESSIONS,
+        idle_s: float = IDLE_S,
+        body_budget: int = BODY_BUDGET,
+    ):
         self.server = server
         self.host = host
         self.port = port
@@ -131,9 +146,14 @@ class MockHttpServer:
                 except HttpError as exc:
                     # the rest of a refused body is still on the connection: answer, then close it
                     status = 503 if isinstance(exc, BodiesTooLarge) else 400
-                    writer.write(encode_response(status, [("Content-Type", "text/plain"), ("Connection", "close")]
-                                                 + ([("Retry-After", "1")] if status == 503 else []),
-                                                 f"{'busy' if status == 503 else 'bad HTTP request'}: {exc}\n".encode()))
+                    writer.write(
+                        encode_response(
+                            status,
+                            [("Content-Type", "text/plain"), ("Connection", "close")]
+                            + ([("Retry-After", "1")] if status == 503 else []),
+                            f"{'busy' if status == 503 else 'bad HTTP request'}: {exc}\n".encode(),
+                        )
+                    )
                     await writer.drain()
                     return
                 if req is None:
@@ -152,7 +172,9 @@ class MockHttpServer:
             self.server.stats["errors"] += 1
             self.server.log(f"cannot answer an HTTP request: {exc!r}")
             with contextlib.suppress(Exception):
-                writer.write(encode_response(500, [*JSON, ("Connection", "close")], internal_error(None, exc)))
+                writer.write(
+                    encode_response(500, [*JSON, ("Connection", "close")], internal_error(None, exc))
+                )
                 await writer.drain()
             return
         finally:
@@ -161,7 +183,9 @@ class MockHttpServer:
             with contextlib.suppress(Exception):
                 writer.close()
 
-    async def _dispatch(self, req: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    async def _dispatch(
+        self, req: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         origin = req.headers.get("origin")
         if origin is not None and not _local_origin(origin) and not _same_host(origin, self.host):
             # DNS rebinding guard (the spec's MUST for Streamable HTTP servers): a web page elsewhere
@@ -260,16 +284,23 @@ class MockHttpServer:
             try:
                 s = await self._new_session()
             except SessionsFull:
-                body = error_message(c.obj.get("id"), {"code": INTERNAL_ERROR, "message":
-                                                       f"all {self.max_sessions} sessions are in use; retry later"})
+                body = error_message(
+                    c.obj.get("id"),
+                    {
+                        "code": INTERNAL_ERROR,
+                        "message": f"all {self.max_sessions} sessions are in use; retry later",
+                    },
+                )
                 writer.write(encode_response(503, [*JSON, ("Retry-After", "1")], body))
                 await writer.drain()
                 return True
         else:
             s = self._session_for(req, _is_modern(c.obj))
         if s is None:
-            body = error_message(c.obj.get("id") if c.kind is Kind.REQUEST else None,
-                                 {"code": INVALID_REQUEST, "message": "Session not found: send initialize to start one"})
+            body = error_message(
+                c.obj.get("id") if c.kind is Kind.REQUEST else None,
+                {"code": INVALID_REQUEST, "message": "Session not found: send initialize to start one"},
+            )
             writer.write(encode_response(404, JSON, body))
             await writer.drain()
             return True
@@ -280,8 +311,9 @@ class MockHttpServer:
             s.busy -= 1
             s.last_used = asyncio.get_running_loop().time()
 
-    async def _post_in(self, s: _Session, c, req: Request, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter) -> bool:
+    async def _post_in(
+        self, s: _Session, c, req: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         if c.kind is Kind.REQUEST:
             reply = s.mock.decide(c.obj)
             extra = [(SESSION_HEADER, s.sid)] if c.method == "initialize" and s.sid else []
@@ -312,8 +344,14 @@ class MockHttpServer:
         await writer.drain()
         return True
 
-    async def _answer(self, s: _Session, reply: Reply, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                      extra: list[tuple[str, str]]) -> bool:
+    async def _answer(
+        self,
+        s: _Session,
+        reply: Reply,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        extra: list[tuple[str, str]],
+    ) -> bool:
         after = self._after_emitter(s)
         if not reply.streams and not reply.recorded_sse:
             out: list[bytes] = []
@@ -348,7 +386,9 @@ class MockHttpServer:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await work
                 return False
-            if not work.cancelled():  # else notifications/cancelled (legacy): end the stream without an answer
+            if (
+                not work.cancelled()
+            ):  # else notifications/cancelled (legacy): end the stream without an answer
                 work.result()
             writer.write(LAST_CHUNK)
             await writer.drain()

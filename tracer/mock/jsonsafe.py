@@ -33,8 +33,9 @@ def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
     except (orjson.JSONEncodeError, TypeError):
         pass
     try:
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), sort_keys=sort_keys,
-                          allow_nan=False).encode("ascii")
+        return json.dumps(
+            value, ensure_ascii=True, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False
+        ).encode("ascii")
     except (ValueError, TypeError, RecursionError) as exc:
         raise Unserializable(str(exc) or type(exc).__name__) from None
 

@@ -136,14 +136,20 @@ class Matcher:
 
     def _match_ordered(self, method: str, params: Any) -> Match:
         if self._pos >= len(self.exchanges):
-            return self._miss(method, params, note=f"the recording has no more requests (all {len(self.exchanges)} "
-                              f"were served in order)")
+            return self._miss(
+                method,
+                params,
+                note=f"the recording has no more requests (all {len(self.exchanges)} were served in order)",
+            )
         expected = self.exchanges[self._pos]
         if expected.method != method:
             return self._expected(expected, method, params, [])
         if self.mode is MatchMode.STRICT:
-            diffs = diff({"params": normalise(method, expected.params, self.mode)},
-                         {"params": normalise(method, params, self.mode)}, Ignores(defaults=False))
+            diffs = diff(
+                {"params": normalise(method, expected.params, self.mode)},
+                {"params": normalise(method, params, self.mode)},
+                Ignores(defaults=False),
+            )
             if diffs:
                 return self._expected(expected, method, params, diffs)
         self._pos += 1
@@ -153,10 +159,16 @@ class Matcher:
 
     def _expected(self, expected: Exchange, method: str, params: Any, diffs: list[Difference]) -> Match:
         where = f" (differs at {_paths(diffs)})" if diffs else ""
-        msg = (f"{method} does not match the next recorded {self.what} in {self.mode.value} mode: expected "
-               f"{_show(expected)}{where}")
-        return Match(None, INVALID_PARAMS if expected.method == method else METHOD_NOT_FOUND, msg,
-                     _data(expected, diffs))
+        msg = (
+            f"{method} does not match the next recorded {self.what} in {self.mode.value} mode: expected "
+            f"{_show(expected)}{where}"
+        )
+        return Match(
+            None,
+            INVALID_PARAMS if expected.method == method else METHOD_NOT_FOUND,
+            msg,
+            _data(expected, diffs),
+        )
 
     def _miss(self, method: str, params: Any, note: str = "") -> Match:
         best = self.closest(method, params)
@@ -171,7 +183,9 @@ class Matcher:
             return Match(None, code, head + " (the recording has none at all)", None)
         ex, diffs = best
         where = f", which differs at {_paths(diffs)}" if diffs and ex.method == method else ""
-        return Match(None, code, f"{head}; closest recorded {self.what}: {_show(ex)}{where}", _data(ex, diffs))
+        return Match(
+            None, code, f"{head}; closest recorded {self.what}: {_show(ex)}{where}", _data(ex, diffs)
+        )
 
     def closest(self, method: str, params: Any) -> tuple[Exchange, list[Difference]] | None:
         """The recorded request most like this one, and where their params differ."""

@@ -20,14 +20,32 @@ Path = tuple[str | int, ...]
 TIMESTAMP_KEYS = frozenset(
     k.lower()
     for k in (
-        "timestamp", "ts", "time", "date", "datetime", "now", "createdAt", "updatedAt", "modifiedAt",
-        "lastModified", "lastUpdated", "expiresAt", "startedAt", "endedAt", "finishedAt", "created",
-        "updated", "modified", "created_at", "updated_at", "expires_at", "started_at", "generatedAt",
+        "timestamp",
+        "ts",
+        "time",
+        "date",
+        "datetime",
+        "now",
+        "createdAt",
+        "updatedAt",
+        "modifiedAt",
+        "lastModified",
+        "lastUpdated",
+        "expiresAt",
+        "startedAt",
+        "endedAt",
+        "finishedAt",
+        "created",
+        "updated",
+        "modified",
+        "created_at",
+        "updated_at",
+        "expires_at",
+        "started_at",
+        "generatedAt",
     )
 )
-_ISO_DATETIME = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$"
-)
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
 # Always ignored: the JSON-RPC id, and MRTR's opaque state (a new server seals it afresh each time).
 DEFAULT_IGNORES = ("$.id", "$.result.requestState")
 
@@ -208,7 +226,9 @@ def diff(recorded: Any, new: Any, ignores: Ignores | None = None, *, limit: int 
     return out
 
 
-def _walk(a: Any, b: Any, path: Path, key: str | int | None, ign: Ignores, out: list[Difference], limit: int) -> None:
+def _walk(
+    a: Any, b: Any, path: Path, key: str | int | None, ign: Ignores, out: list[Difference], limit: int
+) -> None:
     if len(out) >= limit or (path and ign(path)):
         return
     ta, tb = _type_name(a), _type_name(b)

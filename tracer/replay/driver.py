@@ -79,7 +79,9 @@ class RunResult:
 
 
 class Replayer:
-    def __init__(self, plan: Plan, peer: Peer, *, timeout: float = 10.0, server_requests: list[Exchange] | None = None):
+    def __init__(
+        self, plan: Plan, peer: Peer, *, timeout: float = 10.0, server_requests: list[Exchange] | None = None
+    ):
         self.plan = plan
         self.peer = peer
         self.timeout = timeout
@@ -122,8 +124,15 @@ class Replayer:
             for t in list(self._tasks):
                 t.cancel()
         unasked = [ex for ex in self.recorded_asks if id(ex) not in self.used_asks]
-        return RunResult(self.plan, list(self.sent.values()), self.asks, unasked, self.peer.problems,
-                         self.peer.no_answer_reason, self.stray)
+        return RunResult(
+            self.plan,
+            list(self.sent.values()),
+            self.asks,
+            unasked,
+            self.peer.problems,
+            self.peer.no_answer_reason,
+            self.stray,
+        )
 
     def _skip_rest(self, step: Step) -> None:
         for ex in step.exchanges:
@@ -138,8 +147,12 @@ class Replayer:
                 continue
 
             def ready(s: Sent = s, w: Wait = w) -> bool:
-                return (self.closed or s.answered or (w.progress > 0 and s.progress >= w.progress)
-                        or id_key(s.id) in self.peer.no_answer_reason)
+                return (
+                    self.closed
+                    or s.answered
+                    or (w.progress > 0 and s.progress >= w.progress)
+                    or id_key(s.id) in self.peer.no_answer_reason
+                )
 
             remaining = s.sent_at + self.timeout - time.monotonic()
             if remaining <= 0:
@@ -325,7 +338,7 @@ class Replayer:
         if ask.recorded is not None:
             self.used_asks.add(id(ask.recorded))
         self.asks.append(ask)
-        await self.peer.send(_wire(reply, b''), reply)
+        await self.peer.send(_wire(reply, b""), reply)
 
 
 def _with_id(obj: Any, new_id: Any) -> dict[str, Any]:
@@ -339,4 +352,6 @@ def _same_input(a: Any, b: Any) -> bool:
         return a == b
     return a.get("method") == b.get("method") and not diff(
         {k: v for k, v in (a.get("params") or {}).items() if k != "_meta"},
-        {k: v for k, v in (b.get("params") or {}).items() if k != "_meta"}, Ignores(defaults=False))
+        {k: v for k, v in (b.get("params") or {}).items() if k != "_meta"},
+        Ignores(defaults=False),
+    )

@@ -42,8 +42,16 @@ class Tap:
 
     def message(self, direction: Direction, raw: bytes, **facts: Any) -> None:
         if self.writer is not None:
-            self.writer.write(Record(RecordType.MESSAGE, dir=direction, raw=raw, transport=self.transport,
-                                     conn=self.conn, **facts))
+            self.writer.write(
+                Record(
+                    RecordType.MESSAGE,
+                    dir=direction,
+                    raw=raw,
+                    transport=self.transport,
+                    conn=self.conn,
+                    **facts,
+                )
+            )
 
     def record(self, rtype: RecordType, **facts: Any) -> None:
         if self.writer is not None:
@@ -84,8 +92,11 @@ class StdioPeer(Peer):
     async def start(self) -> None:
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE)
+                *self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
         except FileNotFoundError:
             raise PeerError(f"cannot start {self.command[0]!r}: command not found") from None
         except PermissionError:
@@ -93,8 +104,10 @@ class StdioPeer(Peer):
         except OSError as exc:
             raise PeerError(f"cannot start {self.command[0]!r}: {exc.strerror or exc}") from None
         assert self.proc.stdout is not None and self.proc.stderr is not None
-        self._readers = [asyncio.create_task(self._read_stdout(self.proc.stdout)),
-                         asyncio.create_task(self._read_stderr(self.proc.stderr))]
+        self._readers = [
+            asyncio.create_task(self._read_stdout(self.proc.stdout)),
+            asyncio.create_task(self._read_stderr(self.proc.stderr)),
+        ]
 
     async def _read_stdout(self, stream: asyncio.StreamReader) -> None:
         framer = LineFramer()
@@ -159,8 +172,9 @@ class StdioPeer(Peer):
         self.exit_code = proc.returncode
         self.tap.record(RecordType.EVENT, data={"event": "exit", "code": proc.returncode})
         if self._ended_early:
-            self.problems.append(f"the server closed its output before the replay was over "
-                                 f"(exit code {proc.returncode})")
+            self.problems.append(
+                f"the server closed its output before the replay was over (exit code {proc.returncode})"
+            )
 
 
 # -- Streamable HTTP -------------------------------------------------------------------------------
@@ -176,7 +190,9 @@ def header_value(value: str) -> str:
 
 
 class HttpPeer(Peer):
-    def __init__(self, url: str, tap: Tap, *, headers: list[tuple[str, str]] | None = None, timeout: float = 10.0):
+    def __init__(
+        self, url: str, tap: Tap, *, headers: list[tuple[str, str]] | None = None, timeout: float = 10.0
+    ):
         super().__init__(tap)
         self.url = Url.parse(url)
         self.label = redact_url(url, PROCESS_HASHER)
@@ -214,7 +230,9 @@ class HttpPeer(Peer):
 
     async def start(self) -> None:
         try:
-            reader_writer = await asyncio.wait_for(asyncio.open_connection(self.url.host, self.url.port), self.timeout)
+            reader_writer = await asyncio.wait_for(
+                asyncio.open_connection(self.url.host, self.url.port), self.timeout
+            )
         except (OSError, TimeoutError) as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
             raise PeerError(f"cannot connect to {self.label}: {reason}") from None
@@ -242,15 +260,25 @@ class HttpPeer(Peer):
         self._flows += 1
         flow = f"replay-{self._flows}"
         headers = self.headers_for(obj)
-        http: dict[str, Any] = {"method": "POST", "url": self.url.text, "req_headers": [list(h) for h in headers],
-                                "flow": flow}
+        http: dict[str, Any] = {
+            "method": "POST",
+            "url": self.url.text,
+            "req_headers": [list(h) for h in headers],
+            "flow": flow,
+        }
         self.tap.message(Direction.C2S, data, http=http)
         rid = id_key(obj.get("id")) if is_request else None
         writer = None
         try:
             head, reader, writer = await open_request(self.url, "POST", headers, data, timeout=self.timeout)
-            facts = {"method": "POST", "url": self.url.text, "status": head.status,
-                     "resp_headers": head.headers.as_pairs(), "content_type": head.content_type, "flow": flow}
+            facts = {
+                "method": "POST",
+                "url": self.url.text,
+                "status": head.status,
+                "resp_headers": head.headers.as_pairs(),
+                "content_type": head.content_type,
+                "flow": flow,
+            }
             if type(obj) is dict and obj.get("method") == "initialize" and head.headers.get("mcp-session-id"):
                 self.session_id = head.headers.get("mcp-session-id")
             if head.content_type == "text/event-stream":
@@ -269,8 +297,11 @@ class HttpPeer(Peer):
                     self.incoming.put_nowait(b"")
         except asyncio.CancelledError:
             # We closed the stream ourselves (a modern cancellation, or the end of the replay).
-            self.tap.record(RecordType.EVENT, http={"method": "POST", "url": self.url.text, "flow": flow},
-                            data={"event": "stream-closed", "stream": flow, "reason": "client-closed"})
+            self.tap.record(
+                RecordType.EVENT,
+                http={"method": "POST", "url": self.url.text, "flow": flow},
+                data={"event": "stream-closed", "stream": flow, "reason": "client-closed"},
+            )
             raise
         except (OSError, HttpError, TimeoutError, asyncio.IncompleteReadError) as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
@@ -290,8 +321,12 @@ class HttpPeer(Peer):
             for ev in parser.feed(chunk):
                 if ev.has_data and ev.data.strip():
                     sse = {"id": ev.id, "event": ev.event, "stream": flow, "retry": ev.retry}
-                    self._deliver(ev.data.encode("utf-8"), facts, obj, sse={k: v for k, v in sse.items()
-                                                                             if v is not None})
+                    self._deliver(
+                        ev.data.encode("utf-8"),
+                        facts,
+                        obj,
+                        sse={k: v for k, v in sse.items() if v is not None},
+                    )
 
     def _deliver(self, body: bytes, facts: dict, sent: Any, sse: dict | None = None) -> None:
         self.tap.message(Direction.S2C, body, http=facts, sse=sse)
@@ -320,12 +355,21 @@ class HttpPeer(Peer):
                 await task
         if self.session_id:
             headers = [("Mcp-Session-Id", self.session_id)] + (
-                [("MCP-Protocol-Version", self.legacy_version)] if self.legacy_version else [])
+                [("MCP-Protocol-Version", self.legacy_version)] if self.legacy_version else []
+            )
             with contextlib.suppress(OSError, HttpError, TimeoutError, asyncio.IncompleteReadError):
-                head, _reader, writer = await open_request(self.url, "DELETE", headers + self.extra,
-                                                           timeout=self.timeout)
+                head, _reader, writer = await open_request(
+                    self.url, "DELETE", headers + self.extra, timeout=self.timeout
+                )
                 writer.close()
-                self.tap.record(RecordType.HTTP, http={"method": "DELETE", "url": self.url.text,
-                                                       "status": head.status, "req_headers": [list(h) for h in headers]})
+                self.tap.record(
+                    RecordType.HTTP,
+                    http={
+                        "method": "DELETE",
+                        "url": self.url.text,
+                        "status": head.status,
+                        "req_headers": [list(h) for h in headers],
+                    },
+                )
         self.tap.record(RecordType.EVENT, data={"event": "closed"})
         self.incoming.put_nowait(None)

@@ -47,8 +47,14 @@ class RequestReport:
     synthetic: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"conn": self.conn, "seq": self.seq, "line": self.line, "method": self.method,
-                               "request": self.label, "outcome": self.outcome.value}
+        out: dict[str, Any] = {
+            "conn": self.conn,
+            "seq": self.seq,
+            "line": self.line,
+            "method": self.method,
+            "request": self.label,
+            "outcome": self.outcome.value,
+        }
         if self.differences:
             out["differences"] = [d.to_dict() for d in self.differences]
         if self.note:
@@ -77,15 +83,24 @@ class ReplayReport:
 
     @property
     def failed(self) -> bool:
-        return (any(r.outcome in FAILING for r in self.requests) or bool(self.problems)
-                or any(s["outcome"] != "answered" for s in self.server_requests))
+        return (
+            any(r.outcome in FAILING for r in self.requests)
+            or bool(self.problems)
+            or any(s["outcome"] != "answered" for s in self.server_requests)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "capture": self.capture, "target": self.target, "transport": self.transport,
-            "new_capture": self.new_capture, "ok": not self.failed, "summary": dict(self.summary),
-            "requests": [r.to_dict() for r in self.requests], "server_requests": self.server_requests,
-            "problems": self.problems, "notes": self.notes,
+            "capture": self.capture,
+            "target": self.target,
+            "transport": self.transport,
+            "new_capture": self.new_capture,
+            "ok": not self.failed,
+            "summary": dict(self.summary),
+            "requests": [r.to_dict() for r in self.requests],
+            "server_requests": self.server_requests,
+            "problems": self.problems,
+            "notes": self.notes,
         }
 
 
@@ -145,15 +160,27 @@ def compare(s: Sent, ignores: Ignores, run: RunResult) -> RequestReport:
     return rep
 
 
-def build_report(runs: list[RunResult], ignores: Ignores, *, capture: str, target: str, transport: str,
-                 new_capture: str | None, input_problems: list[str]) -> ReplayReport:
+def build_report(
+    runs: list[RunResult],
+    ignores: Ignores,
+    *,
+    capture: str,
+    target: str,
+    transport: str,
+    new_capture: str | None,
+    input_problems: list[str],
+) -> ReplayReport:
     rep = ReplayReport(capture, target, transport, new_capture, problems=list(input_problems))
     for run in runs:
         rep.notes.extend(run.plan.notes)
         for s in sorted(run.sent, key=lambda s: (s.step.index, s.exchange.seq)):
             rep.requests.append(compare(s, ignores, run))
         for ask in run.asks:
-            item: dict[str, Any] = {"conn": run.plan.conversation.conn, "method": ask.method, "outcome": ask.outcome}
+            item: dict[str, Any] = {
+                "conn": run.plan.conversation.conn,
+                "method": ask.method,
+                "outcome": ask.outcome,
+            }
             if ask.recorded is not None:
                 item["recorded_seq"] = ask.recorded.seq
             if ask.differences:
@@ -162,22 +189,42 @@ def build_report(runs: list[RunResult], ignores: Ignores, *, capture: str, targe
                 item["note"] = ask.note
             rep.server_requests.append(item)
         for ex in run.unasked:
-            rep.server_requests.append({"conn": ex.conn, "method": ex.method, "outcome": "not asked",
-                                        "recorded_seq": ex.seq,
-                                        "note": "the recorded server asked this; the new server did not"})
+            rep.server_requests.append(
+                {
+                    "conn": ex.conn,
+                    "method": ex.method,
+                    "outcome": "not asked",
+                    "recorded_seq": ex.seq,
+                    "note": "the recorded server asked this; the new server did not",
+                }
+            )
         rep.problems.extend(f"connection {run.plan.conversation.conn}: {p}" for p in run.problems)
         if run.stray:
-            rep.notes.append(f"connection {run.plan.conversation.conn}: {run.stray} answer(s) to requests "
-                             f"the replay never sent")
+            rep.notes.append(
+                f"connection {run.plan.conversation.conn}: {run.stray} answer(s) to requests "
+                f"the replay never sent"
+            )
     return rep
 
 
 # -- rendering -------------------------------------------------------------------------------------
 
-_MARK = {Outcome.SAME: "=", Outcome.DIFFERS: "≠", Outcome.NO_ANSWER: "∅", Outcome.NEW_ERROR: "!",
-         Outcome.CANCELLED: "×", Outcome.SKIPPED: "-", Outcome.UNRECORDED: "?"}
-_COLOR = {Outcome.SAME: "32", Outcome.DIFFERS: "33", Outcome.NO_ANSWER: "31", Outcome.NEW_ERROR: "31",
-          Outcome.UNRECORDED: "31"}
+_MARK = {
+    Outcome.SAME: "=",
+    Outcome.DIFFERS: "≠",
+    Outcome.NO_ANSWER: "∅",
+    Outcome.NEW_ERROR: "!",
+    Outcome.CANCELLED: "×",
+    Outcome.SKIPPED: "-",
+    Outcome.UNRECORDED: "?",
+}
+_COLOR = {
+    Outcome.SAME: "32",
+    Outcome.DIFFERS: "33",
+    Outcome.NO_ANSWER: "31",
+    Outcome.NEW_ERROR: "31",
+    Outcome.UNRECORDED: "31",
+}
 
 
 def _fmt_diff(d: Difference) -> str:
@@ -202,6 +249,7 @@ class _SafeText:
 
 def render_text(rep: ReplayReport, out: IO[str], *, color: bool = False) -> None:
     out = _SafeText(out)
+
     def paint(text: str, code: str | None) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
 

@@ -43,7 +43,9 @@ def make_peer(target: Target, tap: Tap, p: Plan, timeout: float) -> Peer:
             http = step.msg.rec.http if step.msg is not None else None
             if not http or step.exchange is None:
                 continue
-            params = [(k, v) for k, v in _pairs(http.get("req_headers")) if k.lower().startswith("mcp-param-")]
+            params = [
+                (k, v) for k, v in _pairs(http.get("req_headers")) if k.lower().startswith("mcp-param-")
+            ]
             if params and (key := id_key(step.exchange.request.id)) is not None:
                 peer.recorded_param_headers[key] = params
         return peer
@@ -57,7 +59,9 @@ def _pairs(headers) -> list[tuple[str, str]]:
     return [(h[0], h[1]) for h in headers or () if len(h) == 2]
 
 
-async def replay_all(plans: list[Plan], target: Target, writer: CaptureWriter | None, *, timeout: float) -> list[RunResult]:
+async def replay_all(
+    plans: list[Plan], target: Target, writer: CaptureWriter | None, *, timeout: float
+) -> list[RunResult]:
     """Run each plan against the target (PeerError propagates when the server cannot be reached)."""
     results: list[RunResult] = []
     for p in plans:

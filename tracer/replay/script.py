@@ -144,8 +144,11 @@ def _cancel_step(ex: Exchange) -> Step:
     """A recorded closed stream becomes `notifications/cancelled`: the stdio and legacy way to say it; the
     HTTP peer turns it back into a closed stream for a modern request."""
 
-    obj = {"jsonrpc": "2.0", "method": "notifications/cancelled",
-           "params": {"requestId": ex.request.id, "reason": "the host closed the request's stream (recorded)"}}
+    obj = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": ex.request.id, "reason": "the host closed the request's stream (recorded)"},
+    }
     return Step("notification", wire_dumps(obj), obj, None, synthetic=True)
 
 
@@ -187,28 +190,47 @@ def _link_retries(steps: list[Step]) -> None:
 
 def _subject(method: str, params: dict) -> tuple:
     """What a retry must repeat: the tool / prompt / resource and its arguments."""
-    return (method, params.get("name"), params.get("uri"),
-            repr(params.get("arguments")) if params.get("arguments") is not None else None)
+    return (
+        method,
+        params.get("name"),
+        params.get("uri"),
+        repr(params.get("arguments")) if params.get("arguments") is not None else None,
+    )
 
 
 def _synthesised_handshake(conv: Conversation) -> tuple[list[Step], str]:
     version = next((m.version for m in conv.messages if m.version in LEGACY_VERSIONS), DEFAULT_LEGACY_VERSION)
 
-    req = {"jsonrpc": "2.0", "id": "mcptrace-replay-init", "method": "initialize",
-           "params": {"protocolVersion": version, "capabilities": {},
-                      "clientInfo": {"name": "mcptrace-replay", "version": __version__}}}
+    req = {
+        "jsonrpc": "2.0",
+        "id": "mcptrace-replay-init",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "mcptrace-replay", "version": __version__},
+        },
+    }
     note_obj = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     from tracer.classify import classify_raw
     from tracer.model import Record, RecordType
 
     raw = wire_dumps(req)
     c = classify_raw(raw)
-    fake = Analysed(Record(RecordType.MESSAGE, dir=Direction.C2S, raw=raw, conn=conv.conn), c.kind, c.obj,
-                    c.method, c.id, c.idkey)
+    fake = Analysed(
+        Record(RecordType.MESSAGE, dir=Direction.C2S, raw=raw, conn=conv.conn),
+        c.kind,
+        c.obj,
+        c.method,
+        c.id,
+        c.idkey,
+    )
     ex = Exchange(fake, conn=conv.conn)
     first = Step("request", raw, req, fake, [ex], synthetic=True)
     second = Step("notification", wire_dumps(note_obj), note_obj, None, synthetic=True)
     second.waits = [Wait(first, ex)]
-    note = (f"connection {conv.conn}: the capture has no initialize handshake (it starts mid-session); "
-            f"replay opens one itself (protocol version {version})")
+    note = (
+        f"connection {conv.conn}: the capture has no initialize handshake (it starts mid-session); "
+        f"replay opens one itself (protocol version {version})"
+    )
     return [first, second], note

@@ -47,8 +47,15 @@ class GithubReporter(Reporter):
         self.names = {r.id: r.name for r in rules}
 
     def problem(self, p: ReadProblem) -> None:
-        self.out.write(annotation("warning" if p.torn else "error", f"capture problem: {p.message}",
-                                  file=p.source, line=p.line, title="mcptrace capture"))
+        self.out.write(
+            annotation(
+                "warning" if p.torn else "error",
+                f"capture problem: {p.message}",
+                file=p.source,
+                line=p.line,
+                title="mcptrace capture",
+            )
+        )
 
     def finding(self, f: Finding) -> None:
         details = [f"seq {f.seq}"] if f.seq else []

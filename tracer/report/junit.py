@@ -63,24 +63,31 @@ class JunitReporter(Reporter):
         suite = self._suite(p.source)
         suite.errors += 1
         suite.cases.append(
-            f'    <testcase classname={_attr("mcptrace." + suite.name)} name={_attr(f"line {p.line}: capture")}>\n'
-            f'      <error type="capture" message={_attr(p.message)}/>\n    </testcase>\n')
+            f"    <testcase classname={_attr('mcptrace.' + suite.name)} name={_attr(f'line {p.line}: capture')}>\n"
+            f'      <error type="capture" message={_attr(p.message)}/>\n    </testcase>\n'
+        )
 
     def finding(self, f: Finding) -> None:
         suite = self._suite(f.source)
         where = f"line {f.line}" if f.line else "capture"
         name = f"{f.rule} {self.names.get(f.rule, '')} ({where}{', seq ' + str(f.seq) if f.seq else ''})"
-        details = "\n".join(x for x in (
-            f"{f.source}:{f.line}" if f.line else f.source,
-            f"seq {f.seq}" if f.seq else "",
-            f"path {f.path}" if f.path else "",
-            f"related seq {f.related_seq}" if f.related_seq else "",
-        ) if x)
-        head = f'    <testcase classname={_attr("mcptrace." + suite.name)} name={_attr(name)}>\n'
+        details = "\n".join(
+            x
+            for x in (
+                f"{f.source}:{f.line}" if f.line else f.source,
+                f"seq {f.seq}" if f.seq else "",
+                f"path {f.path}" if f.path else "",
+                f"related seq {f.related_seq}" if f.related_seq else "",
+            )
+            if x
+        )
+        head = f"    <testcase classname={_attr('mcptrace.' + suite.name)} name={_attr(name)}>\n"
         if f.severity >= Severity.WARNING:
             suite.failures += 1
-            body = (f'      <failure type="{f.severity.label}" message={_attr(f.message)}>'
-                    f"{escape(_clean(details))}</failure>\n")
+            body = (
+                f'      <failure type="{f.severity.label}" message={_attr(f.message)}>'
+                f"{escape(_clean(details))}</failure>\n"
+            )
         else:
             body = f"      <system-out>{escape(_clean(f.message))}</system-out>\n"
         suite.cases.append(head + body + "    </testcase>\n")
@@ -91,15 +98,22 @@ class JunitReporter(Reporter):
         failures = sum(s.failures for s in self.suites.values())
         errors = sum(s.errors for s in self.suites.values())
         out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-        out.write(f'<testsuites name="mcptrace" tests="{tests}" failures="{failures}" errors="{errors}" '
-                  f'time="{stats.seconds:.3f}">\n')
+        out.write(
+            f'<testsuites name="mcptrace" tests="{tests}" failures="{failures}" errors="{errors}" '
+            f'time="{stats.seconds:.3f}">\n'
+        )
         for suite in self.suites.values():
             cases = suite.cases or [
-                f'    <testcase classname={_attr("mcptrace." + suite.name)} name="no findings"/>\n']
-            out.write(f"  <testsuite name={_attr(suite.name)} tests=\"{len(cases)}\" failures=\"{suite.failures}\" "
-                      f"errors=\"{suite.errors}\">\n")
+                f'    <testcase classname={_attr("mcptrace." + suite.name)} name="no findings"/>\n'
+            ]
+            out.write(
+                f'  <testsuite name={_attr(suite.name)} tests="{len(cases)}" failures="{suite.failures}" '
+                f'errors="{suite.errors}">\n'
+            )
             if suite.fmt:
-                out.write(f'    <properties><property name="input-format" value={_attr(suite.fmt)}/></properties>\n')
+                out.write(
+                    f'    <properties><property name="input-format" value={_attr(suite.fmt)}/></properties>\n'
+                )
             out.writelines(cases)
             out.write("  </testsuite>\n")
         out.write("</testsuites>\n")

@@ -59,11 +59,13 @@ class SarifReporter(Reporter):
         self.out.write('}, "results": [')
 
     def problem(self, p: ReadProblem) -> None:
-        self.notifications.append({
-            "level": "warning" if p.torn else "error",
-            "message": {"text": p.message},
-            "locations": [_location(p.source, p.line)],
-        })
+        self.notifications.append(
+            {
+                "level": "warning" if p.torn else "error",
+                "message": {"text": p.message},
+                "locations": [_location(p.source, p.line)],
+            }
+        )
 
     def finding(self, f: Finding) -> None:
         result = {

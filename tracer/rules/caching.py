@@ -9,8 +9,16 @@ from tracer.tracking import MISSING
 
 RESULT = (Kind.RESULT,)
 CACHING = "spec/2026-07-28/server/utilities/caching.mdx"
-CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
-                       "resources/templates/list", "resources/read"})
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
 
 
 def _complete(m: Analysed) -> dict | None:
@@ -18,8 +26,16 @@ def _complete(m: Analysed) -> dict | None:
     return r if r is not None and r.get("resultType") != "input_required" else None
 
 
-@rule("MCP340", "cacheable-result-without-hints", Severity.ERROR, kinds=RESULT, versions=MODERN,
-      methods=CACHEABLE, scope="pairing", spec=f"{CACHING}:L13-21; schema/2026-07-28/schema.ts:L1081-1110")
+@rule(
+    "MCP340",
+    "cacheable-result-without-hints",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    methods=CACHEABLE,
+    scope="pairing",
+    spec=f"{CACHING}:L13-21; schema/2026-07-28/schema.ts:L1081-1110",
+)
 def cacheable_result_without_hints(m: Analysed, s):
     """A complete result of `server/discover`, `tools/list`, `prompts/list`, `resources/list`,
     `resources/templates/list` or `resources/read` lacks `ttlMs` or `cacheScope`. "Servers MUST
@@ -45,8 +61,15 @@ def _bad_ttl(v) -> bool:
     return True
 
 
-@rule("MCP341", "ttl-invalid", Severity.ERROR, kinds=RESULT, versions=MODERN, methods=CACHEABLE,
-      spec=f"{CACHING}:L43, :L60; schema.json ttlMs integer minimum 0")
+@rule(
+    "MCP341",
+    "ttl-invalid",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    methods=CACHEABLE,
+    spec=f"{CACHING}:L43, :L60; schema.json ttlMs integer minimum 0",
+)
 def ttl_invalid(m: Analysed, s):
     """`ttlMs` is negative or not an integer. "Servers MUST provide a ttlMs value that is >= 0"
     (milliseconds, an integer).
@@ -62,8 +85,15 @@ def ttl_invalid(m: Analysed, s):
     return None
 
 
-@rule("MCP342", "cache-scope-invalid", Severity.ERROR, kinds=RESULT, versions=MODERN, methods=CACHEABLE,
-      spec=f"schema/2026-07-28/schema.ts:L1109; {CACHING}:L44")
+@rule(
+    "MCP342",
+    "cache-scope-invalid",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    methods=CACHEABLE,
+    spec=f"schema/2026-07-28/schema.ts:L1109; {CACHING}:L44",
+)
 def cache_scope_invalid(m: Analysed, s):
     """`cacheScope` is not `"public"` or `"private"`.
 
@@ -74,12 +104,20 @@ def cache_scope_invalid(m: Analysed, s):
         return None
     scope = r.get("cacheScope", MISSING)
     if scope is not MISSING and scope not in ("public", "private"):
-        return Hit(f"cacheScope must be \"public\" or \"private\", not {scope!r}", path="$.result.cacheScope")
+        return Hit(f'cacheScope must be "public" or "private", not {scope!r}', path="$.result.cacheScope")
     return None
 
 
-@rule("MCP343", "cache-scope-differs-across-pages", Severity.ERROR, kinds=RESULT, versions=MODERN,
-      methods=CACHEABLE - {"server/discover", "resources/read"}, scope="pairing", spec=f"{CACHING}:L166-169")
+@rule(
+    "MCP343",
+    "cache-scope-differs-across-pages",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    methods=CACHEABLE - {"server/discover", "resources/read"},
+    scope="pairing",
+    spec=f"{CACHING}:L166-169",
+)
 def cache_scope_differs_across_pages(m: Analysed, s):
     """Pages of one paginated list (a `cursor`/`nextCursor` chain) carry different `cacheScope`
     values. "Servers MUST apply the same cacheScope to all response pages for a given list request."
@@ -94,12 +132,22 @@ def cache_scope_differs_across_pages(m: Analysed, s):
     scope = r.get("cacheScope")
     if chain is None or type(chain.scope) is not str or type(scope) is not str or scope == chain.scope:
         return None
-    return Hit(f"this page's cacheScope {scope!r} differs from {chain.scope!r} on the first page "
-               f"(seq {chain.start_seq})", path="$.result.cacheScope", related_seq=chain.start_seq)
+    return Hit(
+        f"this page's cacheScope {scope!r} differs from {chain.scope!r} on the first page "
+        f"(seq {chain.start_seq})",
+        path="$.result.cacheScope",
+        related_seq=chain.start_seq,
+    )
 
 
-@rule("MCP344", "input-required-with-cache-hints", Severity.WARNING, kinds=RESULT, versions=MODERN,
-      spec=f"{CACHING}:L23-25")
+@rule(
+    "MCP344",
+    "input-required-with-cache-hints",
+    Severity.WARNING,
+    kinds=RESULT,
+    versions=MODERN,
+    spec=f"{CACHING}:L23-25",
+)
 def input_required_with_cache_hints(m: Analysed, s):
     """(inferred) An `InputRequiredResult` carries `ttlMs` or `cacheScope`. Interim results "are not
     cacheable and carry no caching hints".

@@ -63,15 +63,23 @@ def legacy_result(m: Analysed, method: str) -> dict | None:
 
 def _roots_hits(value, path: str) -> list:
     roots = value.get("roots") if type(value) is dict else None
-    return [Hit(f"root uri {root.get('uri')!r} must start with file://", path=f"{path}.roots[{i}].uri")
-            for i, root in enumerate(roots if type(roots) is list else ())
-            if type(root) is dict and not (type(root.get("uri")) is str and root["uri"].startswith("file://"))]
+    return [
+        Hit(f"root uri {root.get('uri')!r} must start with file://", path=f"{path}.roots[{i}].uri")
+        for i, root in enumerate(roots if type(roots) is list else ())
+        if type(root) is dict and not (type(root.get("uri")) is str and root["uri"].startswith("file://"))
+    ]
 
 
-@rule("MCP625", "root-not-file-uri", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT),
-      needs="inputResponses", needs_methods=MRTR_METHODS,  # MRTR: only in a retry's inputResponses
-      methods=("roots/list", *MRTR_METHODS),
-      spec="spec/2026-07-28/client/roots.mdx:L100; spec/2025-11-25/client/roots.mdx:L110")
+@rule(
+    "MCP625",
+    "root-not-file-uri",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST, Kind.RESULT),
+    needs="inputResponses",
+    needs_methods=MRTR_METHODS,  # MRTR: only in a retry's inputResponses
+    methods=("roots/list", *MRTR_METHODS),
+    spec="spec/2026-07-28/client/roots.mdx:L100; spec/2025-11-25/client/roots.mdx:L110",
+)
 def root_not_file_uri(m: Analysed, s):
     """A root's `uri` (in a `roots/list` result, or a 2026-07-28 `inputResponses` answering
     `roots/list`) does not start with `file://`.
@@ -105,29 +113,52 @@ def tool_message_problems(messages, path: str) -> list:
         blocks = _blocks(msg.get("content"))
         types = {t for b in blocks if type(t := b.get("type")) is str}  # (a list is no type, nor hashable)
         if msg.get("role") == "user" and "tool_result" in types and len(types) > 1:
-            out.append(Hit("a user message with tool_result blocks must contain only tool results",
-                           path=f"{path}[{i}].content"))
+            out.append(
+                Hit(
+                    "a user message with tool_result blocks must contain only tool results",
+                    path=f"{path}[{i}].content",
+                )
+            )
         # (an array or object id is no key; the schema rules report it)
-        uses = [u for b in blocks if b.get("type") == "tool_use" and type(u := b.get("id")) not in (list, dict)]
+        uses = [
+            u for b in blocks if b.get("type") == "tool_use" and type(u := b.get("id")) not in (list, dict)
+        ]
         if msg.get("role") != "assistant" or not uses or i + 1 >= len(msgs):
             continue
         nxt = msgs[i + 1] if type(msgs[i + 1]) is dict else {}
         nblocks = _blocks(nxt.get("content"))
-        answered = {u for b in nblocks
-                    if b.get("type") == "tool_result" and type(u := b.get("toolUseId")) not in (list, dict)}
-        if nxt.get("role") != "user" or any(b.get("type") != "tool_result" for b in nblocks) \
-                or not set(uses) <= answered:
+        answered = {
+            u
+            for b in nblocks
+            if b.get("type") == "tool_result" and type(u := b.get("toolUseId")) not in (list, dict)
+        }
+        if (
+            nxt.get("role") != "user"
+            or any(b.get("type") != "tool_result" for b in nblocks)
+            or not set(uses) <= answered
+        ):
             missing = [u for u in uses if u not in answered]
-            out.append(Hit(f"the assistant's tool_use {', '.join(map(repr, missing or uses))} must be answered by "
-                           f"the next message: a user message of matching tool_result blocks",
-                           path=f"{path}[{i + 1}]"))
+            out.append(
+                Hit(
+                    f"the assistant's tool_use {', '.join(map(repr, missing or uses))} must be answered by "
+                    f"the next message: a user message of matching tool_result blocks",
+                    path=f"{path}[{i + 1}]",
+                )
+            )
     return out
 
 
-@rule("MCP626", "sampling-tool-messages-malformed", Severity.ERROR, kinds=REQ_RES,
-      needs="inputRequests", needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
-      methods=("sampling/createMessage", *MRTR_METHODS), versions=since(L4),
-      spec="spec/2025-11-25/client/sampling.mdx:L372, :L430; spec/2026-07-28/client/sampling.mdx:L380, :L438")
+@rule(
+    "MCP626",
+    "sampling-tool-messages-malformed",
+    Severity.ERROR,
+    kinds=REQ_RES,
+    needs="inputRequests",
+    needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
+    methods=("sampling/createMessage", *MRTR_METHODS),
+    versions=since(L4),
+    spec="spec/2025-11-25/client/sampling.mdx:L372, :L430; spec/2026-07-28/client/sampling.mdx:L380, :L438",
+)
 def sampling_tool_messages_malformed(m: Analysed, s):
     """Sampling messages with tools are malformed: a user message mixes `tool_result` with other
     content, or an assistant `tool_use` is not followed by a user message made only of `tool_result`
@@ -138,7 +169,9 @@ def sampling_tool_messages_malformed(m: Analysed, s):
     """
     if m.kind is Kind.REQUEST:
         params = legacy_request(m, "sampling/createMessage")
-        return tool_message_problems(params.get("messages"), "$.params.messages") if params is not None else None
+        return (
+            tool_message_problems(params.get("messages"), "$.params.messages") if params is not None else None
+        )
     out = []
     for p, path in input_requests(m, "sampling/createMessage"):
         out.extend(tool_message_problems(p.get("messages"), f"{path}.messages"))
@@ -150,9 +183,16 @@ def _sampling_params_hits(params: dict, path: str) -> list:
     return [Hit(f"sampling params lack {' and '.join(lack)}", path=path)] if lack else []
 
 
-@rule("MCP627", "sampling-malformed", Severity.ERROR, kinds=REQ_RES, methods=("sampling/createMessage", *MRTR_METHODS),
-      needs="inputRequests", needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
-      spec="schema CreateMessageRequestParams, CreateMessageResult in every version")
+@rule(
+    "MCP627",
+    "sampling-malformed",
+    Severity.ERROR,
+    kinds=REQ_RES,
+    methods=("sampling/createMessage", *MRTR_METHODS),
+    needs="inputRequests",
+    needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
+    spec="schema CreateMessageRequestParams, CreateMessageResult in every version",
+)
 def sampling_malformed(m: Analysed, s):
     """`sampling/createMessage` params lack `messages` or `maxTokens`, or a `CreateMessageResult`
     lacks `role`, `content` or `model`. (In 2026-07-28 the params of sampling input requests are
@@ -197,27 +237,44 @@ def elicitation_problems(params: dict, path: str, version_l4: bool, modern: bool
         return out
     schema = params.get("requestedSchema")
     if type(schema) is not dict or schema.get("type") != "object":
-        return [Hit("form-mode elicitation needs a requestedSchema with type \"object\"",
-                    path=f"{path}.requestedSchema")]
+        return [
+            Hit(
+                'form-mode elicitation needs a requestedSchema with type "object"',
+                path=f"{path}.requestedSchema",
+            )
+        ]
     props = schema.get("properties", {})
     if type(props) is not dict:
-        return [Hit("requestedSchema.properties must be an object", path=f"{path}.requestedSchema.properties")]
+        return [
+            Hit("requestedSchema.properties must be an object", path=f"{path}.requestedSchema.properties")
+        ]
     out = []
     for name, prop in props.items():
         t = prop.get("type") if type(prop) is dict else None
         items = prop.get("items") if type(prop) is dict else None
         multi = t == "array" and version_l4 and _multi_select_items(items)
         if t not in _PRIMITIVE and not multi:
-            out.append(Hit(f"requestedSchema property {name!r} has type {t!r}; form fields are flat primitives "
-                           f"(string, number, integer, boolean{', or an array of enum strings' if version_l4 else ''})",
-                           path=member(f"{path}.requestedSchema.properties", name)))
+            out.append(
+                Hit(
+                    f"requestedSchema property {name!r} has type {t!r}; form fields are flat primitives "
+                    f"(string, number, integer, boolean{', or an array of enum strings' if version_l4 else ''})",
+                    path=member(f"{path}.requestedSchema.properties", name),
+                )
+            )
     return out
 
 
-@rule("MCP628", "elicitation-malformed", Severity.ERROR, kinds=REQ_RES,
-      needs="inputRequests", needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
-      methods=("elicitation/create", *MRTR_METHODS), versions=since(L3),
-      spec="spec/2025-11-25/client/elicitation.mdx:L85-110, :L340-347; spec/2026-07-28/client/elicitation.mdx:L90-110")
+@rule(
+    "MCP628",
+    "elicitation-malformed",
+    Severity.ERROR,
+    kinds=REQ_RES,
+    needs="inputRequests",
+    needs_methods=MRTR_METHODS,  # MRTR: only inside inputRequests
+    methods=("elicitation/create", *MRTR_METHODS),
+    versions=since(L3),
+    spec="spec/2025-11-25/client/elicitation.mdx:L85-110, :L340-347; spec/2026-07-28/client/elicitation.mdx:L90-110",
+)
 def elicitation_malformed(m: Analysed, s):
     """`elicitation/create` is malformed: the form-mode `requestedSchema` is not a flat object
     schema of primitive properties; URL mode lacks `url`; (2025-11-25) URL mode lacks
@@ -241,17 +298,33 @@ def _elicit_result_hits(value, path: str, check_action: bool) -> list:
         return []
     action = value.get("action", MISSING)
     if action not in ("accept", "decline", "cancel"):
-        return [Hit(f"action {action if action is not MISSING else 'missing'!r} must be accept, decline or cancel",
-                    path=f"{path}.action", severity=Severity.ERROR)] if check_action else []
+        return (
+            [
+                Hit(
+                    f"action {action if action is not MISSING else 'missing'!r} must be accept, decline or cancel",
+                    path=f"{path}.action",
+                    severity=Severity.ERROR,
+                )
+            ]
+            if check_action
+            else []
+        )
     if action != "accept" and "content" in value:
-        return [Hit(f"content is only sent with action \"accept\", not {action!r}", path=f"{path}.content")]
+        return [Hit(f'content is only sent with action "accept", not {action!r}', path=f"{path}.content")]
     return []
 
 
-@rule("MCP629", "elicit-result-inconsistent", Severity.WARNING, kinds=REQ_RES,
-      needs="inputResponses", needs_methods=MRTR_METHODS,  # MRTR: only in a retry's inputResponses
-      methods=("elicitation/create", *MRTR_METHODS), versions=since(L3),
-      spec="schema ElicitResult, schema/2026-07-28/schema.ts:L3134-3150")
+@rule(
+    "MCP629",
+    "elicit-result-inconsistent",
+    Severity.WARNING,
+    kinds=REQ_RES,
+    needs="inputResponses",
+    needs_methods=MRTR_METHODS,  # MRTR: only in a retry's inputResponses
+    methods=("elicitation/create", *MRTR_METHODS),
+    versions=since(L3),
+    spec="schema ElicitResult, schema/2026-07-28/schema.ts:L3134-3150",
+)
 def elicit_result_inconsistent(m: Analysed, s):
     """An `ElicitResult` carries `content` although `action` is not `"accept"` (warning), or its
     `action` is not accept, decline or cancel (an error; in 2026-07-28 `inputResponses` that case is
@@ -268,9 +341,16 @@ def elicit_result_inconsistent(m: Analysed, s):
     return out
 
 
-@rule("MCP630", "elicitation-complete-unknown-id", Severity.WARNING, kinds=(Kind.NOTIFICATION,),
-      methods=("notifications/elicitation/complete",), versions=frozenset({L4}), scope="pairing",
-      spec="spec/2025-11-25/client/elicitation.mdx:L396-408")
+@rule(
+    "MCP630",
+    "elicitation-complete-unknown-id",
+    Severity.WARNING,
+    kinds=(Kind.NOTIFICATION,),
+    methods=("notifications/elicitation/complete",),
+    versions=frozenset({L4}),
+    scope="pairing",
+    spec="spec/2025-11-25/client/elicitation.mdx:L396-408",
+)
 def elicitation_complete_unknown_id(m: Analysed, s):
     """`notifications/elicitation/complete` names an `elicitationId` that no URL-mode elicitation
     (an `elicitation/create` request or a -32042 error's `data.elicitations`) issued. Servers MUST
@@ -281,5 +361,6 @@ def elicitation_complete_unknown_id(m: Analysed, s):
     eid = (m.params or {}).get("elicitationId")
     if type(eid) is str and eid in s.track.elicitations:
         return None
-    return Hit(f"elicitationId {eid!r} was not established by a URL-mode elicitation", path="$.params.elicitationId")
-
+    return Hit(
+        f"elicitationId {eid!r} was not established by a URL-mode elicitation", path="$.params.elicitationId"
+    )

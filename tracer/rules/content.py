@@ -51,8 +51,11 @@ def content_blocks(m: Analysed):
         return enumerate(content) if type(content) is list else ()
     if method == "prompts/get":
         msgs = r.get("messages")
-        return [(i, msg["content"]) for i, msg in enumerate(msgs if type(msgs) is list else ())
-                if type(msg) is dict and "content" in msg]
+        return [
+            (i, msg["content"])
+            for i, msg in enumerate(msgs if type(msgs) is list else ())
+            if type(msg) is dict and "content" in msg
+        ]
     return ()
 
 
@@ -86,8 +89,14 @@ def block_problem(block, allowed: frozenset[str]) -> str | None:
     return None
 
 
-@rule("MCP611", "content-block-invalid", Severity.ERROR, kinds=RESULT, methods=("tools/call", "prompts/get"),
-      spec="schema ContentBlock, e.g. schema/2025-06-18/schema.ts:L1133, schema/2026-07-28/schema.ts:L2305-2406")
+@rule(
+    "MCP611",
+    "content-block-invalid",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=("tools/call", "prompts/get"),
+    spec="schema ContentBlock, e.g. schema/2025-06-18/schema.ts:L1133, schema/2026-07-28/schema.ts:L2305-2406",
+)
 def content_block_invalid(m: Analysed, s):
     """A content block of a tool result or prompt message has a `type` the version does not define
     (2024-11-05: text, image, resource; 2025-03-26 adds audio; 2025-06-18 adds resource_link) or lacks
@@ -143,8 +152,14 @@ def _base64_fields(m: Analysed) -> list:
     return out
 
 
-@rule("MCP612", "base64-invalid", Severity.ERROR, kinds=RESULT, methods=("tools/call", "prompts/get", "resources/read"),
-      spec="spec/2026-07-28/server/prompts.mdx:L256, :L271; spec/2026-07-28/server/resources.mdx:L432")
+@rule(
+    "MCP612",
+    "base64-invalid",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=("tools/call", "prompts/get", "resources/read"),
+    spec="spec/2026-07-28/server/prompts.mdx:L256, :L271; spec/2026-07-28/server/resources.mdx:L432",
+)
 def base64_invalid(m: Analysed, s):
     """Image or audio `data`, or a resource `blob`, is not valid base64.
 
@@ -167,16 +182,21 @@ def annotation_problem(ann) -> str | None:
         return f"priority {p!r} is outside 0..1"
     aud = ann.get("audience", MISSING)
     if aud is not MISSING and (type(aud) is not list or any(a not in ("user", "assistant") for a in aud)):
-        return f"audience {aud!r} may only contain \"user\" and \"assistant\""
+        return f'audience {aud!r} may only contain "user" and "assistant"'
     return None
 
 
 _ANNOTATED_LISTS = {"resources/list": "resources", "resources/templates/list": "resourceTemplates"}
 
 
-@rule("MCP618", "annotations-out-of-range", Severity.ERROR, kinds=RESULT,
-      methods=("tools/call", "prompts/get", "resources/list", "resources/templates/list"),
-      spec="schema Annotations, schema/2026-07-28/schema.ts:L2270-2300")
+@rule(
+    "MCP618",
+    "annotations-out-of-range",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=("tools/call", "prompts/get", "resources/list", "resources/templates/list"),
+    spec="schema Annotations, schema/2026-07-28/schema.ts:L2270-2300",
+)
 def annotations_out_of_range(m: Analysed, s):
     """Annotations are out of range: `priority` outside [0, 1], or `audience` entries other than
     `"user"` / `"assistant"`.
@@ -203,8 +223,14 @@ def annotations_out_of_range(m: Analysed, s):
     return out
 
 
-@rule("MCP620", "read-result-malformed", Severity.ERROR, kinds=RESULT, methods=("resources/read",),
-      spec="schema ReadResourceResult, TextResourceContents, BlobResourceContents")
+@rule(
+    "MCP620",
+    "read-result-malformed",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=("resources/read",),
+    spec="schema ReadResourceResult, TextResourceContents, BlobResourceContents",
+)
 def read_result_malformed(m: Analysed, s):
     """A `resources/read` result lacks a `contents` array, or an item lacks `uri` or has neither
     `text` nor `blob`.
@@ -243,8 +269,16 @@ def _listed(uri: str, resources: frozenset[str], templates: tuple[str, ...]) -> 
     return uri in resources or any(_template_re(tpl).fullmatch(uri) for tpl in templates)
 
 
-@rule("MCP631", "missing-resource-empty-contents", Severity.ERROR, kinds=RESULT, methods=("resources/read",),
-      versions=frozenset({M}), scope="pairing", spec="spec/2026-07-28/server/resources.mdx:L404-410")
+@rule(
+    "MCP631",
+    "missing-resource-empty-contents",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=("resources/read",),
+    versions=frozenset({M}),
+    scope="pairing",
+    spec="spec/2026-07-28/server/resources.mdx:L404-410",
+)
 def missing_resource_empty_contents(m: Analysed, s):
     """A `resources/read` of a URI that is not a resource (the capture's complete `resources/list`
     does not list it and no template of its complete `resources/templates/list` can expand to it)
@@ -264,13 +298,21 @@ def missing_resource_empty_contents(m: Analysed, s):
     uri = (req.params or {}).get("uri") if req is not None else None
     if resources is None or templates is None or type(uri) is not str or _listed(uri, resources, templates):
         return None
-    return Hit(f"{uri!r} is not a listed resource and matches no template, yet the read answered an empty "
-               "contents array; a missing resource is a -32602 error (with the uri in data)",
-               path="$.result.contents")
+    return Hit(
+        f"{uri!r} is not a listed resource and matches no template, yet the read answered an empty "
+        "contents array; a missing resource is a -32602 error (with the uri in data)",
+        path="$.result.contents",
+    )
 
 
-@rule("MCP621", "prompt-malformed", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT), methods=("prompts/get",),
-      spec="schema GetPromptRequestParams.arguments {[key]: string}, PromptMessage")
+@rule(
+    "MCP621",
+    "prompt-malformed",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST, Kind.RESULT),
+    methods=("prompts/get",),
+    spec="schema GetPromptRequestParams.arguments {[key]: string}, PromptMessage",
+)
 def prompt_malformed(m: Analysed, s):
     """`prompts/get` `arguments` values are not strings; or a `GetPromptResult` lacks `messages`, or
     a message `role` is not `user` / `assistant`.
@@ -281,21 +323,38 @@ def prompt_malformed(m: Analysed, s):
         args = (m.params or {}).get("arguments")
         if type(args) is not dict:
             return None
-        return [Hit(f"prompt argument {k!r} must be a string, not {type(v).__name__}", path=member("$.params.arguments", k))
-                for k, v in args.items() if type(v) is not str]
+        return [
+            Hit(
+                f"prompt argument {k!r} must be a string, not {type(v).__name__}",
+                path=member("$.params.arguments", k),
+            )
+            for k, v in args.items()
+            if type(v) is not str
+        ]
     r = complete(m)
     if r is None:
         return None
     msgs = r.get("messages")
     if type(msgs) is not list:
         return Hit("a prompts/get result needs a messages array", path="$.result.messages")
-    return [Hit(f"message role {msg.get('role')!r} must be \"user\" or \"assistant\"",
-                path=f"$.result.messages[{i}].role")
-            for i, msg in enumerate(msgs) if type(msg) is dict and msg.get("role") not in ("user", "assistant")]
+    return [
+        Hit(
+            f'message role {msg.get("role")!r} must be "user" or "assistant"',
+            path=f"$.result.messages[{i}].role",
+        )
+        for i, msg in enumerate(msgs)
+        if type(msg) is dict and msg.get("role") not in ("user", "assistant")
+    ]
 
 
-@rule("MCP622", "completion-too-many-values", Severity.ERROR, kinds=RESULT, methods=("completion/complete",),
-      spec="schema/2026-07-28/schema.ts:L2647-2651 (@maxItems 100); schema/2024-11-05/schema.ts:L980")
+@rule(
+    "MCP622",
+    "completion-too-many-values",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=("completion/complete",),
+    spec="schema/2026-07-28/schema.ts:L2647-2651 (@maxItems 100); schema/2024-11-05/schema.ts:L980",
+)
 def completion_too_many_values(m: Analysed, s):
     """`completion.values` has more than 100 entries ("Must not exceed 100 items").
 
@@ -305,8 +364,10 @@ def completion_too_many_values(m: Analysed, s):
     comp = r.get("completion") if r is not None else None
     values = comp.get("values") if type(comp) is dict else None
     if type(values) is list and len(values) > 100:
-        return Hit(f"completion.values has {len(values)} entries; at most 100 are allowed",
-                   path="$.result.completion.values")
+        return Hit(
+            f"completion.values has {len(values)} entries; at most 100 are allowed",
+            path="$.result.completion.values",
+        )
     return None
 
 
@@ -315,9 +376,16 @@ def _cursor(m_or_req) -> object:
     return params.get("cursor", MISSING) if params is not None else MISSING
 
 
-@rule("MCP623", "cursor-not-issued", Severity.WARNING, kinds=(Kind.REQUEST,), methods=tuple(PAGINATED_METHODS),
-      scope="pairing", spec="spec/2026-07-28/server/utilities/pagination.mdx:L102-107; "
-                            "spec/2025-11-25/server/utilities/pagination.mdx:L90")
+@rule(
+    "MCP623",
+    "cursor-not-issued",
+    Severity.WARNING,
+    kinds=(Kind.REQUEST,),
+    methods=tuple(PAGINATED_METHODS),
+    scope="pairing",
+    spec="spec/2026-07-28/server/utilities/pagination.mdx:L102-107; "
+    "spec/2025-11-25/server/utilities/pagination.mdx:L90",
+)
 def cursor_not_issued(m: Analysed, s):
     """(inferred) The client sends a `cursor` the server never issued as `nextCursor` for that
     method in this session: a fabricated or modified cursor. Clients MUST treat cursors as opaque.
@@ -329,12 +397,20 @@ def cursor_not_issued(m: Analysed, s):
         return None
     if type(cursor) is not list and type(cursor) is not dict and (m.method, cursor) in s.track.cursors:
         return None  # (an array or object is no key, and was never issued)
-    return Hit(f"cursor {cursor!r} was never issued as nextCursor of a {m.method} result", path="$.params.cursor")
+    return Hit(
+        f"cursor {cursor!r} was never issued as nextCursor of a {m.method} result", path="$.params.cursor"
+    )
 
 
-@rule("MCP624", "invalid-cursor-wrong-error", Severity.WARNING, kinds=(Kind.ERROR,),
-      methods=tuple(PAGINATED_METHODS), scope="pairing",
-      spec="spec/2026-07-28/server/utilities/pagination.mdx:L111; spec/2025-11-25/server/utilities/pagination.mdx:L97")
+@rule(
+    "MCP624",
+    "invalid-cursor-wrong-error",
+    Severity.WARNING,
+    kinds=(Kind.ERROR,),
+    methods=tuple(PAGINATED_METHODS),
+    scope="pairing",
+    spec="spec/2026-07-28/server/utilities/pagination.mdx:L111; spec/2025-11-25/server/utilities/pagination.mdx:L97",
+)
 def invalid_cursor_wrong_error(m: Analysed, s):
     """A request with a cursor the server never issued (an invalid cursor) is rejected with an error
     code other than -32602 (Invalid params).
@@ -346,8 +422,14 @@ def invalid_cursor_wrong_error(m: Analysed, s):
     if req is None or err is None or err.get("code") == -32602:
         return None
     cursor = _cursor(req)
-    if cursor is MISSING or cursor is None or (
-            type(cursor) is not list and type(cursor) is not dict and (req.method, cursor) in s.track.cursors):
+    if (
+        cursor is MISSING
+        or cursor is None
+        or (type(cursor) is not list and type(cursor) is not dict and (req.method, cursor) in s.track.cursors)
+    ):
         return None
-    return Hit(f"an invalid cursor should be answered with -32602, not {err.get('code')!r}",
-               path="$.error.code", related_seq=req.seq)
+    return Hit(
+        f"an invalid cursor should be answered with -32602, not {err.get('code')!r}",
+        path="$.error.code",
+        related_seq=req.seq,
+    )

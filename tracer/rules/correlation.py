@@ -27,8 +27,15 @@ def _mispaired(m: Analysed, s) -> bool:
     return m.pair_status in _MISPAIRED
 
 
-@rule("MCP201", "request-id-reused-in-session", Severity.ERROR, kinds=(Kind.REQUEST,), versions=LEG,
-      scope="pairing", spec="spec/2025-11-25/basic/index.mdx:L48; spec/2024-11-05/basic/messages.mdx:L28")
+@rule(
+    "MCP201",
+    "request-id-reused-in-session",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST,),
+    versions=LEG,
+    scope="pairing",
+    spec="spec/2025-11-25/basic/index.mdx:L48; spec/2024-11-05/basic/messages.mdx:L28",
+)
 def request_id_reused_in_session(m: Analysed, s):
     """A sender reuses a request id it already used in the same session, even if the earlier
     request has completed. Ids are tracked per direction.
@@ -43,12 +50,22 @@ def request_id_reused_in_session(m: Analysed, s):
     earlier = m.request
     if earlier is not None and earlier.era is Era.MODERN and earlier.response_seq is not None:
         return None
-    return Hit(f"{m.pair_reason}; legacy ids must be unique per session", path="$.id",
-               related_seq=earlier.seq if earlier else None)
+    return Hit(
+        f"{m.pair_reason}; legacy ids must be unique per session",
+        path="$.id",
+        related_seq=earlier.seq if earlier else None,
+    )
 
 
-@rule("MCP202", "request-id-reused-while-pending", Severity.ERROR, kinds=(Kind.REQUEST,),
-      versions=MODERN, scope="pairing", spec="spec/2026-07-28/basic/index.mdx:L48-49")
+@rule(
+    "MCP202",
+    "request-id-reused-while-pending",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST,),
+    versions=MODERN,
+    scope="pairing",
+    spec="spec/2026-07-28/basic/index.mdx:L48-49",
+)
 def request_id_reused_while_pending(m: Analysed, s):
     """A request id is reused while the earlier request with that id still awaits its response.
     Modern ids may be reused only after the response.
@@ -57,12 +74,22 @@ def request_id_reused_while_pending(m: Analysed, s):
     """
     if m.pair_status != PairStatus.REUSE_PENDING:
         return None
-    return Hit(m.pair_reason or "id reused while pending", path="$.id",
-               related_seq=m.request.seq if m.request else None)
+    return Hit(
+        m.pair_reason or "id reused while pending",
+        path="$.id",
+        related_seq=m.request.seq if m.request else None,
+    )
 
 
-@rule("MCP203", "response-id-unknown", Severity.ERROR, kinds=RESPONSES, scope="pairing", gate=_mispaired,
-      spec="spec/2026-07-28/basic/index.mdx:L70, :L103; JSON-RPC §5")
+@rule(
+    "MCP203",
+    "response-id-unknown",
+    Severity.ERROR,
+    kinds=RESPONSES,
+    scope="pairing",
+    gate=_mispaired,
+    spec="spec/2026-07-28/basic/index.mdx:L70, :L103; JSON-RPC §5",
+)
 def response_id_unknown(m: Analysed, s):
     """A response's `id` matches no outstanding request sent in the opposite direction: an unknown
     id, the wrong direction, or a type mismatch (`1` is not `"1"`).
@@ -74,8 +101,15 @@ def response_id_unknown(m: Analysed, s):
     return Hit(m.pair_reason or "response id matches no request", path="$.id")
 
 
-@rule("MCP204", "duplicate-response", Severity.ERROR, kinds=RESPONSES, scope="pairing", gate=_mispaired,
-      spec="JSON-RPC §5; spec/2026-07-28/basic/patterns/index.mdx:L17-18 (inferred)")
+@rule(
+    "MCP204",
+    "duplicate-response",
+    Severity.ERROR,
+    kinds=RESPONSES,
+    scope="pairing",
+    gate=_mispaired,
+    spec="JSON-RPC §5; spec/2026-07-28/basic/patterns/index.mdx:L17-18 (inferred)",
+)
 def duplicate_response(m: Analysed, s):
     """A second response arrives for a request that already has one.
 
@@ -84,12 +118,20 @@ def duplicate_response(m: Analysed, s):
     if m.pair_status != PairStatus.DUPLICATE:
         return None
     req = m.request
-    return Hit(m.pair_reason or "duplicate response", path="$.id",
-               related_seq=req.response_seq if req else None)
+    return Hit(
+        m.pair_reason or "duplicate response", path="$.id", related_seq=req.response_seq if req else None
+    )
 
 
-@rule("MCP205", "notification-answered", Severity.ERROR, kinds=RESPONSES, scope="pairing", gate=_mispaired,
-      spec="spec/2026-07-28/basic/index.mdx:L160; spec/2025-11-25/basic/index.mdx:L96; JSON-RPC §4.1")
+@rule(
+    "MCP205",
+    "notification-answered",
+    Severity.ERROR,
+    kinds=RESPONSES,
+    scope="pairing",
+    gate=_mispaired,
+    spec="spec/2026-07-28/basic/index.mdx:L160; spec/2025-11-25/basic/index.mdx:L96; JSON-RPC §4.1",
+)
 def notification_answered(m: Analysed, s):
     """A receiver answers a notification: a response that correlates with no request, right after a
     notification from the other side. The receiver MUST NOT send a response to a notification.
@@ -101,8 +143,15 @@ def notification_answered(m: Analysed, s):
     return Hit(m.pair_reason or "response to a notification", related_seq=m.partner_seq)
 
 
-@rule("MCP206", "modern-client-sends-response", Severity.ERROR, kinds=RESPONSES, versions=MODERN, possible=by_client,
-      spec="spec/2026-07-28/basic/patterns/index.mdx:L20-21; spec/2026-07-28/basic/transports/stdio.mdx:L35-37")
+@rule(
+    "MCP206",
+    "modern-client-sends-response",
+    Severity.ERROR,
+    kinds=RESPONSES,
+    versions=MODERN,
+    possible=by_client,
+    spec="spec/2026-07-28/basic/patterns/index.mdx:L20-21; spec/2026-07-28/basic/transports/stdio.mdx:L35-37",
+)
 def modern_client_sends_response(m: Analysed, s):
     """The client sends a JSON-RPC response in modern (2026-07-28) traffic. Modern servers send no
     requests, so there is nothing for a client to answer.
@@ -116,8 +165,15 @@ def modern_client_sends_response(m: Analysed, s):
     return "a modern client sent a JSON-RPC response; 2026-07-28 servers send no requests"
 
 
-@rule("MCP207", "modern-server-sends-request", Severity.ERROR, kinds=(Kind.REQUEST,), versions=MODERN, possible=by_server,
-      spec="spec/2026-07-28/basic/patterns/index.mdx:L20; spec/2026-07-28/basic/patterns/mrtr.mdx:L10-13")
+@rule(
+    "MCP207",
+    "modern-server-sends-request",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST,),
+    versions=MODERN,
+    possible=by_server,
+    spec="spec/2026-07-28/basic/patterns/index.mdx:L20; spec/2026-07-28/basic/patterns/mrtr.mdx:L10-13",
+)
 def modern_server_sends_request(m: Analysed, s):
     """The server sends a JSON-RPC request in modern traffic. Input the server needs (sampling,
     elicitation, roots) travels inside an `InputRequiredResult` instead.
@@ -128,8 +184,9 @@ def modern_server_sends_request(m: Analysed, s):
     """
     if m.rec.dir is not Direction.S2C or m.rec.transport == "stdio":
         return None
-    return Hit(f"a modern server sent a {m.method} request; use an InputRequiredResult instead",
-               path="$.method")
+    return Hit(
+        f"a modern server sent a {m.method} request; use an InputRequiredResult instead", path="$.method"
+    )
 
 
 def _allowed(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
@@ -179,11 +236,18 @@ def _wrong_direction_possible(kind, method, direction, versions) -> bool:
     if direction is None or method is None:
         return direction is not None
     return method in known_methods(versions) and method not in allowed_methods(
-        versions, direction is Direction.C2S, kind is Kind.REQUEST)
+        versions, direction is Direction.C2S, kind is Kind.REQUEST
+    )
 
 
-@rule("MCP208", "method-wrong-direction", Severity.ERROR, kinds=REQ_NOTE, possible=_wrong_direction_possible,
-      spec="ClientRequest/ServerRequest/ClientNotification/ServerNotification unions, e.g. schema/2026-07-28/schema.ts:L3153-3185")
+@rule(
+    "MCP208",
+    "method-wrong-direction",
+    Severity.ERROR,
+    kinds=REQ_NOTE,
+    possible=_wrong_direction_possible,
+    spec="ClientRequest/ServerRequest/ClientNotification/ServerNotification unions, e.g. schema/2026-07-28/schema.ts:L3153-3185",
+)
 def method_wrong_direction(m: Analysed, s):
     """A known MCP method travels in the wrong direction for the version (RULES.md Appendix A):
     a client sending `sampling/createMessage` or `notifications/message`, a server sending
@@ -212,16 +276,25 @@ def method_wrong_direction(m: Analysed, s):
     if method in allowed_methods(versions, c2s, not request):
         return None
     who = "client" if c2s else "server"
-    return Hit(f"a {who} must not send {method} ({'request' if request else 'notification'}) "
-               f"in this protocol version", path="$.method")
+    return Hit(
+        f"a {who} must not send {method} ({'request' if request else 'notification'}) "
+        f"in this protocol version",
+        path="$.method",
+    )
 
 
 def _unknown_method_possible(kind, method, direction, versions) -> bool:
     return method is None or (method not in known_methods(versions) and not method.startswith("rpc."))
 
 
-@rule("MCP209", "unknown-method", Severity.INFO, kinds=REQ_NOTE, possible=_unknown_method_possible,
-      spec="schema/2026-07-28/schema.ts:L345-357 (MethodNotFoundError); JSON-RPC §5.1")
+@rule(
+    "MCP209",
+    "unknown-method",
+    Severity.INFO,
+    kinds=REQ_NOTE,
+    possible=_unknown_method_possible,
+    spec="schema/2026-07-28/schema.ts:L345-357 (MethodNotFoundError); JSON-RPC §5.1",
+)
 def unknown_method(m: Analysed, s):
     """The method is unknown to the version's schema: a custom or extension method, or a method of
     another protocol version. The expected reaction is -32601 (Method not found).
@@ -236,17 +309,35 @@ def unknown_method(m: Analysed, s):
     return Hit(f"{method} is not a method of {which} (custom or extension method?)", path="$.method")
 
 
-_REMOVED_IN_MODERN = frozenset({
-    "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
-    "resources/unsubscribe", "notifications/roots/list_changed", "notifications/elicitation/complete",
-    "tasks/list", "tasks/result", "notifications/tasks/status", "sampling/createMessage",
-    "elicitation/create", "roots/list",
-})
+_REMOVED_IN_MODERN = frozenset(
+    {
+        "initialize",
+        "notifications/initialized",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "notifications/roots/list_changed",
+        "notifications/elicitation/complete",
+        "tasks/list",
+        "tasks/result",
+        "notifications/tasks/status",
+        "sampling/createMessage",
+        "elicitation/create",
+        "roots/list",
+    }
+)
 
 
-@rule("MCP210", "removed-method-with-modern-meta", Severity.ERROR, kinds=REQ_NOTE, versions=MODERN,
-      possible=lambda kind, method, direction, versions: method is None or method in _REMOVED_IN_MODERN,
-      spec="spec/2026-07-28/changelog.mdx:L14-L24, :L53-60; spec/2026-07-28/basic/versioning.mdx:L174-180")
+@rule(
+    "MCP210",
+    "removed-method-with-modern-meta",
+    Severity.ERROR,
+    kinds=REQ_NOTE,
+    versions=MODERN,
+    possible=lambda kind, method, direction, versions: method is None or method in _REMOVED_IN_MODERN,
+    spec="spec/2026-07-28/changelog.mdx:L14-L24, :L53-60; spec/2026-07-28/basic/versioning.mdx:L174-180",
+)
 def removed_method_with_modern_meta(m: Analysed, s):
     """A message carrying modern `_meta` (protocolVersion 2026-07-28) uses a method the modern
     revision removed: `initialize`, `ping`, `logging/setLevel`, `resources/subscribe`, core tasks,
@@ -265,8 +356,14 @@ def removed_method_with_modern_meta(m: Analysed, s):
 NEVER_ANSWERED_GRACE_NS = 0
 
 
-@rule("MCP211", "request-never-answered", Severity.WARNING, phase="end", scope="pairing",
-      spec="JSON-RPC §5; spec/2025-11-25/basic/lifecycle.mdx:L248-252")
+@rule(
+    "MCP211",
+    "request-never-answered",
+    Severity.WARNING,
+    phase="end",
+    scope="pairing",
+    spec="JSON-RPC §5; spec/2025-11-25/basic/lifecycle.mdx:L248-252",
+)
 def request_never_answered(s, end_t_ns: int):
     """A request gets no response before the capture (or its connection) ends.
 
@@ -279,13 +376,16 @@ def request_never_answered(s, end_t_ns: int):
     Example: `tools/call` id 9 with no result or error after it.
     """
     for req in s.pending.values():
-        if (req.idkey is None or req.cancelled_seq is not None or req.method == "subscriptions/listen"
-                or req.method.startswith("notifications/")):
+        if (
+            req.idkey is None
+            or req.cancelled_seq is not None
+            or req.method == "subscriptions/listen"
+            or req.method.startswith("notifications/")
+        ):
             continue
         # an input without times (bare NDJSON) gets no made-up age
         age = f" {max(0, end_t_ns - req.t_ns) / 1e6:.0f} ms" if req.t_ns and end_t_ns else ""
-        yield req, Hit(f"{req.method} id {req.id!r} was never answered; "
-                       f"pending{age} when the capture ended")
+        yield req, Hit(f"{req.method} id {req.id!r} was never answered; pending{age} when the capture ended")
 
 
 RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire
@@ -306,9 +406,14 @@ def _cancelled_progress_request(m: Analysed, s):
     return None
 
 
-@rule("MCP504", "message-after-cancel", Severity.WARNING, kinds=(Kind.RESULT, Kind.ERROR, Kind.NOTIFICATION),
-      scope="pairing",
-      spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L37-40; spec/2026-07-28/basic/transports/stdio.mdx:L78-83")
+@rule(
+    "MCP504",
+    "message-after-cancel",
+    Severity.WARNING,
+    kinds=(Kind.RESULT, Kind.ERROR, Kind.NOTIFICATION),
+    scope="pairing",
+    spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L37-40; spec/2026-07-28/basic/transports/stdio.mdx:L78-83",
+)
 def message_after_cancel(m: Analysed, s):
     """The receiver keeps sending messages for a request after receiving its
     `notifications/cancelled`: a response, or progress notifications for its progressToken.
@@ -333,6 +438,9 @@ def message_after_cancel(m: Analysed, s):
     if gap_ms < RACE_MS:
         return None
     sev = Severity.ERROR if m.era is Era.MODERN else Severity.WARNING
-    return Hit(f"{what} {gap_ms:.0f} ms after the requester cancelled {req.method} id {req.id!r} "
-               f"(seq {req.cancelled_seq})", severity=sev, related_seq=req.cancelled_seq)
-
+    return Hit(
+        f"{what} {gap_ms:.0f} ms after the requester cancelled {req.method} id {req.id!r} "
+        f"(seq {req.cancelled_seq})",
+        severity=sev,
+        related_seq=req.cancelled_seq,
+    )

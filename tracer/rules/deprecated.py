@@ -12,8 +12,14 @@ from tracer.tracking import deprecated_uses
 REMOVAL = "earliest removal in the first revision on or after 2027-07-28"
 
 
-@rule("MCP905", "deprecated-feature", Severity.INFO, kinds=(Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT),
-      versions=MODERN, spec="spec/2026-07-28/deprecated.mdx:L24-31; spec/2026-07-28/changelog.mdx:L73-91")
+@rule(
+    "MCP905",
+    "deprecated-feature",
+    Severity.INFO,
+    kinds=(Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT),
+    versions=MODERN,
+    spec="spec/2026-07-28/deprecated.mdx:L24-31; spec/2026-07-28/changelog.mdx:L73-91",
+)
 def deprecated_feature(m: Analysed, s):
     """A feature deprecated in 2026-07-28 is in use: Roots, Sampling or Logging (SEP-2577; earliest
     removal in the first revision on or after 2027-07-28), or sampling's `includeContext`

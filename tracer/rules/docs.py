@@ -1,7 +1,7 @@
 """Rule documentation, rendered from the registry (the README's rule table is generated from here).
 
-    python -m tracer.rules.docs --write-readme README.md   # rewrite the table between the markers
-    python -m tracer.rules.docs                            # print the Markdown table
+python -m tracer.rules.docs --write-readme README.md   # rewrite the table between the markers
+python -m tracer.rules.docs                            # print the Markdown table
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def replace_block(text: str, block: str) -> str | None:
     start, end = text.find(START), text.find(END)
     if start < 0 or end < start:
         return None
-    return text[:start] + block + text[end + len(END):]
+    return text[:start] + block + text[end + len(END) :]
 
 
 def docstring_example(r: Rule) -> str | None:
@@ -78,7 +78,9 @@ def _entry_line(i: int, entry: dict, fires_at: set[int], width: int = 150) -> st
     if key is not None:
         arrow = "→" if key.startswith("c2s") else "←"
         value = entry[key]
-        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        text = (
+            value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        )
     else:  # an event, a stderr line...
         arrow, text = "·", json.dumps({k: v for k, v in entry.items() if k not in ("t_ms", "conn")})
     if len(text) > width:
@@ -157,8 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     from tracer.rules.registry import all_rules
 
     ap = argparse.ArgumentParser(prog="python -m tracer.rules.docs", description=__doc__.splitlines()[0])
-    ap.add_argument("--write-readme", metavar="README", help="rewrite the rule table between the markers "
-                    f"{START} and {END} (appended as a new section when the markers are missing)")
+    ap.add_argument(
+        "--write-readme",
+        metavar="README",
+        help="rewrite the rule table between the markers "
+        f"{START} and {END} (appended as a new section when the markers are missing)",
+    )
     args = ap.parse_args(argv)
     rules = all_rules().values()
     if not args.write_readme:

@@ -14,8 +14,13 @@ REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
 JSONRPC = "JSON-RPC 2.0 §4; spec/2026-07-28/basic/index.mdx:L27"
 
 
-@rule("MCP101", "not-json", Severity.ERROR, kinds=INVALID,
-      spec="JSON-RPC §4/§5.1 (Parse error); spec/2026-07-28/basic/transports/index.mdx:L29")
+@rule(
+    "MCP101",
+    "not-json",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec="JSON-RPC §4/§5.1 (Parse error); spec/2026-07-28/basic/transports/index.mdx:L29",
+)
 def not_json(m: Analysed, s):
     """The message is not parseable JSON, or not UTF-8.
 
@@ -31,20 +36,30 @@ def not_json(m: Analysed, s):
         yield f"{m.reason} (a receiver answers -32700 Parse error)"
 
 
-@rule("MCP102", "bad-jsonrpc-version", Severity.ERROR, kinds=INVALID,
-      spec="JSON-RPC §4, §5; schema `jsonrpc: {\"const\": \"2.0\"}`")
+@rule(
+    "MCP102",
+    "bad-jsonrpc-version",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec='JSON-RPC §4, §5; schema `jsonrpc: {"const": "2.0"}`',
+)
 def bad_jsonrpc_version(m: Analysed, s):
     """`jsonrpc` is missing or is not exactly the string "2.0".
 
     Example: `{"jsonrpc": "1.0", "id": 1, "method": "tools/list"}`.
     """
     if m.problem == "bad-jsonrpc":
-        yield Hit(m.reason or "jsonrpc is not \"2.0\"", path="$.jsonrpc")
+        yield Hit(m.reason or 'jsonrpc is not "2.0"', path="$.jsonrpc")
 
 
-@rule("MCP103", "not-an-object", Severity.ERROR, kinds=(Kind.INVALID, Kind.BATCH),
-      spec="JSON-RPC §4, §6 (an empty array is an Invalid Request); JSONRPCMessage union in "
-           "schema/2026-07-28/schema.ts:L26")
+@rule(
+    "MCP103",
+    "not-an-object",
+    Severity.ERROR,
+    kinds=(Kind.INVALID, Kind.BATCH),
+    spec="JSON-RPC §4, §6 (an empty array is an Invalid Request); JSONRPCMessage union in "
+    "schema/2026-07-28/schema.ts:L26",
+)
 def not_an_object(m: Analysed, s):
     """The top-level JSON value (or a batch member) is not an object.
 
@@ -86,16 +101,27 @@ def unclassifiable(m: Analysed, s):
         yield m.reason or "cannot classify"
 
 
-@rule("MCP105", "method-not-string", Severity.ERROR, kinds=INVALID,
-      spec="JSON-RPC §4; schema `\"method\": {\"type\": \"string\"}`")
+@rule(
+    "MCP105",
+    "method-not-string",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec='JSON-RPC §4; schema `"method": {"type": "string"}`',
+)
 def method_not_string(m: Analysed, s):
     """`method` is not a string. Example: `{"jsonrpc": "2.0", "id": 1, "method": 7}`."""
     if m.problem == "method-not-string":
         yield Hit(f"method is {type(m.obj.get('method')).__name__}, not a string", path="$.method")
 
 
-@rule("MCP106", "reserved-rpc-method", Severity.ERROR, kinds=REQ_NOTE, spec="JSON-RPC §4",
-      possible=method_starts("rpc."))
+@rule(
+    "MCP106",
+    "reserved-rpc-method",
+    Severity.ERROR,
+    kinds=REQ_NOTE,
+    spec="JSON-RPC §4",
+    possible=method_starts("rpc."),
+)
 def reserved_rpc_method(m: Analysed, s):
     """The method name begins with `rpc.`, which JSON-RPC reserves for rpc-internal methods.
 
@@ -106,8 +132,13 @@ def reserved_rpc_method(m: Analysed, s):
     return Hit(f"method {m.method!r} uses the reserved prefix 'rpc.'", path="$.method")
 
 
-@rule("MCP107", "params-not-object", Severity.ERROR, kinds=REQ_NOTE,
-      spec="schema `JSONRPCRequest.params.type = \"object\"`; spec/2026-07-28/basic/index.mdx:L40-42")
+@rule(
+    "MCP107",
+    "params-not-object",
+    Severity.ERROR,
+    kinds=REQ_NOTE,
+    spec='schema `JSONRPCRequest.params.type = "object"`; spec/2026-07-28/basic/index.mdx:L40-42',
+)
 def params_not_object(m: Analysed, s):
     """`params` is present but is not a JSON object. MCP never uses by-position (array) params.
 
@@ -119,8 +150,13 @@ def params_not_object(m: Analysed, s):
     return Hit(f"params is {_json_type(obj['params'])}, not an object", path="$.params")
 
 
-@rule("MCP108", "null-request-id", Severity.ERROR, kinds=INVALID,
-      spec="spec/2026-07-28/basic/index.mdx:L47; spec/2025-11-25/basic/index.mdx:L47")
+@rule(
+    "MCP108",
+    "null-request-id",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec="spec/2026-07-28/basic/index.mdx:L47; spec/2025-11-25/basic/index.mdx:L47",
+)
 def null_request_id(m: Analysed, s):
     """A request `id` is `null`. MCP request ids MUST NOT be null.
 
@@ -130,8 +166,13 @@ def null_request_id(m: Analysed, s):
         yield Hit("request id is null", path="$.id")
 
 
-@rule("MCP109", "bad-id-type", Severity.ERROR, kinds=INVALID,
-      spec="spec/2026-07-28/basic/index.mdx:L46; schema `RequestId.type = [\"string\", \"integer\"]`")
+@rule(
+    "MCP109",
+    "bad-id-type",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec='spec/2026-07-28/basic/index.mdx:L46; schema `RequestId.type = ["string", "integer"]`',
+)
 def bad_id_type(m: Analysed, s):
     """A request or result `id` is not a string or an integer: a boolean, an object, an array, a
     number with a fractional part such as `1.5`, or (for a result) null or missing.
@@ -168,8 +209,12 @@ def _really_float(m: Analysed, *path: str) -> bool:
     return type(value) is float
 
 
-@rule("MCP110", "integral-id-written-as-float", Severity.WARNING,
-      spec="JSON-RPC §4 (Numbers SHOULD NOT contain fractional parts) (inferred)")
+@rule(
+    "MCP110",
+    "integral-id-written-as-float",
+    Severity.WARNING,
+    spec="JSON-RPC §4 (Numbers SHOULD NOT contain fractional parts) (inferred)",
+)
 def integral_id_written_as_float(m: Analysed, s):
     """An `id` or `progressToken` is an integral number written with a fraction or exponent
     (`1.0`, `1e3`). Peers may not match `1.0` to `1`.
@@ -178,28 +223,50 @@ def integral_id_written_as_float(m: Analysed, s):
     """
     meta = m.meta
     # the common case in one test (it runs on every message): no float id, no progressToken anywhere
-    if (type(m.id) is not float and (meta is None or "progressToken" not in meta)
-            and m.method != "notifications/progress"):
+    if (
+        type(m.id) is not float
+        and (meta is None or "progressToken" not in meta)
+        and m.method != "notifications/progress"
+    ):
         return None
     out = None
     if _integral_float(m.id):
         out = [Hit(f"id {m.id!r} is an integer written with a fraction or exponent", path="$.id")]
-    if meta is not None and _integral_float(meta.get("progressToken")) and _really_float(
-            m, "params", "_meta", "progressToken"):
-        out = (out or []) + [Hit("progressToken is an integer written with a fraction or exponent",
-                                 path="$.params._meta.progressToken")]
+    if (
+        meta is not None
+        and _integral_float(meta.get("progressToken"))
+        and _really_float(m, "params", "_meta", "progressToken")
+    ):
+        out = (out or []) + [
+            Hit(
+                "progressToken is an integer written with a fraction or exponent",
+                path="$.params._meta.progressToken",
+            )
+        ]
     if m.method == "notifications/progress":
         p = m.params
-        if p is not None and _integral_float(p.get("progressToken")) and _really_float(
-                m, "params", "progressToken"):
-            out = (out or []) + [Hit("progressToken is an integer written with a fraction or exponent",
-                                     path="$.params.progressToken")]
+        if (
+            p is not None
+            and _integral_float(p.get("progressToken"))
+            and _really_float(m, "params", "progressToken")
+        ):
+            out = (out or []) + [
+                Hit(
+                    "progressToken is an integer written with a fraction or exponent",
+                    path="$.params.progressToken",
+                )
+            ]
     return out
 
 
-@rule("MCP111", "notification-with-id", Severity.ERROR, kinds=(Kind.REQUEST,),
-      possible=method_starts("notifications/"),
-      spec="spec/2026-07-28/basic/index.mdx:L172; spec/2025-11-25/basic/index.mdx:L108")
+@rule(
+    "MCP111",
+    "notification-with-id",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST,),
+    possible=method_starts("notifications/"),
+    spec="spec/2026-07-28/basic/index.mdx:L172; spec/2025-11-25/basic/index.mdx:L108",
+)
 def notification_with_id(m: Analysed, s):
     """A notification method (`notifications/*`) is sent with an `id`. Notifications MUST NOT
     include an ID.
@@ -214,8 +281,13 @@ def notification_with_id(m: Analysed, s):
 _REQUEST_METHODS = ALL_REQUEST_METHODS | MODERN_EXTENSION_REQUESTS
 
 
-@rule("MCP112", "request-without-id", Severity.ERROR, kinds=(Kind.NOTIFICATION,),
-      spec="schema: per-method request types require `id` (e.g. CallToolRequest.required)")
+@rule(
+    "MCP112",
+    "request-without-id",
+    Severity.ERROR,
+    kinds=(Kind.NOTIFICATION,),
+    spec="schema: per-method request types require `id` (e.g. CallToolRequest.required)",
+)
 def request_without_id(m: Analysed, s):
     """A method the schema defines as a request (for example `tools/call`, `initialize`,
     `server/discover`) is sent without an `id`, as a notification, so it can never be answered.
@@ -227,8 +299,13 @@ def request_without_id(m: Analysed, s):
     return f"{m.method} is a request method but has no id"
 
 
-@rule("MCP113", "result-and-error", Severity.ERROR, kinds=INVALID,
-      spec="spec/2024-11-05/basic/messages.mdx:L51; JSON-RPC §5")
+@rule(
+    "MCP113",
+    "result-and-error",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec="spec/2024-11-05/basic/messages.mdx:L51; JSON-RPC §5",
+)
 def result_and_error(m: Analysed, s):
     """A response has both `result` and `error`. (A response with neither is MCP104.)
 
@@ -238,8 +315,13 @@ def result_and_error(m: Analysed, s):
         yield "response has both result and error"
 
 
-@rule("MCP114", "result-not-object", Severity.ERROR, kinds=(Kind.RESULT,),
-      spec="spec/2026-07-28/basic/index.mdx:L71-72; schema `Result` is an object")
+@rule(
+    "MCP114",
+    "result-not-object",
+    Severity.ERROR,
+    kinds=(Kind.RESULT,),
+    spec="spec/2026-07-28/basic/index.mdx:L71-72; schema `Result` is an object",
+)
 def result_not_object(m: Analysed, s):
     """`result` is not a JSON object (for example `null`, an array or a string).
 
@@ -258,8 +340,13 @@ def _is_int(v) -> bool:
     return (type(v) is int) or (type(v) is float and v.is_integer())
 
 
-@rule("MCP115", "malformed-error", Severity.ERROR, kinds=(Kind.ERROR,),
-      spec="spec/2026-07-28/basic/index.mdx:L104-105; schema `Error.required = [\"code\", \"message\"]`")
+@rule(
+    "MCP115",
+    "malformed-error",
+    Severity.ERROR,
+    kinds=(Kind.ERROR,),
+    spec='spec/2026-07-28/basic/index.mdx:L104-105; schema `Error.required = ["code", "message"]`',
+)
 def malformed_error(m: Analysed, s):
     """The error object is malformed: not an object, `code` or `message` missing, `code` not an
     integer, or `message` not a string.
@@ -287,8 +374,13 @@ def malformed_error(m: Analysed, s):
 MAX_ERROR_MESSAGE = 300
 
 
-@rule("MCP116", "long-error-message", Severity.WARNING, kinds=(Kind.ERROR,),
-      spec="schema/2026-07-28/schema.ts:L247 (concise single sentence); JSON-RPC §5.1")
+@rule(
+    "MCP116",
+    "long-error-message",
+    Severity.WARNING,
+    kinds=(Kind.ERROR,),
+    spec="schema/2026-07-28/schema.ts:L247 (concise single sentence); JSON-RPC §5.1",
+)
 def long_error_message(m: Analysed, s):
     """`error.message` is not a concise single sentence: it spans lines or is longer than 300
     characters (put details in `error.data`).
@@ -300,8 +392,9 @@ def long_error_message(m: Analysed, s):
     if type(msg) is not str or (len(msg) <= MAX_ERROR_MESSAGE and "\n" not in msg.strip()):
         return None
     why = "spans several lines" if "\n" in msg.strip() else f"is {len(msg)} characters long"
-    return Hit(f"error.message {why}; keep it one short sentence and put details in data",
-               path="$.error.message")
+    return Hit(
+        f"error.message {why}; keep it one short sentence and put details in data", path="$.error.message"
+    )
 
 
 _UNREADABLE_ID_CODES = (-32700, -32600)
@@ -337,8 +430,13 @@ def _no_id_by_transport(m: Analysed, s) -> bool:
     return flow.body_kind in _TRANSPORT_REJECTED_BODIES or flow.body_kind is Kind.REQUEST
 
 
-@rule("MCP117", "error-without-id", Severity.ERROR, kinds=(Kind.ERROR,),
-      spec="spec/2026-07-28/basic/index.mdx:L103; spec/2025-11-25/basic/index.mdx:L89")
+@rule(
+    "MCP117",
+    "error-without-id",
+    Severity.ERROR,
+    kinds=(Kind.ERROR,),
+    spec="spec/2026-07-28/basic/index.mdx:L103; spec/2025-11-25/basic/index.mdx:L89",
+)
 def error_without_id(m: Analysed, s):
     """An error response has no `id` (or `"id": null`) although its code says the request's id was
     readable: only -32700 (Parse error) and -32600 (Invalid Request) may go without one.
@@ -359,8 +457,13 @@ def error_without_id(m: Analysed, s):
     return Hit(f"error {code!r} has no id, but only -32700/-32600 errors may omit it", path="$")
 
 
-@rule("MCP118", "error-id-null", Severity.WARNING, kinds=(Kind.ERROR,),
-      spec="JSON-RPC §5; schema/2025-11-25 `JSONRPCErrorResponse.id?`; schema/2024-11-05 `JSONRPCError`")
+@rule(
+    "MCP118",
+    "error-id-null",
+    Severity.WARNING,
+    kinds=(Kind.ERROR,),
+    spec="JSON-RPC §5; schema/2025-11-25 `JSONRPCErrorResponse.id?`; schema/2024-11-05 `JSONRPCError`",
+)
 def error_id_null(m: Analysed, s):
     """An error response carries `"id": null`. JSON-RPC wants null when the id could not be read,
     but MCP's RequestId is a string or an integer: from 2025-11-25 omit `id` instead.
@@ -377,13 +480,19 @@ def error_id_null(m: Analysed, s):
     err = m.error
     if (err.get("code") if err else None) not in _UNREADABLE_ID_CODES and not _no_id_by_transport(m, s):
         return None  # MCP117 reports it
-    return Hit("error response has \"id\": null; MCP ids are strings or integers (omit id instead)",
-               path="$.id")
+    return Hit(
+        'error response has "id": null; MCP ids are strings or integers (omit id instead)', path="$.id"
+    )
 
 
-@rule("MCP119", "meta-not-object", Severity.ERROR, kinds=MESSAGE_KINDS,
-      needs="_meta",
-      spec="schema: `_meta?: {...}` in RequestParams, NotificationParams and Result of every version")
+@rule(
+    "MCP119",
+    "meta-not-object",
+    Severity.ERROR,
+    kinds=MESSAGE_KINDS,
+    needs="_meta",
+    spec="schema: `_meta?: {...}` in RequestParams, NotificationParams and Result of every version",
+)
 def meta_not_object(m: Analysed, s):
     """`params._meta` or `result._meta` is present but is not an object.
 
@@ -392,8 +501,9 @@ def meta_not_object(m: Analysed, s):
     # the common case in one test (every modern message has a _meta): m.meta is params._meta when
     # that is an object
     params, result = m.params, m.result
-    if ((params is None or m.meta is not None or "_meta" not in params)
-            and (result is None or type(result.get("_meta", _AN_OBJECT)) is dict)):
+    if (params is None or m.meta is not None or "_meta" not in params) and (
+        result is None or type(result.get("_meta", _AN_OBJECT)) is dict
+    ):
         return None
     obj = m.obj
     out = None
@@ -401,16 +511,23 @@ def meta_not_object(m: Analysed, s):
         part = obj.get(key)
         if type(part) is dict and "_meta" in part and type(part["_meta"]) is not dict:
             out = out or []
-            out.append(Hit(f"{key}._meta is {_json_type(part['_meta'])}, not an object",
-                           path=f"$.{key}._meta"))
+            out.append(
+                Hit(f"{key}._meta is {_json_type(part['_meta'])}, not an object", path=f"$.{key}._meta")
+            )
     return out
 
 
 BATCH = (Kind.BATCH,)
 
 
-@rule("MCP120", "batch-removed", Severity.ERROR, kinds=BATCH, versions=since("2025-06-18"),
-      spec="spec/2025-06-18/changelog.mdx:L12; spec/2026-07-28/basic/transports/stdio.mdx:L12")
+@rule(
+    "MCP120",
+    "batch-removed",
+    Severity.ERROR,
+    kinds=BATCH,
+    versions=since("2025-06-18"),
+    spec="spec/2025-06-18/changelog.mdx:L12; spec/2026-07-28/basic/transports/stdio.mdx:L12",
+)
 def batch_removed(m: Analysed, s):
     """A JSON array (a JSON-RPC batch) is on the wire. Batching was removed in 2025-06-18: every
     message is a single request, notification or response.
@@ -420,8 +537,14 @@ def batch_removed(m: Analysed, s):
     yield f"JSON-RPC batch of {len(m.obj)} messages; batching was removed in 2025-06-18"
 
 
-@rule("MCP121", "batch-in-2024-11-05", Severity.WARNING, kinds=BATCH, versions=frozenset({L1}),
-      spec="schema/2024-11-05/schema.ts:L2 (JSONRPCMessage has no batch type) (inferred)")
+@rule(
+    "MCP121",
+    "batch-in-2024-11-05",
+    Severity.WARNING,
+    kinds=BATCH,
+    versions=frozenset({L1}),
+    spec="schema/2024-11-05/schema.ts:L2 (JSONRPCMessage has no batch type) (inferred)",
+)
 def batch_in_2024_11_05(m: Analysed, s):
     """A batch array in 2024-11-05 traffic: that version's message union has no batch type (MCP
     added batching only in 2025-03-26).
@@ -431,8 +554,14 @@ def batch_in_2024_11_05(m: Analysed, s):
     yield "JSON-RPC batch in a 2024-11-05 session; that version defines no batches"
 
 
-@rule("MCP122", "initialize-in-batch", Severity.ERROR, kinds=BATCH, versions=frozenset({L2}),
-      spec="spec/2025-03-26/basic/lifecycle.mdx:L72-76")
+@rule(
+    "MCP122",
+    "initialize-in-batch",
+    Severity.ERROR,
+    kinds=BATCH,
+    versions=frozenset({L2}),
+    spec="spec/2025-03-26/basic/lifecycle.mdx:L72-76",
+)
 def initialize_in_batch(m: Analysed, s):
     """An `initialize` request is inside a batch; it MUST NOT be part of a JSON-RPC batch.
 
@@ -443,8 +572,14 @@ def initialize_in_batch(m: Analysed, s):
             yield Hit("initialize is inside a batch", path=f"$[{i}]")
 
 
-@rule("MCP123", "malformed-batch", Severity.ERROR, kinds=BATCH, versions=frozenset({L2}),
-      spec="spec/2025-03-26/basic/transports.mdx:L90-95; JSON-RPC §6")
+@rule(
+    "MCP123",
+    "malformed-batch",
+    Severity.ERROR,
+    kinds=BATCH,
+    versions=frozenset({L2}),
+    spec="spec/2025-03-26/basic/transports.mdx:L90-95; JSON-RPC §6",
+)
 def malformed_batch(m: Analysed, s):
     """The batch is empty, or mixes responses with requests/notifications (a batch holds either
     requests and notifications, or responses).

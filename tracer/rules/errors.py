@@ -24,8 +24,10 @@ BASIC = "spec/2026-07-28/basic/index.mdx"
 
 HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
 MCP_CODES = frozenset({HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION})
-RETIRED_CODES = {-32002: "resource not found (2025-11-25 and earlier; use -32602)",
-                 -32042: "URL elicitation required (2025-11-25 only)"}
+RETIRED_CODES = {
+    -32002: "resource not found (2025-11-25 and earlier; use -32602)",
+    -32042: "URL elicitation required (2025-11-25 only)",
+}
 JSONRPC_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
 
 
@@ -66,8 +68,14 @@ def _legacy_rejection(m: Analysed, s: Session) -> bool:
     return http is not None and http.get("status") == 400 and s.modern_requests <= 1
 
 
-@rule("MCP350", "retired-error-code", Severity.ERROR, versions=MODERN, kinds=ERROR,
-      spec=f"{BASIC}:L137-144; spec/2026-07-28/changelog.mdx:L37; spec/2026-07-28/server/resources.mdx:L404-408")
+@rule(
+    "MCP350",
+    "retired-error-code",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=ERROR,
+    spec=f"{BASIC}:L137-144; spec/2026-07-28/changelog.mdx:L37; spec/2026-07-28/server/resources.mdx:L404-408",
+)
 def retired_error_code(m: Analysed, s: Session):
     """A modern implementation emits a retired code: -32002 (resource not found, up to
     2025-11-25) or -32042 (URL elicitation required, 2025-11-25 only).
@@ -79,12 +87,17 @@ def retired_error_code(m: Analysed, s: Session):
     code = _code(m)
     if code not in RETIRED_CODES or not _server_error(m, s):
         return None
-    return [Hit(f"error code {code} ({RETIRED_CODES[code]}) is retired in 2026-07-28",
-                path="$.error.code")]
+    return [Hit(f"error code {code} ({RETIRED_CODES[code]}) is retired in 2026-07-28", path="$.error.code")]
 
 
-@rule("MCP351", "reserved-mcp-error-code", Severity.ERROR, versions=MODERN, kinds=ERROR,
-      spec=f"{BASIC}:L122-135; schema/2026-07-28/schema.ts:L418-450")
+@rule(
+    "MCP351",
+    "reserved-mcp-error-code",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=ERROR,
+    spec=f"{BASIC}:L122-135; schema/2026-07-28/schema.ts:L418-450",
+)
 def reserved_mcp_error_code(m: Analysed, s: Session):
     """A code in -32020..-32099 that the spec does not define (only -32020 HeaderMismatch, -32021
     MissingRequiredClientCapability and -32022 UnsupportedProtocolVersion exist), or -32020 used
@@ -98,16 +111,31 @@ def reserved_mcp_error_code(m: Analysed, s: Session):
     if code is None or not -32099 <= code <= -32020 or not _server_error(m, s):
         return None
     if code not in MCP_CODES:
-        return [Hit(f"error code {code} is in -32020..-32099, reserved for codes the MCP spec "
-                    "defines (only -32020, -32021, -32022 exist)", path="$.error.code")]
+        return [
+            Hit(
+                f"error code {code} is in -32020..-32099, reserved for codes the MCP spec "
+                "defines (only -32020, -32021, -32022 exist)",
+                path="$.error.code",
+            )
+        ]
     if code == HEADER_MISMATCH and m.rec.transport == "stdio":
-        return [Hit("error -32020 (HeaderMismatch) on stdio, which has no HTTP headers to mismatch",
-                    path="$.error.code")]
+        return [
+            Hit(
+                "error -32020 (HeaderMismatch) on stdio, which has no HTTP headers to mismatch",
+                path="$.error.code",
+            )
+        ]
     return None
 
 
-@rule("MCP352", "legacy-range-error-code", Severity.WARNING, versions=MODERN, kinds=ERROR,
-      spec=f"{BASIC}:L117-121")
+@rule(
+    "MCP352",
+    "legacy-range-error-code",
+    Severity.WARNING,
+    versions=MODERN,
+    kinds=ERROR,
+    spec=f"{BASIC}:L117-121",
+)
 def legacy_range_error_code(m: Analysed, s: Session):
     """A code in the legacy sub-range -32000..-32019 (-32002 is MCP350). Pre-release SDKs that
     still send the draft codes -32001/-32003/-32004 land here too.
@@ -118,12 +146,23 @@ def legacy_range_error_code(m: Analysed, s: Session):
     code = _code(m)
     if code is None or not -32019 <= code <= -32000 or code == -32002 or not _server_error(m, s):
         return None
-    return [Hit(f"error code {code} is in the legacy sub-range -32000..-32019, which new "
-                "implementations should not use", path="$.error.code")]
+    return [
+        Hit(
+            f"error code {code} is in the legacy sub-range -32000..-32019, which new "
+            "implementations should not use",
+            path="$.error.code",
+        )
+    ]
 
 
-@rule("MCP353", "application-code-in-reserved-range", Severity.WARNING, versions=MODERN, kinds=ERROR,
-      spec=f"{BASIC}:L153-155; JSON-RPC §5.1")
+@rule(
+    "MCP353",
+    "application-code-in-reserved-range",
+    Severity.WARNING,
+    versions=MODERN,
+    kinds=ERROR,
+    spec=f"{BASIC}:L153-155; JSON-RPC §5.1",
+)
 def application_code_in_reserved_range(m: Analysed, s: Session):
     """An application-defined code inside the JSON-RPC reserved range -32768..-32000 that is
     neither a JSON-RPC code (-32700, -32600..-32603) nor in MCP's -32000..-32099 partition.
@@ -134,8 +173,13 @@ def application_code_in_reserved_range(m: Analysed, s: Session):
     code = _code(m)
     if code is None or not -32768 <= code <= -32100 or code in JSONRPC_CODES or not _server_error(m, s):
         return None
-    return [Hit(f"error code {code} is inside the JSON-RPC reserved range -32768..-32000; "
-                "application errors belong outside it", path="$.error.code")]
+    return [
+        Hit(
+            f"error code {code} is inside the JSON-RPC reserved range -32768..-32000; "
+            "application errors belong outside it",
+            path="$.error.code",
+        )
+    ]
 
 
 def _data(m: Analysed) -> dict | None:
@@ -144,8 +188,14 @@ def _data(m: Analysed) -> dict | None:
     return data if type(data) is dict else None
 
 
-@rule("MCP354", "unsupported-version-error-data", Severity.ERROR, versions=MODERN, kinds=ERROR,
-      spec="schema/2026-07-28/schema.ts:L483-500; spec/2026-07-28/basic/versioning.mdx:L48-67")
+@rule(
+    "MCP354",
+    "unsupported-version-error-data",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=ERROR,
+    spec="schema/2026-07-28/schema.ts:L483-500; spec/2026-07-28/basic/versioning.mdx:L48-67",
+)
 def unsupported_version_error_data(m: Analysed, s: Session):
     """A -32022 UnsupportedProtocolVersion error lacks `data.supported` (an array of strings) or
     `data.requested` (a string).
@@ -161,15 +211,22 @@ def unsupported_version_error_data(m: Analysed, s: Session):
     out = []
     sup = data.get("supported")
     if type(sup) is not list or any(type(v) is not str for v in sup):
-        out.append(Hit("-32022 data.supported is not an array of version strings",
-                       path="$.error.data.supported"))
+        out.append(
+            Hit("-32022 data.supported is not an array of version strings", path="$.error.data.supported")
+        )
     if type(data.get("requested")) is not str:
         out.append(Hit("-32022 data.requested is not a string", path="$.error.data.requested"))
     return out
 
 
-@rule("MCP355", "missing-capability-error-data", Severity.ERROR, versions=MODERN, kinds=ERROR,
-      spec=f"schema/2026-07-28/schema.ts:L513-527; {BASIC}:L387-392")
+@rule(
+    "MCP355",
+    "missing-capability-error-data",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=ERROR,
+    spec=f"schema/2026-07-28/schema.ts:L513-527; {BASIC}:L387-392",
+)
 def missing_capability_error_data(m: Analysed, s: Session):
     """A -32021 MissingRequiredClientCapability error lacks `data.requiredCapabilities` (a
     `ClientCapabilities` object).
@@ -183,8 +240,12 @@ def missing_capability_error_data(m: Analysed, s: Session):
     data = _data(m)
     if data is not None and type(data.get("requiredCapabilities")) is dict:
         return None
-    return [Hit("-32021 error has no data.requiredCapabilities object",
-                path="$.error.data" if data is not None else "$.error")]
+    return [
+        Hit(
+            "-32021 error has no data.requiredCapabilities object",
+            path="$.error.data" if data is not None else "$.error",
+        )
+    ]
 
 
 def _requested_version(m: Analysed):
@@ -195,8 +256,15 @@ def _requested_version(m: Analysed):
     return req, meta[META_PROTOCOL_VERSION]
 
 
-@rule("MCP356", "unsupported-version-error-mismatch", Severity.WARNING, versions=MODERN, kinds=ERROR,
-      scope="pairing", spec="schema/2026-07-28/schema.ts:L494-498 (inferred)")
+@rule(
+    "MCP356",
+    "unsupported-version-error-mismatch",
+    Severity.WARNING,
+    versions=MODERN,
+    kinds=ERROR,
+    scope="pairing",
+    spec="schema/2026-07-28/schema.ts:L494-498 (inferred)",
+)
 def unsupported_version_error_mismatch(m: Analysed, s: Session):
     """A -32022's `data.requested` differs from the protocolVersion the request carried in
     `_meta`, or its `data.supported` lists that very version.
@@ -214,12 +282,22 @@ def unsupported_version_error_mismatch(m: Analysed, s: Session):
     out = []
     requested = data.get("requested")
     if type(requested) is str and requested != asked:
-        out.append(Hit(f"-32022 data.requested {requested!r} is not the version the request asked "
-                       f"for ({asked!r})", path="$.error.data.requested", related_seq=req.seq))
+        out.append(
+            Hit(
+                f"-32022 data.requested {requested!r} is not the version the request asked for ({asked!r})",
+                path="$.error.data.requested",
+                related_seq=req.seq,
+            )
+        )
     sup = data.get("supported")
     if type(sup) is list and asked in sup:
-        out.append(Hit(f"-32022 rejects {asked!r} but data.supported lists it",
-                       path="$.error.data.supported", related_seq=req.seq))
+        out.append(
+            Hit(
+                f"-32022 rejects {asked!r} but data.supported lists it",
+                path="$.error.data.supported",
+                related_seq=req.seq,
+            )
+        )
     return out
 
 
@@ -248,10 +326,16 @@ def _unsupported_version(asked, s: Session) -> str | None:
     return None
 
 
-@rule("MCP357", "unsupported-version-not-rejected", Severity.ERROR, versions=MODERN, kinds=RESPONSES,
-      possible=not_by_client,
-      scope="pairing",
-      spec="spec/2026-07-28/basic/versioning.mdx:L48-52; spec/2026-07-28/basic/transports/streamable-http.mdx:L263-267")
+@rule(
+    "MCP357",
+    "unsupported-version-not-rejected",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=RESPONSES,
+    possible=not_by_client,
+    scope="pairing",
+    spec="spec/2026-07-28/basic/versioning.mdx:L48-52; spec/2026-07-28/basic/transports/streamable-http.mdx:L263-267",
+)
 def unsupported_version_not_rejected(m: Analysed, s: Session):
     """The server answers (with a result or another error) a request whose protocolVersion it does
     not implement, instead of returning -32022. Detected when the version is absent from the
@@ -269,12 +353,22 @@ def unsupported_version_not_rejected(m: Analysed, s: Session):
     if why is None or _code(m) in _NOT_VERSION_ANSWERS or legacy_server(s):
         return None
     what = "a result" if m.kind is Kind.RESULT else f"error {_code(m)}"
-    return [Hit(f"answered with {what} although {why}; expected -32022 UnsupportedProtocolVersion",
-                related_seq=req.seq)]
+    return [
+        Hit(
+            f"answered with {what} although {why}; expected -32022 UnsupportedProtocolVersion",
+            related_seq=req.seq,
+        )
+    ]
 
 
-@rule("MCP358", "url-elicitation-error-data", Severity.ERROR, versions=frozenset({"2025-11-25"}),
-      kinds=ERROR, spec="spec/2025-11-25/client/elicitation.mdx:L426-430; schema/2025-11-25/schema.ts:L181-197")
+@rule(
+    "MCP358",
+    "url-elicitation-error-data",
+    Severity.ERROR,
+    versions=frozenset({"2025-11-25"}),
+    kinds=ERROR,
+    spec="spec/2025-11-25/client/elicitation.mdx:L426-430; schema/2025-11-25/schema.ts:L181-197",
+)
 def url_elicitation_error_data(m: Analysed, s: Session):
     """A -32042 URLElicitationRequiredError has no `data.elicitations` array, or an entry is not a
     URL-mode elicitation (`mode: "url"`) carrying an `elicitationId`.
@@ -291,17 +385,28 @@ def url_elicitation_error_data(m: Analysed, s: Session):
     out = []
     for i, e in enumerate(items):
         if type(e) is not dict or e.get("mode") != "url" or type(e.get("elicitationId")) is not str:
-            out.append(Hit("entry is not a URL-mode elicitation with an elicitationId",
-                           path=f"$.error.data.elicitations[{i}]"))
+            out.append(
+                Hit(
+                    "entry is not a URL-mode elicitation with an elicitationId",
+                    path=f"$.error.data.elicitations[{i}]",
+                )
+            )
     return out
 
 
 _NOT_FOUND = re.compile(r"not\s*found", re.I)
 
 
-@rule("MCP359", "resource-not-found-code", Severity.WARNING, versions=LEG, kinds=ERROR,
-      methods=("resources/read",), scope="pairing",
-      spec="spec/2024-11-05/server/resources.mdx:L337; spec/2025-11-25/server/resources.mdx:L386-388")
+@rule(
+    "MCP359",
+    "resource-not-found-code",
+    Severity.WARNING,
+    versions=LEG,
+    kinds=ERROR,
+    methods=("resources/read",),
+    scope="pairing",
+    spec="spec/2024-11-05/server/resources.mdx:L337; spec/2025-11-25/server/resources.mdx:L386-388",
+)
 def resource_not_found_code(m: Analysed, s: Session):
     """(heuristic) A `resources/read` error whose message says "not found" uses a code other than
     -32002. (At 2026-07-28 the code is -32602 and -32002 is MCP350.)
@@ -314,8 +419,12 @@ def resource_not_found_code(m: Analysed, s: Session):
     code = _code(m)
     if code == -32002 or type(msg) is not str or _NOT_FOUND.search(msg) is None:
         return None
-    return [Hit(f"resources/read \"not found\" error uses code {code}; legacy revisions give -32002",
-                path="$.error.code")]
+    return [
+        Hit(
+            f'resources/read "not found" error uses code {code}; legacy revisions give -32002',
+            path="$.error.code",
+        )
+    ]
 
 
 def _known_tool(m: Analysed, s: Session):
@@ -330,13 +439,23 @@ def _known_tool(m: Analysed, s: Session):
     return params, track.tool(params.get("name"))
 
 
-_VALIDATION = re.compile(r"validat|invalid (?:argument|input|param)|required (?:argument|property)|"
-                         r"missing (?:argument|required)|schema", re.I)
+_VALIDATION = re.compile(
+    r"validat|invalid (?:argument|input|param)|required (?:argument|property)|"
+    r"missing (?:argument|required)|schema",
+    re.I,
+)
 
 
-@rule("MCP360", "tool-input-error-as-protocol-error", Severity.WARNING, versions=since("2025-11-25"),
-      kinds=ERROR, methods=("tools/call",), scope="pairing",
-      spec="spec/2025-11-25/server/tools.mdx:L460-476 (SEP-1303); spec/2026-07-28/server/tools.mdx:L740-763")
+@rule(
+    "MCP360",
+    "tool-input-error-as-protocol-error",
+    Severity.WARNING,
+    versions=since("2025-11-25"),
+    kinds=ERROR,
+    methods=("tools/call",),
+    scope="pairing",
+    spec="spec/2025-11-25/server/tools.mdx:L460-476 (SEP-1303); spec/2026-07-28/server/tools.mdx:L740-763",
+)
 def tool_input_error_as_protocol_error(m: Analysed, s: Session):
     """(heuristic) `tools/call` of a tool the last `tools/list` advertised, with well-formed
     params, is answered with a JSON-RPC error for what looks like an input validation failure
@@ -355,22 +474,32 @@ def tool_input_error_as_protocol_error(m: Analysed, s: Session):
         return None  # a malformed request: a protocol error is right
     if m.era is Era.MODERN:
         meta = params.get("_meta")
-        if (type(meta) is not dict or META_PROTOCOL_VERSION not in meta
-                or META_CLIENT_CAPS not in meta):
+        if type(meta) is not dict or META_PROTOCOL_VERSION not in meta or META_CLIENT_CAPS not in meta:
             return None  # a modern request missing its _meta MUST get -32602 (MCP311)
     err = m.error
     msg = err.get("message") if err is not None else None
     code = _code(m)
     if code != -32602 and (type(msg) is not str or _VALIDATION.search(msg) is None):
         return None
-    return [Hit(f"tools/call {params.get('name')!r} input error answered as JSON-RPC error {code}; "
-                "report input validation failures as a result with isError: true",
-                path="$.error", related_seq=m.partner_seq)]
+    return [
+        Hit(
+            f"tools/call {params.get('name')!r} input error answered as JSON-RPC error {code}; "
+            "report input validation failures as a result with isError: true",
+            path="$.error",
+            related_seq=m.partner_seq,
+        )
+    ]
 
 
-@rule("MCP361", "unknown-tool-answered-as-success", Severity.WARNING, kinds=(Kind.RESULT,),
-      methods=("tools/call",), scope="pairing",
-      spec="spec/2026-07-28/server/tools.mdx:L742-757; spec/2025-11-25/server/tools.mdx:L465, :L486-487 (inferred)")
+@rule(
+    "MCP361",
+    "unknown-tool-answered-as-success",
+    Severity.WARNING,
+    kinds=(Kind.RESULT,),
+    methods=("tools/call",),
+    scope="pairing",
+    spec="spec/2026-07-28/server/tools.mdx:L742-757; spec/2025-11-25/server/tools.mdx:L465, :L486-487 (inferred)",
+)
 def unknown_tool_answered_as_success(m: Analysed, s: Session):
     """`tools/call` names a tool absent from the last complete `tools/list`, and the server answers
     with a successful result instead of a protocol error (-32602 "Unknown tool"). A result with
@@ -390,5 +519,11 @@ def unknown_tool_answered_as_success(m: Analysed, s: Session):
     name = params.get("name") if params is not None else None
     if type(name) is not str or track.tool(name) is not None:
         return None
-    return [Hit(f"tools/call {name!r}: no such tool in the last tools/list, yet the call succeeded "
-                "(expected a -32602 Unknown tool error)", path="$.result", related_seq=req.seq)]
+    return [
+        Hit(
+            f"tools/call {name!r}: no such tool in the last tools/list, yet the call succeeded "
+            "(expected a -32602 Unknown tool error)",
+            path="$.result",
+            related_seq=req.seq,
+        )
+    ]

@@ -28,8 +28,13 @@ LEGACY_DIALECT = "http://json-schema.org/draft-07/schema#"
 KNOWN_DIALECTS = frozenset(
     f"{scheme}://json-schema.org/{path}{hash_}"
     for scheme in ("http", "https")
-    for path in ("draft-04/schema", "draft-06/schema", "draft-07/schema", "draft/2019-09/schema",
-                 "draft/2020-12/schema")
+    for path in (
+        "draft-04/schema",
+        "draft-06/schema",
+        "draft-07/schema",
+        "draft/2019-09/schema",
+        "draft/2020-12/schema",
+    )
     for hash_ in ("", "#")
 )
 
@@ -121,8 +126,14 @@ def validation_error(schema: dict, instance) -> str | None:
 # -- tools/list -------------------------------------------------------------------------------------
 
 
-@rule("MCP601", "tools-list-without-tools", Severity.ERROR, kinds=RESULT, methods=LIST,
-      spec="schema ListToolsResult in every version")
+@rule(
+    "MCP601",
+    "tools-list-without-tools",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=LIST,
+    spec="schema ListToolsResult in every version",
+)
 def tools_list_without_tools(m: Analysed, s):
     """A `tools/list` result lacks a `tools` array.
 
@@ -134,8 +145,14 @@ def tools_list_without_tools(m: Analysed, s):
     return None
 
 
-@rule("MCP602", "tool-without-name-or-schema", Severity.ERROR, kinds=RESULT, methods=LIST,
-      spec="schema Tool in every version, e.g. schema/2026-07-28/schema.ts:L1973-2010")
+@rule(
+    "MCP602",
+    "tool-without-name-or-schema",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=LIST,
+    spec="schema Tool in every version, e.g. schema/2026-07-28/schema.ts:L1973-2010",
+)
 def tool_without_name_or_schema(m: Analysed, s):
     """A tool in `tools/list` lacks `name` (a string) or `inputSchema`.
 
@@ -153,8 +170,14 @@ def tool_without_name_or_schema(m: Analysed, s):
     return out
 
 
-@rule("MCP603", "input-schema-not-object", Severity.ERROR, kinds=RESULT, methods=LIST,
-      spec=f"{TOOLS}:L290-296; spec/2025-11-25/server/tools.mdx:L198-204")
+@rule(
+    "MCP603",
+    "input-schema-not-object",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=LIST,
+    spec=f"{TOOLS}:L290-296; spec/2025-11-25/server/tools.mdx:L198-204",
+)
 def input_schema_not_object(m: Analysed, s):
     """A tool's `inputSchema` is not an object (e.g. `null`) or its root `type` is not `"object"`:
     tool arguments are always a JSON object.
@@ -168,13 +191,25 @@ def input_schema_not_object(m: Analysed, s):
             continue
         if type(schema) is not dict or schema.get("type") != "object":
             got = schema.get("type") if type(schema) is dict else schema
-            out.append(Hit(f"tool {tool.get('name')!r}: inputSchema must be an object schema with type "
-                           f"\"object\", not {got!r}", path=f"$.result.tools[{i}].inputSchema"))
+            out.append(
+                Hit(
+                    f"tool {tool.get('name')!r}: inputSchema must be an object schema with type "
+                    f'"object", not {got!r}',
+                    path=f"$.result.tools[{i}].inputSchema",
+                )
+            )
     return out
 
 
-@rule("MCP604", "tool-schema-invalid", Severity.ERROR, kinds=RESULT, methods=LIST, versions=ALL,
-      spec="spec/2026-07-28/basic/index.mdx:L251-258, :L291-297; spec/2025-11-25/basic/index.mdx:L140-186")
+@rule(
+    "MCP604",
+    "tool-schema-invalid",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=LIST,
+    versions=ALL,
+    spec="spec/2026-07-28/basic/index.mdx:L251-258, :L291-297; spec/2025-11-25/basic/index.mdx:L140-186",
+)
 def tool_schema_invalid(m: Analysed, s):
     """A tool's `inputSchema` or `outputSchema` is not a valid JSON Schema for its `$schema`
     dialect (2020-12 when absent). Before 2025-11-25 no dialect is named: checked as draft-07, and
@@ -198,13 +233,25 @@ def tool_schema_invalid(m: Analysed, s):
                 continue
             why = schema_problem(schema, legacy)
             if why:
-                out.append(Hit(f"tool {tool.get('name')!r}: {key} is not a valid JSON Schema: {why}",
-                               path=f"$.result.tools[{i}].{key}", severity=severity))
+                out.append(
+                    Hit(
+                        f"tool {tool.get('name')!r}: {key} is not a valid JSON Schema: {why}",
+                        path=f"$.result.tools[{i}].{key}",
+                        severity=severity,
+                    )
+                )
     return out
 
 
-@rule("MCP605", "output-schema-not-object", Severity.ERROR, kinds=RESULT, methods=LIST,
-      versions=between(L3, L4), spec="schema/2025-06-18 and 2025-11-25 Tool.outputSchema.type \"object\"")
+@rule(
+    "MCP605",
+    "output-schema-not-object",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=LIST,
+    versions=between(L3, L4),
+    spec='schema/2025-06-18 and 2025-11-25 Tool.outputSchema.type "object"',
+)
 def output_schema_not_object(m: Analysed, s):
     """(2025-06-18, 2025-11-25) A tool's `outputSchema` root `type` is not `"object"`. (2026-07-28
     allows any JSON Schema.)
@@ -216,16 +263,27 @@ def output_schema_not_object(m: Analysed, s):
         schema = tool.get("outputSchema", MISSING) if type(tool) is dict else MISSING
         if schema is not MISSING and (type(schema) is not dict or schema.get("type") != "object"):
             got = schema.get("type") if type(schema) is dict else schema
-            out.append(Hit(f"tool {tool.get('name')!r}: outputSchema must have type \"object\", not {got!r}",
-                           path=f"$.result.tools[{i}].outputSchema"))
+            out.append(
+                Hit(
+                    f'tool {tool.get("name")!r}: outputSchema must have type "object", not {got!r}',
+                    path=f"$.result.tools[{i}].outputSchema",
+                )
+            )
     return out
 
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
-@rule("MCP606", "tool-name-format", Severity.WARNING, kinds=RESULT, methods=LIST, versions=since(L4),
-      spec=f"spec/2025-11-25/server/tools.mdx:L219-224; {TOOLS}:L311-316")
+@rule(
+    "MCP606",
+    "tool-name-format",
+    Severity.WARNING,
+    kinds=RESULT,
+    methods=LIST,
+    versions=since(L4),
+    spec=f"spec/2025-11-25/server/tools.mdx:L219-224; {TOOLS}:L311-316",
+)
 def tool_name_format(m: Analysed, s):
     """A tool name is outside 1-128 characters or uses characters other than `A-Z a-z 0-9 _ - .`.
 
@@ -235,8 +293,12 @@ def tool_name_format(m: Analysed, s):
     for i, tool in enumerate(tools_of(m) or ()):
         name = tool.get("name") if type(tool) is dict else None
         if type(name) is str and not _TOOL_NAME.fullmatch(name):
-            out.append(Hit(f"tool name {name!r} should be 1-128 characters of A-Z a-z 0-9 _ - .",
-                           path=f"$.result.tools[{i}].name"))
+            out.append(
+                Hit(
+                    f"tool name {name!r} should be 1-128 characters of A-Z a-z 0-9 _ - .",
+                    path=f"$.result.tools[{i}].name",
+                )
+            )
     return out
 
 
@@ -251,8 +313,16 @@ def _continued(m: Analysed, s):
     return s.track.chain_for("tools/list", req.params.get("cursor"))
 
 
-@rule("MCP607", "tool-name-duplicate", Severity.WARNING, kinds=RESULT, methods=LIST, versions=since(L4),
-      scope="pairing", spec=f"spec/2025-11-25/server/tools.mdx:L224; {TOOLS}:L316")
+@rule(
+    "MCP607",
+    "tool-name-duplicate",
+    Severity.WARNING,
+    kinds=RESULT,
+    methods=LIST,
+    versions=since(L4),
+    scope="pairing",
+    spec=f"spec/2025-11-25/server/tools.mdx:L224; {TOOLS}:L316",
+)
 def tool_name_duplicate(m: Analysed, s):
     """Two tools share a name within one server's `tools/list`, across all its pages.
 
@@ -268,8 +338,16 @@ def tool_name_duplicate(m: Analysed, s):
     return out
 
 
-@rule("MCP608", "tools-order-unstable", Severity.WARNING, kinds=RESULT, methods=LIST, versions=MODERN,
-      scope="pairing", spec=f"{TOOLS}:L71-74; spec/2026-07-28/changelog.mdx:L34")
+@rule(
+    "MCP608",
+    "tools-order-unstable",
+    Severity.WARNING,
+    kinds=RESULT,
+    methods=LIST,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{TOOLS}:L71-74; spec/2026-07-28/changelog.mdx:L34",
+)
 def tools_order_unstable(m: Analysed, s):
     """Two complete `tools/list` results with the same set of tools list them in a different
     order. Servers keep the order stable so clients (and prompt caches) see the same list.
@@ -284,8 +362,9 @@ def tools_order_unstable(m: Analysed, s):
     prev = s.track.tools_order
     if prev is None or tuple(names) == prev or sorted(names) != sorted(prev):
         return None
-    return Hit("the same tools are listed in another order than in the previous tools/list",
-               path="$.result.tools")
+    return Hit(
+        "the same tools are listed in another order than in the previous tools/list", path="$.result.tools"
+    )
 
 
 _TCHAR = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -316,7 +395,9 @@ def _header_problems(schema, path: str, direct: bool, seen: dict, out: list, dep
                 seen[low] = value
                 t = schema.get("type")
                 if t is not None and t not in _HEADER_TYPES:
-                    out.append((where, f"is on a {t!r} property; only string, integer and boolean may be mirrored"))
+                    out.append(
+                        (where, f"is on a {t!r} property; only string, integer and boolean may be mirrored")
+                    )
         for key, sub in schema.items():
             if key == "properties" and type(sub) is dict:
                 for name, prop in sub.items():
@@ -328,8 +409,15 @@ def _header_problems(schema, path: str, direct: bool, seen: dict, out: list, dep
             _header_problems(sub, f"{path}[{i}]", False, seen, out, depth)
 
 
-@rule("MCP609", "x-mcp-header-invalid", Severity.ERROR, kinds=RESULT, methods=LIST, versions=MODERN,
-      spec="spec/2026-07-28/basic/transports/streamable-http.mdx:L376-409; spec/2026-07-28/server/tools.mdx:L346-368")
+@rule(
+    "MCP609",
+    "x-mcp-header-invalid",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=LIST,
+    versions=MODERN,
+    spec="spec/2026-07-28/basic/transports/streamable-http.mdx:L376-409; spec/2026-07-28/server/tools.mdx:L346-368",
+)
 def x_mcp_header_invalid(m: Analysed, s):
     """A tool's `x-mcp-header` is invalid: empty, not an HTTP token, duplicated (case-insensitively)
     within the `inputSchema`, on a non-primitive or `number` property, or not reachable from the root
@@ -345,6 +433,10 @@ def x_mcp_header_invalid(m: Analysed, s):
         problems: list = []
         _header_problems(schema, "$", True, {}, problems)
         for where, why in problems:
-            out.append(Hit(f"tool {tool.get('name')!r}: x-mcp-header {why}",
-                           path=f"$.result.tools[{i}].inputSchema" + where[1:]))
+            out.append(
+                Hit(
+                    f"tool {tool.get('name')!r}: x-mcp-header {why}",
+                    path=f"$.result.tools[{i}].inputSchema" + where[1:],
+                )
+            )
     return out

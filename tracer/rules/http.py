@@ -47,8 +47,15 @@ def _flow(rec, s):
     return cur.flow if cur is not None else None
 
 
-@rule("MCP701", "json-rpc-not-posted", Severity.ERROR, versions=L2_UP, phase="http", scope="http",
-      spec=f"{ST_L2}:L88-91; {SH_M}:L72-75")
+@rule(
+    "MCP701",
+    "json-rpc-not-posted",
+    Severity.ERROR,
+    versions=L2_UP,
+    phase="http",
+    scope="http",
+    spec=f"{ST_L2}:L88-91; {SH_M}:L72-75",
+)
 def json_rpc_not_posted(rec: Record, m: Analysed | None, s):
     """The client sends a JSON-RPC message with an HTTP method other than POST. (GET opens a
     stream and DELETE ends a session in 2025-03-26..2025-11-25; neither carries a JSON-RPC body.)
@@ -57,12 +64,21 @@ def json_rpc_not_posted(rec: Record, m: Analysed | None, s):
     `tools/list` request sent as the body of a PUT.
     """
     if _post_message(rec, m) and rec.http.get("method") != "POST":
-        return Hit(f"JSON-RPC {m.kind.value} sent with HTTP {rec.http.get('method')}; every message must be a POST")
+        return Hit(
+            f"JSON-RPC {m.kind.value} sent with HTTP {rec.http.get('method')}; every message must be a POST"
+        )
     return None
 
 
-@rule("MCP702", "post-accept-header", Severity.ERROR, versions=L2_UP, phase="http", scope="http",
-      spec=f"{ST_L2}:L92-93; {SH_M}:L76-77")
+@rule(
+    "MCP702",
+    "post-accept-header",
+    Severity.ERROR,
+    versions=L2_UP,
+    phase="http",
+    scope="http",
+    spec=f"{ST_L2}:L92-93; {SH_M}:L76-77",
+)
 def post_accept_header(rec: Record, m: Analysed | None, s):
     """A POST's `Accept` header does not list both `application/json` and `text/event-stream`
     (a `*/*` wildcard does not list them).
@@ -80,8 +96,15 @@ def post_accept_header(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP703", "notification-post-status", Severity.ERROR, versions=L2_UP, phase="http", scope="http/pairing",
-      spec=f"{ST_L2}:L95-100; {SH_M}:L82-87")
+@rule(
+    "MCP703",
+    "notification-post-status",
+    Severity.ERROR,
+    versions=L2_UP,
+    phase="http",
+    scope="http/pairing",
+    spec=f"{ST_L2}:L95-100; {SH_M}:L82-87",
+)
 def notification_post_status(rec: Record, m: Analysed | None, s):
     """A notification POST (2025-03-26..2025-11-25: or a response POST) is accepted with a status
     other than 202, or with a 202 that has a body; or rejected with a status that is not an error;
@@ -100,7 +123,9 @@ def notification_post_status(rec: Record, m: Analysed | None, s):
     status = f.status
     if status == 202:
         if rec.raw.strip():
-            return Hit(f"the {what} POST got 202 Accepted with a body ({len(rec.raw)} bytes); 202 must have none")
+            return Hit(
+                f"the {what} POST got 202 Accepted with a body ({len(rec.raw)} bytes); 202 must have none"
+            )
         return None
     if 200 <= status < 300:
         return Hit(f"the accepted {what} POST got {status}; it must get 202 Accepted with no body")
@@ -111,8 +136,15 @@ def notification_post_status(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP704", "request-post-answer-type", Severity.ERROR, versions=L2_UP, phase="http", scope="http/pairing",
-      spec=f"{ST_L2}:L101-104; {SH_M}:L88-91")
+@rule(
+    "MCP704",
+    "request-post-answer-type",
+    Severity.ERROR,
+    versions=L2_UP,
+    phase="http",
+    scope="http/pairing",
+    spec=f"{ST_L2}:L101-104; {SH_M}:L88-91",
+)
 def request_post_answer_type(rec: Record, m: Analysed | None, s):
     """A request POST gets a 2xx whose `Content-Type` is neither `application/json` nor
     `text/event-stream` (or no JSON-RPC answer at all); or an `application/json` body that is not
@@ -131,8 +163,10 @@ def request_post_answer_type(rec: Record, m: Analysed | None, s):
     ct = f.content_type
     if not (is_json(ct) or is_sse(ct)):
         shown = f"Content-Type {media_type(ct)}" if ct else "no Content-Type"
-        return Hit(f"the {f.rpc_method} request POST got {f.status} with {shown}; "
-                   "it must be application/json or text/event-stream")
+        return Hit(
+            f"the {f.rpc_method} request POST got {f.status} with {shown}; "
+            "it must be application/json or text/event-stream"
+        )
     if m is None and is_json(ct):
         return Hit(f"the {f.rpc_method} request POST got {f.status} application/json without a JSON-RPC body")
     if m is not None and is_json(ct):
@@ -143,8 +177,15 @@ def request_post_answer_type(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP705", "modern-response-posted", Severity.ERROR, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L80-81")
+@rule(
+    "MCP705",
+    "modern-response-posted",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L80-81",
+)
 def modern_response_posted(rec: Record, m: Analysed | None, s):
     """A modern (2026-07-28) POST body is a JSON-RPC response. Modern servers send no requests, so a
     client has nothing to answer; input travels in the retried request (MRTR).
@@ -153,12 +194,21 @@ def modern_response_posted(rec: Record, m: Analysed | None, s):
     NOT send JSON-RPC responses." Example: a POST of `{"jsonrpc":"2.0","id":0,"result":{}}`.
     """
     if _post_message(rec, m) and m.kind in RESPONSES:
-        return Hit(f"a modern client POSTed a JSON-RPC {m.kind.value}; only requests and notifications may be sent")
+        return Hit(
+            f"a modern client POSTed a JSON-RPC {m.kind.value}; only requests and notifications may be sent"
+        )
     return None
 
 
-@rule("MCP706", "cross-origin-served", Severity.WARNING, versions=ALL, phase="http", scope="http",
-      spec=f"{ST_L2}:L78-80; {SH_M}:L58-62; spec/2024-11-05/basic/transports.mdx:L55")
+@rule(
+    "MCP706",
+    "cross-origin-served",
+    Severity.WARNING,
+    versions=ALL,
+    phase="http",
+    scope="http",
+    spec=f"{ST_L2}:L78-80; {SH_M}:L58-62; spec/2024-11-05/basic/transports.mdx:L55",
+)
 def cross_origin_served(rec: Record, m: Analysed | None, s):
     """(Inferred detection.) A request whose `Origin` is foreign is served (2xx), or, from
     2025-11-25 on, answered with anything but 403 (a 500, a 401...; a 421 refusing the `Host` is
@@ -186,11 +236,17 @@ def cross_origin_served(rec: Record, m: Analysed | None, s):
     if why is None:
         return None
     if 200 <= status < 300:
-        return Hit(f"Origin {origin} {why} and was served {status}; servers must validate Origin "
-                   "(403 for an invalid one)")
-    version = f.req_map.get("mcp-protocol-version") or (MODERN_VERSION if f.era is Era.MODERN else s.legacy_version)
+        return Hit(
+            f"Origin {origin} {why} and was served {status}; servers must validate Origin "
+            "(403 for an invalid one)"
+        )
+    version = f.req_map.get("mcp-protocol-version") or (
+        MODERN_VERSION if f.era is Era.MODERN else s.legacy_version
+    )
     if type(version) is str and version >= "2025-11-25":
-        return Hit(f"Origin {origin} {why} and was answered {status}; an invalid Origin must get 403 Forbidden")
+        return Hit(
+            f"Origin {origin} {why} and was answered {status}; an invalid Origin must get 403 Forbidden"
+        )
     return None
 
 
@@ -207,8 +263,15 @@ def _req(rec: Record, s) -> dict[str, str]:
     return cur.flow.req_map if cur is not None else {}
 
 
-@rule("MCP740", "modern-post-missing-version-header", Severity.ERROR, versions=MODERN, phase="http",
-      scope="http", spec=f"{SH_M}:L252-253, :L277-281")
+@rule(
+    "MCP740",
+    "modern-post-missing-version-header",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L252-253, :L277-281",
+)
 def modern_post_missing_version_header(rec: Record, m: Analysed | None, s):
     """A modern request POST lacks `MCP-Protocol-Version`. (Notification POSTs are not judged:
     their header requirements are not defined by 2026-07-28.)
@@ -221,8 +284,15 @@ def modern_post_missing_version_header(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP741", "version-header-mismatch", Severity.ERROR, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L257-261; schema/2026-07-28/schema.ts:L70-75")
+@rule(
+    "MCP741",
+    "version-header-mismatch",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L257-261; schema/2026-07-28/schema.ts:L70-75",
+)
 def version_header_mismatch(rec: Record, m: Analysed | None, s):
     """The `MCP-Protocol-Version` header differs from the body's
     `_meta["io.modelcontextprotocol/protocolVersion"]`.
@@ -236,13 +306,22 @@ def version_header_mismatch(rec: Record, m: Analysed | None, s):
     meta = m.meta or {}
     want = meta.get(META_PROTOCOL_VERSION)
     if got is not None and want is not None and got != want:
-        return Hit(f"MCP-Protocol-Version {got!r} differs from _meta protocolVersion {want!r}",
-                   path=f"$.params._meta[{META_PROTOCOL_VERSION!r}]")
+        return Hit(
+            f"MCP-Protocol-Version {got!r} differs from _meta protocolVersion {want!r}",
+            path=f"$.params._meta[{META_PROTOCOL_VERSION!r}]",
+        )
     return None
 
 
-@rule("MCP742", "method-header", Severity.ERROR, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L286-293, :L570-576, :L622-630")
+@rule(
+    "MCP742",
+    "method-header",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L286-293, :L570-576, :L622-630",
+)
 def method_header(rec: Record, m: Analysed | None, s):
     """A modern request POST lacks `Mcp-Method`, or its value differs from the body's `method`.
     Header names compare case-insensitively, values case-sensitively.
@@ -267,8 +346,15 @@ def _name_source(m: Analysed) -> tuple[str, object] | None:
     return "name", params.get("name")
 
 
-@rule("MCP743", "name-header", Severity.ERROR, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L288-296, :L490-504")
+@rule(
+    "MCP743",
+    "name-header",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L288-296, :L490-504",
+)
 def name_header(rec: Record, m: Analysed | None, s):
     """A modern `tools/call`, `prompts/get` or `resources/read` POST lacks `Mcp-Name`, or its value
     (after Base64-sentinel decoding) differs from `params.name` / `params.uri`.
@@ -288,8 +374,15 @@ def name_header(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP744", "header-value-encoding", Severity.ERROR, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L467-508")
+@rule(
+    "MCP744",
+    "header-value-encoding",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L467-508",
+)
 def header_value_encoding(rec: Record, m: Analysed | None, s):
     """An `Mcp-Name` or `Mcp-Param-*` value that needs encoding (non-ASCII, control characters,
     leading/trailing whitespace, or a literal that looks like the sentinel) is sent raw; or the
@@ -308,12 +401,21 @@ def header_value_encoding(rec: Record, m: Analysed | None, s):
         if problem is not None:
             out.append(Hit(f"{name}: {problem}"))
         elif decoded == value and needs_encoding(value):
-            out.append(Hit(f"{name} value {value[:40]!r} must be Base64-encoded (=?base64?…?=), not sent raw"))
+            out.append(
+                Hit(f"{name} value {value[:40]!r} must be Base64-encoded (=?base64?…?=), not sent raw")
+            )
     return out
 
 
-@rule("MCP745", "param-headers", Severity.ERROR, versions=MODERN, phase="http", scope="http/pairing",
-      spec=f"{SH_M}:L467-476, :L522-537, :L561-566, :L589-595")
+@rule(
+    "MCP745",
+    "param-headers",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http/pairing",
+    spec=f"{SH_M}:L467-476, :L522-537, :L561-566, :L589-595",
+)
 def param_headers(rec: Record, m: Analysed | None, s):
     """A `tools/call` of a tool whose `inputSchema` marks properties with `x-mcp-header` (as listed
     by the last `tools/list`) does not mirror them: `Mcp-Param-{Name}` missing although the argument
@@ -330,5 +432,7 @@ def param_headers(rec: Record, m: Analysed | None, s):
     tool = endpoint_tool(s, _flow(rec, s), params.get("name"))
     if tool is None:
         return None
-    return [Hit(p, path="$.params.arguments") for p in param_header_problems(tool, params.get("arguments"),
-                                                                            rec.http["req_headers"])]
+    return [
+        Hit(p, path="$.params.arguments")
+        for p in param_header_problems(tool, params.get("arguments"), rec.http["req_headers"])
+    ]

@@ -16,8 +16,15 @@ SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
 HTTP = "http"
 
 
-@rule("MCP746", "header-failure-not-rejected", Severity.ERROR, versions=MODERN, phase="http",
-      scope="http/pairing", spec=f"{SH_M}:L552-559, :L580-638; schema/2026-07-28/schema.ts:L452-468")
+@rule(
+    "MCP746",
+    "header-failure-not-rejected",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http/pairing",
+    spec=f"{SH_M}:L552-559, :L580-638; schema/2026-07-28/schema.ts:L452-468",
+)
 def header_failure_not_rejected(rec: Record, m: Analysed | None, s):
     """A modern request whose headers fail validation (missing or mismatched
     `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*`, or invalid characters) is
@@ -36,22 +43,38 @@ def header_failure_not_rejected(rec: Record, m: Analysed | None, s):
     if problem is None or f.status is None:
         return None
     if f.status != 400:
-        return Hit(f"the request's headers fail validation ({problem}) but it was answered {f.status}, not 400",
-                   related_seq=f.first_seq)
+        return Hit(
+            f"the request's headers fail validation ({problem}) but it was answered {f.status}, not 400",
+            related_seq=f.first_seq,
+        )
     err = m.error if m is not None and m.kind is Kind.ERROR else None
     if err is not None and err.get("code") != -32020:
-        return Hit(f"the request's headers fail validation ({problem}); the 400's JSON-RPC error is "
-                   f"{err.get('code')}, not -32020 (HeaderMismatch)", path="$.error.code", related_seq=f.first_seq)
+        return Hit(
+            f"the request's headers fail validation ({problem}); the 400's JSON-RPC error is "
+            f"{err.get('code')}, not -32020 (HeaderMismatch)",
+            path="$.error.code",
+            related_seq=f.first_seq,
+        )
     return None
 
 
-_MUST_BE_400 = {-32020: "HeaderMismatch", -32021: "MissingRequiredClientCapability",
-                -32022: "UnsupportedProtocolVersion"}
+_MUST_BE_400 = {
+    -32020: "HeaderMismatch",
+    -32021: "MissingRequiredClientCapability",
+    -32022: "UnsupportedProtocolVersion",
+}
 
 
-@rule("MCP747", "modern-error-status", Severity.ERROR, versions=MODERN, phase="http", scope="http/pairing",
-      spec="spec/2026-07-28/basic/index.mdx:L380-382, :L387-392; "
-           f"{SH_M}:L263-267; schema/2026-07-28/schema.ts:L452-530")
+@rule(
+    "MCP747",
+    "modern-error-status",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http/pairing",
+    spec="spec/2026-07-28/basic/index.mdx:L380-382, :L387-392; "
+    f"{SH_M}:L263-267; schema/2026-07-28/schema.ts:L452-530",
+)
 def modern_error_status(rec: Record, m: Analysed | None, s):
     """A -32020, -32021 or -32022 error travels with an HTTP status other than 400 (inside a 200 SSE
     stream, for example).
@@ -64,13 +87,22 @@ def modern_error_status(rec: Record, m: Analysed | None, s):
     code = (m.error or {}).get("code")
     status = rec.http.get("status")
     if type(code) is int and code in _MUST_BE_400 and status != 400:
-        return Hit(f"error {code} ({_MUST_BE_400[code]}) sent with HTTP {status}; it must come with 400",
-                   path="$.error.code")
+        return Hit(
+            f"error {code} ({_MUST_BE_400[code]}) sent with HTTP {status}; it must come with 400",
+            path="$.error.code",
+        )
     return None
 
 
-@rule("MCP748", "unknown-method-status", Severity.ERROR, versions=MODERN, phase="http", scope="http/pairing",
-      spec=f"{SH_M}:L271-275")
+@rule(
+    "MCP748",
+    "unknown-method-status",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http/pairing",
+    spec=f"{SH_M}:L271-275",
+)
 def unknown_method_status(rec: Record, m: Analysed | None, s):
     """An unknown method is not answered with HTTP 404 plus JSON-RPC -32601: a -32601 with another
     status. (The JSON-RPC body is what tells a modern 404 from a legacy server's.)
@@ -82,12 +114,21 @@ def unknown_method_status(rec: Record, m: Analysed | None, s):
         return None
     status = rec.http.get("status")
     if (m.error or {}).get("code") == -32601 and status != 404:
-        return Hit(f"-32601 (method not found) sent with HTTP {status}; it must come with 404", path="$.error.code")
+        return Hit(
+            f"-32601 (method not found) sent with HTTP {status}; it must come with 404", path="$.error.code"
+        )
     return None
 
 
-@rule("MCP749", "modern-get-delete-not-405", Severity.WARNING, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L680-684")
+@rule(
+    "MCP749",
+    "modern-get-delete-not-405",
+    Severity.WARNING,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L680-684",
+)
 def modern_get_delete_not_405(rec: Record, m: Analysed | None, s):
     """A modern-only server answers GET or DELETE on the MCP endpoint with something other than
     405 (the GET stream and sessions were removed in 2026-07-28).
@@ -104,8 +145,15 @@ def modern_get_delete_not_405(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP750", "modern-session-id", Severity.WARNING, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L685-686; spec/2026-07-28/changelog.mdx:L12")
+@rule(
+    "MCP750",
+    "modern-session-id",
+    Severity.WARNING,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L685-686; spec/2026-07-28/changelog.mdx:L12",
+)
 def modern_session_id(rec: Record, m: Analysed | None, s):
     """A modern exchange's response mints or echoes `Mcp-Session-Id`. 2026-07-28 has no sessions.
 
@@ -117,12 +165,21 @@ def modern_session_id(rec: Record, m: Analysed | None, s):
         return None
     sid = cur.flow.resp_map.get("mcp-session-id")
     if sid is not None:
-        return Hit(f"a modern response carries Mcp-Session-Id {sid[:40]!r}; modern servers do not mint or echo it")
+        return Hit(
+            f"a modern response carries Mcp-Session-Id {sid[:40]!r}; modern servers do not mint or echo it"
+        )
     return None
 
 
-@rule("MCP751", "modern-resumability-fields", Severity.INFO, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L157, :L687; spec/2026-07-28/changelog.mdx:L28")
+@rule(
+    "MCP751",
+    "modern-resumability-fields",
+    Severity.INFO,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L157, :L687; spec/2026-07-28/changelog.mdx:L28",
+)
 def modern_resumability_fields(rec: Record, m: Analysed | None, s):
     """Modern traffic sends `Last-Event-ID`, or its SSE streams carry `id:` / `retry:` fields.
     Resumability was removed in 2026-07-28, so they have no effect. Reported once per stream.
@@ -143,8 +200,15 @@ def modern_resumability_fields(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP752", "sse-without-accel-buffering", Severity.WARNING, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L136-142")
+@rule(
+    "MCP752",
+    "sse-without-accel-buffering",
+    Severity.WARNING,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L136-142",
+)
 def sse_without_accel_buffering(rec: Record, m: Analysed | None, s):
     """A modern SSE response lacks `X-Accel-Buffering: no`, so a reverse proxy such as nginx may
     hold events back.
@@ -163,8 +227,15 @@ def sse_without_accel_buffering(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP753", "listen-answered-json", Severity.WARNING, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L127-131")
+@rule(
+    "MCP753",
+    "listen-answered-json",
+    Severity.WARNING,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L127-131",
+)
 def listen_answered_json(rec: Record, m: Analysed | None, s):
     """(Inferred.) `subscriptions/listen` over HTTP is answered with a single `application/json`
     result instead of a long-lived SSE stream.
@@ -193,8 +264,15 @@ def _modern_success_since(s, seq: int) -> bool:
     return False
 
 
-@rule("MCP754", "fallback-after-modern-error", Severity.WARNING, versions=ALL, phase="http", scope="http/pairing",
-      spec=f"{SH_M}:L650-665, :L729-732; spec/2026-07-28/basic/versioning.mdx:L143-146")
+@rule(
+    "MCP754",
+    "fallback-after-modern-error",
+    Severity.WARNING,
+    versions=ALL,
+    phase="http",
+    scope="http/pairing",
+    spec=f"{SH_M}:L650-665, :L729-732; spec/2026-07-28/basic/versioning.mdx:L143-146",
+)
 def fallback_after_modern_error(rec: Record, m: Analysed | None, s):
     """A dual-era client falls back to `initialize` after a 400/404 whose body is a recognised
     modern JSON-RPC error (-32020, -32021, -32022 with 400; -32601 with 404): the server speaks a
@@ -214,13 +292,26 @@ def fallback_after_modern_error(rec: Record, m: Analysed | None, s):
         return None
     seq, status, code = st.modern_rejection
     if _modern_success_since(s, seq):
-        return None  # the client retried rightly and the server answered; this initialize is not that fallback
-    return Hit(f"the client fell back to initialize after a {status} with the modern error {code} (seq {seq}); "
-               "that server speaks a modern version", related_seq=seq)
+        return (
+            None  # the client retried rightly and the server answered; this initialize is not that fallback
+        )
+    return Hit(
+        f"the client fell back to initialize after a {status} with the modern error {code} (seq {seq}); "
+        "that server speaks a modern version",
+        related_seq=seq,
+    )
 
 
-@rule("MCP755", "modern-server-initialize-error", Severity.WARNING, versions=ALL, kinds=(Kind.ERROR,),
-      methods=("initialize",), scope="pairing", spec="spec/2026-07-28/basic/versioning.mdx:L154-157")
+@rule(
+    "MCP755",
+    "modern-server-initialize-error",
+    Severity.WARNING,
+    versions=ALL,
+    kinds=(Kind.ERROR,),
+    methods=("initialize",),
+    scope="pairing",
+    spec="spec/2026-07-28/basic/versioning.mdx:L154-157",
+)
 def modern_server_initialize_error(m: Analysed, s):
     """A modern-only server (it answered `server/discover` with a result) rejects `initialize` with
     an error that does not name the versions it supports (`error.data.supported`). (The error
@@ -237,5 +328,7 @@ def modern_server_initialize_error(m: Analysed, s):
     sup = data.get("supported") if type(data) is dict else None
     if type(sup) is list and sup:
         return None
-    return Hit("the modern server's error to initialize does not list its supported versions (error.data.supported)",
-               path="$.error")
+    return Hit(
+        "the modern server's error to initialize does not list its supported versions (error.data.supported)",
+        path="$.error",
+    )

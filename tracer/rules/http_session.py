@@ -27,8 +27,15 @@ def _cur(rec: Record, s):
     return current(rec, s)
 
 
-@rule("MCP714", "get-stream-negotiation", Severity.ERROR, versions=L2_L4, phase="http", scope="http",
-      spec=f"{ST}:L135-142")
+@rule(
+    "MCP714",
+    "get-stream-negotiation",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L135-142",
+)
 def get_stream_negotiation(rec: Record, m: Analysed | None, s):
     """A GET to the MCP endpoint lacks `Accept: text/event-stream`, or the server answers a GET with
     something other than `text/event-stream` or `405 Method Not Allowed`.
@@ -44,14 +51,30 @@ def get_stream_negotiation(rec: Record, m: Analysed | None, s):
     out = []
     if cur.first_of_flow and not accept_lists(req_header(f, "accept"), "text/event-stream"):
         out.append(Hit(f"the GET's Accept ({req_header(f, 'accept')!r}) does not list text/event-stream"))
-    if cur.head and f.status is not None and f.status != 405 and not (200 <= f.status < 300 and is_sse(f.content_type)):
-        out.append(Hit(f"the GET was answered {f.status} {f.content_type or '(no Content-Type)'}; "
-                       "it must be text/event-stream or 405"))
+    if (
+        cur.head
+        and f.status is not None
+        and f.status != 405
+        and not (200 <= f.status < 300 and is_sse(f.content_type))
+    ):
+        out.append(
+            Hit(
+                f"the GET was answered {f.status} {f.content_type or '(no Content-Type)'}; "
+                "it must be text/event-stream or 405"
+            )
+        )
     return out
 
 
-@rule("MCP720", "session-id-characters", Severity.ERROR, versions=L2_L4, phase="http", scope="http/lifecycle",
-      spec=f"{ST}:L203-204; spec/2025-03-26/basic/transports.mdx:L191")
+@rule(
+    "MCP720",
+    "session-id-characters",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"{ST}:L203-204; spec/2025-03-26/basic/transports.mdx:L191",
+)
 def session_id_characters(rec: Record, m: Analysed | None, s):
     """An `Mcp-Session-Id` the server sends contains characters outside visible ASCII 0x21-0x7E.
 
@@ -75,8 +98,15 @@ def _minted(s) -> tuple[str, int, int] | None:
     return st.session_id, st.session_seq, st.session_t_ns
 
 
-@rule("MCP721", "session-id-not-sent", Severity.ERROR, versions=L2_L4, phase="http", scope="http/lifecycle",
-      spec=f"{ST}:L206-208")
+@rule(
+    "MCP721",
+    "session-id-not-sent",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"{ST}:L206-208",
+)
 def session_id_not_sent(rec: Record, m: Analysed | None, s):
     """The server returned `Mcp-Session-Id` with the `InitializeResult`, but a later client request
     omits it or sends another value. (A new `initialize` without one starts a new session.)
@@ -95,14 +125,25 @@ def session_id_not_sent(rec: Record, m: Analysed | None, s):
         return None
     what = f"{f.method} {f.rpc_method}" if f.rpc_method else f.method
     if sent is None:
-        return Hit(f"the {what} request has no Mcp-Session-Id although the server assigned one (seq {minted[1]})",
-                   related_seq=minted[1])
-    return Hit(f"the {what} request sends Mcp-Session-Id {sent[:40]!r}, not the one assigned at seq {minted[1]}",
-               related_seq=minted[1])
+        return Hit(
+            f"the {what} request has no Mcp-Session-Id although the server assigned one (seq {minted[1]})",
+            related_seq=minted[1],
+        )
+    return Hit(
+        f"the {what} request sends Mcp-Session-Id {sent[:40]!r}, not the one assigned at seq {minted[1]}",
+        related_seq=minted[1],
+    )
 
 
-@rule("MCP722", "missing-session-not-400", Severity.WARNING, versions=L2_L4, phase="http", scope="http/lifecycle",
-      spec=f"{ST}:L209-210")
+@rule(
+    "MCP722",
+    "missing-session-not-400",
+    Severity.WARNING,
+    versions=L2_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"{ST}:L209-210",
+)
 def missing_session_not_400(rec: Record, m: Analysed | None, s):
     """A server that uses sessions answers a request without `Mcp-Session-Id` (other than
     `initialize`) with a status other than 400.
@@ -118,12 +159,21 @@ def missing_session_not_400(rec: Record, m: Analysed | None, s):
     f = cur.flow
     if req_header(f, "mcp-session-id") is not None or f.rpc_method == "initialize" or f.status in (None, 400):
         return None
-    return Hit(f"a request without Mcp-Session-Id was answered {f.status}; a server that uses sessions answers 400",
-               related_seq=f.first_seq)
+    return Hit(
+        f"a request without Mcp-Session-Id was answered {f.status}; a server that uses sessions answers 400",
+        related_seq=f.first_seq,
+    )
 
 
-@rule("MCP723", "terminated-session-not-404", Severity.ERROR, versions=L2_L4, phase="http",
-      scope="http/lifecycle", spec=f"{ST}:L211-212")
+@rule(
+    "MCP723",
+    "terminated-session-not-404",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"{ST}:L211-212",
+)
 def terminated_session_not_404(rec: Record, m: Analysed | None, s):
     """After a session was terminated (a DELETE answered 2xx, or a 404 for it), the server answers a
     request with that session id with something other than 404.
@@ -142,12 +192,22 @@ def terminated_session_not_404(rec: Record, m: Analysed | None, s):
     # judged only for requests sent after the end (a GET stream opened before it is answered later)
     if ended is None or ended[1] >= f.t_request or f.status in (None, 404):
         return None
-    return Hit(f"session {sid[:40]!r} was terminated (seq {ended[0]}) but this request was answered {f.status}, "
-               "not 404", related_seq=ended[0])
+    return Hit(
+        f"session {sid[:40]!r} was terminated (seq {ended[0]}) but this request was answered {f.status}, "
+        "not 404",
+        related_seq=ended[0],
+    )
 
 
-@rule("MCP724", "session-reused-after-404", Severity.ERROR, versions=L2_L4, phase="http", scope="http/lifecycle",
-      spec=f"{ST}:L213-215")
+@rule(
+    "MCP724",
+    "session-reused-after-404",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"{ST}:L213-215",
+)
 def session_reused_after_404(rec: Record, m: Analysed | None, s):
     """After a 404 answered a request carrying `Mcp-Session-Id`, the client sends that session id
     again instead of a new `initialize` without one.
@@ -164,12 +224,21 @@ def session_reused_after_404(rec: Record, m: Analysed | None, s):
     gone = st.not_found.get(sid) if sid is not None else None
     if gone is None or gone[1] >= cur.flow.t_request:
         return None
-    return Hit(f"the client reuses session {sid[:40]!r} after a 404 for it (seq {gone[0]}); it must initialize "
-               "anew", related_seq=gone[0])
+    return Hit(
+        f"the client reuses session {sid[:40]!r} after a 404 for it (seq {gone[0]}); it must initialize anew",
+        related_seq=gone[0],
+    )
 
 
-@rule("MCP725", "session-id-not-on-initialize", Severity.WARNING, versions=L2_L4, phase="http",
-      scope="http/lifecycle", spec=f"{ST}:L198-200")
+@rule(
+    "MCP725",
+    "session-id-not-on-initialize",
+    Severity.WARNING,
+    versions=L2_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"{ST}:L198-200",
+)
 def session_id_not_on_initialize(rec: Record, m: Analysed | None, s):
     """(Inferred.) The server first sends `Mcp-Session-Id` on a response that is not the answer to
     `initialize`.
@@ -183,7 +252,9 @@ def session_id_not_on_initialize(rec: Record, m: Analysed | None, s):
     if cur is None or not cur.head or st is None or st.session_seq != rec.seq or st.session_with_initialize:
         return None
     f = cur.flow
-    return Hit(f"the first Mcp-Session-Id came with the answer to {f.rpc_method or f.method}, not to initialize")
+    return Hit(
+        f"the first Mcp-Session-Id came with the answer to {f.rpc_method or f.method}, not to initialize"
+    )
 
 
 def _after_handshake(rec: Record, s) -> bool:
@@ -191,8 +262,15 @@ def _after_handshake(rec: Record, s) -> bool:
     return init is not None and init.result_seq is not None and rec.seq > init.result_seq
 
 
-@rule("MCP730", "version-header-missing", Severity.ERROR, versions=L3_L4, phase="http", scope="http/lifecycle",
-      spec="spec/2025-06-18/basic/transports.mdx:L242-244; " f"{ST}:L265-267, :L274-277")
+@rule(
+    "MCP730",
+    "version-header-missing",
+    Severity.ERROR,
+    versions=L3_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"spec/2025-06-18/basic/transports.mdx:L242-244; {ST}:L265-267, :L274-277",
+)
 def version_header_missing(rec: Record, m: Analysed | None, s):
     """An HTTP request after the `initialize` handshake lacks `MCP-Protocol-Version` (the
     `initialize` POST itself is exempt).
@@ -210,8 +288,15 @@ def version_header_missing(rec: Record, m: Analysed | None, s):
     return Hit(f"the {what} after initialize has no MCP-Protocol-Version header")
 
 
-@rule("MCP731", "version-header-not-negotiated", Severity.WARNING, versions=L3_L4, phase="http",
-      scope="http/lifecycle", spec=f"{ST}:L271-272")
+@rule(
+    "MCP731",
+    "version-header-not-negotiated",
+    Severity.WARNING,
+    versions=L3_L4,
+    phase="http",
+    scope="http/lifecycle",
+    spec=f"{ST}:L271-272",
+)
 def version_header_not_negotiated(rec: Record, m: Analysed | None, s):
     """`MCP-Protocol-Version` differs from the version negotiated at `initialize`.
 
@@ -228,8 +313,15 @@ def version_header_not_negotiated(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP732", "bad-version-header-served", Severity.ERROR, versions=L3_L4, phase="http", scope="http/pairing",
-      spec=f"spec/2025-06-18/basic/transports.mdx:L256-257; {ST}:L279-280")
+@rule(
+    "MCP732",
+    "bad-version-header-served",
+    Severity.ERROR,
+    versions=L3_L4,
+    phase="http",
+    scope="http/pairing",
+    spec=f"spec/2025-06-18/basic/transports.mdx:L256-257; {ST}:L279-280",
+)
 def bad_version_header_served(rec: Record, m: Analysed | None, s):
     """A request with an invalid `MCP-Protocol-Version` (not a protocol version at all) is answered
     with something other than 400.
@@ -244,6 +336,7 @@ def bad_version_header_served(rec: Record, m: Analysed | None, s):
     got = req_header(f, "mcp-protocol-version")
     if got is None or got in VERSIONS or f.status in (None, 400):
         return None
-    return Hit(f"MCP-Protocol-Version {got!r} is not a protocol version, yet the request was answered {f.status}",
-               related_seq=f.first_seq)
-
+    return Hit(
+        f"MCP-Protocol-Version {got!r} is not a protocol version, yet the request was answered {f.status}",
+        related_seq=f.first_seq,
+    )

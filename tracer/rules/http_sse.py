@@ -22,11 +22,16 @@ L2_L4 = between("2025-03-26", "2025-11-25")
 HTTP, HTTP_SSE = "http", "http+sse"
 STAYS_OPEN_MS = 1000  # a stream still open this long after its final response "stays open" (MCP709)
 NOT_A_MESSAGE = frozenset({"not-json", "not-utf8", "not-object", "too-deep"})
-LISTEN_NOTES = frozenset({
-    "notifications/subscriptions/acknowledged", "notifications/tools/list_changed",
-    "notifications/prompts/list_changed", "notifications/resources/list_changed",
-    "notifications/resources/updated", "notifications/cancelled",
-})
+LISTEN_NOTES = frozenset(
+    {
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/cancelled",
+    }
+)
 
 
 def _event_name(rec: Record) -> str | None:
@@ -40,8 +45,15 @@ def _stream_cur(rec: Record, s, transport: str = HTTP):
     return cur if cur is not None and cur.flow is not None and cur.flow.stream else None
 
 
-@rule("MCP707", "sse-data-not-one-message", Severity.ERROR, versions=L2_UP, phase="http", scope="http",
-      spec=f"WHATWG HTML §9.2 (event stream interpretation); {SH_M}:L144-155; {SSE_L1}:L71-72")
+@rule(
+    "MCP707",
+    "sse-data-not-one-message",
+    Severity.ERROR,
+    versions=L2_UP,
+    phase="http",
+    scope="http",
+    spec=f"WHATWG HTML §9.2 (event stream interpretation); {SH_M}:L144-155; {SSE_L1}:L71-72",
+)
 def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
     """(Inferred.) An SSE event's data (its `data:` lines joined) is not a single JSON-RPC message:
     not JSON, an array, or an event cut off by the end of the stream. Comment lines (`:`) are
@@ -59,8 +71,10 @@ def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
             return Hit(f"the SSE event's data is not a JSON-RPC message ({m.reason})")
         return None
     if _event_name(rec) == "stream-closed" and "unterminated" in (rec.data or {}):
-        return Hit("the stream ended in the middle of an event (no blank line after its data), so it is lost: "
-                   f"{rec.data['unterminated'][:60]!r}")
+        return Hit(
+            "the stream ended in the middle of an event (no blank line after its data), so it is lost: "
+            f"{rec.data['unterminated'][:60]!r}"
+        )
     return None
 
 
@@ -75,9 +89,16 @@ def _cancelled(f, s) -> bool:
     return req is not None and req.seq == f.first_seq and req.cancelled_seq is not None
 
 
-@rule("MCP708", "stream-ended-without-response", Severity.WARNING, versions=L2_UP, phase="http",
-      scope="http/pairing", spec=f"{ST}:L117-118; spec/2025-03-26/basic/transports.mdx:L115-117; "
-                                 f"{SH_M}:L33-36; spec/2026-07-28/changelog.mdx:L28")
+@rule(
+    "MCP708",
+    "stream-ended-without-response",
+    Severity.WARNING,
+    versions=L2_UP,
+    phase="http",
+    scope="http/pairing",
+    spec=f"{ST}:L117-118; spec/2025-03-26/basic/transports.mdx:L115-117; "
+    f"{SH_M}:L33-36; spec/2026-07-28/changelog.mdx:L28",
+)
 def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     """A request's SSE response stream ends (the server finished or dropped it) without that
     request's JSON-RPC response. Streams the client closed, streams of a request the client
@@ -100,12 +121,21 @@ def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     if reason not in ("end", "server-closed") or _cancelled(f, s):
         return None
     how = "the server ended it" if reason == "end" else "the server dropped the connection"
-    return Hit(f"the SSE stream of {f.rpc_method} (seq {f.first_seq}) closed without its response ({how})",
-               related_seq=f.first_seq)
+    return Hit(
+        f"the SSE stream of {f.rpc_method} (seq {f.first_seq}) closed without its response ({how})",
+        related_seq=f.first_seq,
+    )
 
 
-@rule("MCP709", "stream-continues-after-response", Severity.WARNING, versions=L2_UP, phase="http",
-      scope="http", spec=f"{ST}:L124-125; {SH_M}:L125")
+@rule(
+    "MCP709",
+    "stream-continues-after-response",
+    Severity.WARNING,
+    versions=L2_UP,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L124-125; {SH_M}:L125",
+)
 def stream_continues_after_response(rec: Record, m: Analysed | None, s):
     """A request's SSE stream carries more events after the final response, or stays open more than
     a second after it (the server ended it late).
@@ -118,13 +148,17 @@ def stream_continues_after_response(rec: Record, m: Analysed | None, s):
         return None
     f = cur.flow
     if cur.after_answer:
-        return Hit(f"an SSE event after the final response (seq {f.answered_seq}) on the same stream",
-                   related_seq=f.answered_seq)
+        return Hit(
+            f"an SSE event after the final response (seq {f.answered_seq}) on the same stream",
+            related_seq=f.answered_seq,
+        )
     if _event_name(rec) == "stream-closed" and f.answered_seq is not None and rec.data.get("reason") == "end":
         late = (rec.t_ns - f.t_answered) / 1e6
         if late > STAYS_OPEN_MS:
-            return Hit(f"the stream stayed open {late:.0f} ms after the final response (seq {f.answered_seq})",
-                       related_seq=f.answered_seq)
+            return Hit(
+                f"the stream stayed open {late:.0f} ms after the final response (seq {f.answered_seq})",
+                related_seq=f.answered_seq,
+            )
     return None
 
 
@@ -141,7 +175,11 @@ def unrelated(m: Analysed, f) -> str | None:
         return None
     if method == "notifications/cancelled":
         return None if id_key(params.get("requestId")) == f.idkey else "a cancellation of another request"
-    if method in ("notifications/message", "notifications/tasks/status", "notifications/elicitation/complete"):
+    if method in (
+        "notifications/message",
+        "notifications/tasks/status",
+        "notifications/elicitation/complete",
+    ):
         return None
     if method in LISTEN_NOTES or method == "notifications/resources/updated":
         return f"{method} is a change notification, not about {f.rpc_method}"
@@ -157,8 +195,15 @@ def _post_stream_message(rec: Record, m: Analysed | None, s):
     return cur.flow
 
 
-@rule("MCP710", "modern-stream-unrelated", Severity.ERROR, versions=MODERN, phase="http", scope="http",
-      spec=f"{SH_M}:L112-124")
+@rule(
+    "MCP710",
+    "modern-stream-unrelated",
+    Severity.ERROR,
+    versions=MODERN,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L112-124",
+)
 def modern_stream_unrelated(rec: Record, m: Analysed | None, s):
     """A modern request's SSE response stream carries a JSON-RPC request, or a notification that
     does not relate to the originating request (change notifications belong on a
@@ -172,8 +217,11 @@ def modern_stream_unrelated(rec: Record, m: Analysed | None, s):
     if f is None:
         return None
     if m.kind is Kind.REQUEST:
-        return Hit(f"a {m.method} request on the SSE stream of {f.rpc_method}; modern servers send no requests "
-                   "(input travels in an InputRequiredResult)", path="$.method")
+        return Hit(
+            f"a {m.method} request on the SSE stream of {f.rpc_method}; modern servers send no requests "
+            "(input travels in an InputRequiredResult)",
+            path="$.method",
+        )
     if m.kind is Kind.NOTIFICATION:
         why = unrelated(m, f)
         if why:
@@ -181,8 +229,15 @@ def modern_stream_unrelated(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP711", "legacy-stream-unrelated", Severity.WARNING, versions=L2_L4, phase="http", scope="http",
-      spec=f"{ST}:L119-121")
+@rule(
+    "MCP711",
+    "legacy-stream-unrelated",
+    Severity.WARNING,
+    versions=L2_L4,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L119-121",
+)
 def legacy_stream_unrelated(rec: Record, m: Analysed | None, s):
     """A notification on a POST's SSE stream does not relate to the originating request (2025-03-26
     .. 2025-11-25: change notifications belong on the GET stream).
@@ -195,11 +250,20 @@ def legacy_stream_unrelated(rec: Record, m: Analysed | None, s):
     if f is None or m.kind is not Kind.NOTIFICATION:
         return None
     why = unrelated(m, f)
-    return Hit(f"unrelated notification on the {f.rpc_method} stream: {why}", path="$.method") if why else None
+    return (
+        Hit(f"unrelated notification on the {f.rpc_method} stream: {why}", path="$.method") if why else None
+    )
 
 
-@rule("MCP712", "response-on-get-stream", Severity.ERROR, versions=L2_L4, phase="http", scope="http",
-      spec=f"{ST}:L147-149")
+@rule(
+    "MCP712",
+    "response-on-get-stream",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L147-149",
+)
 def response_on_get_stream(rec: Record, m: Analysed | None, s):
     """The server sends a JSON-RPC response on the GET (listening) stream, other than when the
     client resumes (with `Last-Event-ID`) a stream that belonged to an earlier request.
@@ -215,8 +279,15 @@ def response_on_get_stream(rec: Record, m: Analysed | None, s):
     return Hit(f"a JSON-RPC {m.kind.value} on the GET stream, which is not a resumption")
 
 
-@rule("MCP713", "message-broadcast", Severity.ERROR, versions=L2_L4, phase="http", scope="http",
-      spec=f"{ST}:L158-160")
+@rule(
+    "MCP713",
+    "message-broadcast",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L158-160",
+)
 def message_broadcast(rec: Record, m: Analysed | None, s):
     """The same JSON-RPC message (byte for byte, within a second) is sent on more than one stream of
     a session. Replays on a resumed stream are not judged.
@@ -230,11 +301,21 @@ def message_broadcast(rec: Record, m: Analysed | None, s):
     cur = current(rec, s)
     if cur is None or cur.broadcast_seq is None:
         return None
-    return Hit(f"the same message was sent on another stream (seq {cur.broadcast_seq})", related_seq=cur.broadcast_seq)
+    return Hit(
+        f"the same message was sent on another stream (seq {cur.broadcast_seq})",
+        related_seq=cur.broadcast_seq,
+    )
 
 
-@rule("MCP715", "sse-id-reused", Severity.ERROR, versions=L2_L4, phase="http", scope="http",
-      spec=f"{ST}:L169-173, :L181-185")
+@rule(
+    "MCP715",
+    "sse-id-reused",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L169-173, :L181-185",
+)
 def sse_id_reused(rec: Record, m: Analysed | None, s):
     """An SSE event id repeats on another stream of the session (event ids are cursors, unique
     across the session's streams). A resumed stream's replay is not judged.
@@ -247,12 +328,22 @@ def sse_id_reused(rec: Record, m: Analysed | None, s):
     cur = current(rec, s)
     if cur is None or cur.repeated_id_seq is None:
         return None
-    return Hit(f"SSE event id {(rec.sse or {}).get('id')!r} was already used on another stream (seq "
-               f"{cur.repeated_id_seq})", related_seq=cur.repeated_id_seq)
+    return Hit(
+        f"SSE event id {(rec.sse or {}).get('id')!r} was already used on another stream (seq "
+        f"{cur.repeated_id_seq})",
+        related_seq=cur.repeated_id_seq,
+    )
 
 
-@rule("MCP716", "stream-not-primed", Severity.WARNING, versions=frozenset({L4}), phase="http", scope="http",
-      spec=f"{ST}:L106-116")
+@rule(
+    "MCP716",
+    "stream-not-primed",
+    Severity.WARNING,
+    versions=frozenset({L4}),
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L106-116",
+)
 def stream_not_primed(rec: Record, m: Analysed | None, s):
     """A POST-initiated SSE stream of a server that uses event ids (so it is resumable) does not
     start with a priming event (an event id with empty data); or the server closes the connection
@@ -273,12 +364,21 @@ def stream_not_primed(rec: Record, m: Analysed | None, s):
         return Hit("the server closed the connection mid-stream without sending a retry field first")
     st = state(s)
     if f.first_event is not None and f.first_event != "priming" and st is not None and st.stream_ids:
-        return Hit(f"the SSE stream of {f.rpc_method} did not start with a priming event (an id and empty data)")
+        return Hit(
+            f"the SSE stream of {f.rpc_method} did not start with a priming event (an id and empty data)"
+        )
     return None
 
 
-@rule("MCP717", "reconnect-before-retry", Severity.ERROR, versions=frozenset({L4}), phase="http", scope="http",
-      spec=f"{ST}:L114-116")
+@rule(
+    "MCP717",
+    "reconnect-before-retry",
+    Severity.ERROR,
+    versions=frozenset({L4}),
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L114-116",
+)
 def reconnect_before_retry(rec: Record, m: Analysed | None, s):
     """The client resumes (GET with `Last-Event-ID`) sooner after the stream closed than the
     server's SSE `retry` interval.
@@ -292,16 +392,25 @@ def reconnect_before_retry(rec: Record, m: Analysed | None, s):
     if cur is None or not cur.first_of_flow or cur.reconnect_gap_ms is None or cur.retry_ms is None:
         return None
     if cur.reconnect_gap_ms < cur.retry_ms:
-        return Hit(f"the client reconnected {cur.reconnect_gap_ms:.0f} ms after the stream closed; "
-                   f"the server asked for retry {cur.retry_ms} ms")
+        return Hit(
+            f"the client reconnected {cur.reconnect_gap_ms:.0f} ms after the stream closed; "
+            f"the server asked for retry {cur.retry_ms} ms"
+        )
     return None
 
 
 # -- HTTP+SSE (2024-11-05) ----------------------------------------------------------------------------
 
 
-@rule("MCP901", "sse-first-event-not-endpoint", Severity.ERROR, versions=ALL, phase="http", scope="http",
-      spec=f"{SSE_L1}:L67-69")
+@rule(
+    "MCP901",
+    "sse-first-event-not-endpoint",
+    Severity.ERROR,
+    versions=ALL,
+    phase="http",
+    scope="http",
+    spec=f"{SSE_L1}:L67-69",
+)
 def sse_first_event_not_endpoint(rec: Record, m: Analysed | None, s):
     """On the HTTP+SSE transport, the first event of the GET stream is not an `endpoint` event whose
     data is the URI to POST to. (Judged by transport, whatever version the session negotiated.)
@@ -319,8 +428,15 @@ def sse_first_event_not_endpoint(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP902", "sse-post-elsewhere", Severity.ERROR, versions=ALL, phase="http", scope="http",
-      spec=f"{SSE_L1}:L67-69")
+@rule(
+    "MCP902",
+    "sse-post-elsewhere",
+    Severity.ERROR,
+    versions=ALL,
+    phase="http",
+    scope="http",
+    spec=f"{SSE_L1}:L67-69",
+)
 def sse_post_elsewhere(rec: Record, m: Analysed | None, s):
     """On the HTTP+SSE transport, the client sends a message other than as a POST to the URI the
     `endpoint` event announced.
@@ -334,13 +450,22 @@ def sse_post_elsewhere(rec: Record, m: Analysed | None, s):
     if method != "POST":
         return Hit(f"a message sent with HTTP {method}; HTTP+SSE clients POST to the announced endpoint")
     if st is not None and st.endpoint is not None and url != st.endpoint:
-        return Hit(f"a message POSTed to {url}, not to the announced endpoint {st.endpoint}",
-                   related_seq=st.endpoint_seq)
+        return Hit(
+            f"a message POSTed to {url}, not to the announced endpoint {st.endpoint}",
+            related_seq=st.endpoint_seq,
+        )
     return None
 
 
-@rule("MCP903", "sse-server-message-form", Severity.ERROR, versions=ALL, phase="http", scope="http",
-      spec=f"{SSE_L1}:L71-72")
+@rule(
+    "MCP903",
+    "sse-server-message-form",
+    Severity.ERROR,
+    versions=ALL,
+    phase="http",
+    scope="http",
+    spec=f"{SSE_L1}:L71-72",
+)
 def sse_server_message_form(rec: Record, m: Analysed | None, s):
     """On the HTTP+SSE transport, a server message is not an SSE `message` event carrying a JSON
     encoded JSON-RPC message in its data (for example it came as the body of a POST's answer, or
@@ -361,8 +486,15 @@ def sse_server_message_form(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule("MCP904", "http-sse-deprecated", Severity.INFO, versions=ALL, phase="http", scope="http",
-      spec=f"{SH_M}:L695-708; spec/2026-07-28/deprecated.mdx:L31")
+@rule(
+    "MCP904",
+    "http-sse-deprecated",
+    Severity.INFO,
+    versions=ALL,
+    phase="http",
+    scope="http",
+    spec=f"{SH_M}:L695-708; spec/2026-07-28/deprecated.mdx:L31",
+)
 def http_sse_deprecated(rec: Record, m: Analysed | None, s):
     """The deprecated HTTP+SSE transport (2024-11-05) is in use. It is deprecated since 2025-03-26
     and eligible for removal (SEP-2596). Reported once per session, at its `endpoint` event.

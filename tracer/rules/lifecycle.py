@@ -13,10 +13,17 @@ LIFECYCLE = "spec/2025-11-25/basic/lifecycle.mdx"
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
 
 
-@rule("MCP401", "first-message-not-initialize", Severity.ERROR, versions=LEG, kinds=REQ_NOTE, possible=by_client,
-      scope="lifecycle",
-      spec=f"{LIFECYCLE}:L40, :L47; spec/2024-11-05/basic/lifecycle.mdx:L40, :L47; "
-           "probe: spec/2026-07-28/basic/transports/stdio.mdx:L121-137")
+@rule(
+    "MCP401",
+    "first-message-not-initialize",
+    Severity.ERROR,
+    versions=LEG,
+    kinds=REQ_NOTE,
+    possible=by_client,
+    scope="lifecycle",
+    spec=f"{LIFECYCLE}:L40, :L47; spec/2024-11-05/basic/lifecycle.mdx:L40, :L47; "
+    "probe: spec/2026-07-28/basic/transports/stdio.mdx:L121-137",
+)
 def first_message_not_initialize(m: Analysed, s: Session):
     """The first client message of a legacy session is not `initialize`. Reported at the
     `initialize` that comes late, or at the first message itself when the capture holds the start
@@ -33,15 +40,27 @@ def first_message_not_initialize(m: Analysed, s: Session):
     if m.method == "initialize" and m.kind is Kind.REQUEST:
         if first is None or first.era is Era.MODERN or s.inits:
             return None  # initialize is first, follows the modern probe, or is a second one (MCP402)
-        return [Hit(f"initialize is not the first client message: {first.method} came first "
-                    f"(seq {first.seq})", related_seq=first.seq)]
+        return [
+            Hit(
+                f"initialize is not the first client message: {first.method} came first (seq {first.seq})",
+                related_seq=first.seq,
+            )
+        ]
     if first is not None or m.rec.offset != 0:
         return None
     return [Hit(f"the session's first client message is {m.method}, not initialize", path="$.method")]
 
 
-@rule("MCP402", "second-initialize", Severity.WARNING, versions=LEG, kinds=(Kind.REQUEST,),
-      methods=("initialize",), scope="lifecycle", spec=f"{LIFECYCLE}:L40 (inferred)")
+@rule(
+    "MCP402",
+    "second-initialize",
+    Severity.WARNING,
+    versions=LEG,
+    kinds=(Kind.REQUEST,),
+    methods=("initialize",),
+    scope="lifecycle",
+    spec=f"{LIFECYCLE}:L40 (inferred)",
+)
 def second_initialize(m: Analysed, s: Session):
     """A second `initialize` in the same session (stdio process or `Mcp-Session-Id`). A retry after
     an `initialize` that was answered with an error is not flagged.
@@ -52,8 +71,12 @@ def second_initialize(m: Analysed, s: Session):
     init = s.init
     if init is None or init.error_seq is not None or m.rec.dir is not Direction.C2S:
         return None
-    return [Hit(f"second initialize in this session (the first was seq {init.request_seq})",
-                related_seq=init.request_seq)]
+    return [
+        Hit(
+            f"second initialize in this session (the first was seq {init.request_seq})",
+            related_seq=init.request_seq,
+        )
+    ]
 
 
 def _implementation_problem(value) -> str | None:
@@ -68,21 +91,39 @@ def _handshake_problems(obj: dict, info_key: str, base: str) -> list[Hit]:
     pv = obj.get("protocolVersion")
     if type(pv) is not str:
         what = "missing" if pv is None else f"{type(pv).__name__}, not a string"
-        out.append(Hit(f"protocolVersion is {what}", path=f"{base}.protocolVersion"
-                       if "protocolVersion" in obj else base))
+        out.append(
+            Hit(
+                f"protocolVersion is {what}",
+                path=f"{base}.protocolVersion" if "protocolVersion" in obj else base,
+            )
+        )
     if type(obj.get("capabilities")) is not dict:
-        out.append(Hit("capabilities is missing" if "capabilities" not in obj else
-                       "capabilities is not an object",
-                       path=f"{base}.capabilities" if "capabilities" in obj else base))
+        out.append(
+            Hit(
+                "capabilities is missing" if "capabilities" not in obj else "capabilities is not an object",
+                path=f"{base}.capabilities" if "capabilities" in obj else base,
+            )
+        )
     why = _implementation_problem(obj.get(info_key))
     if why is not None:
-        out.append(Hit(f"{info_key} {why} (an Implementation needs name and version strings)",
-                       path=f"{base}.{info_key}" if info_key in obj else base))
+        out.append(
+            Hit(
+                f"{info_key} {why} (an Implementation needs name and version strings)",
+                path=f"{base}.{info_key}" if info_key in obj else base,
+            )
+        )
     return out
 
 
-@rule("MCP403", "initialize-params-incomplete", Severity.ERROR, versions=LEG, kinds=(Kind.REQUEST,),
-      methods=("initialize",), spec=f"{LIFECYCLE}:L47-51; schema/2025-11-25/schema.ts InitializeRequestParams")
+@rule(
+    "MCP403",
+    "initialize-params-incomplete",
+    Severity.ERROR,
+    versions=LEG,
+    kinds=(Kind.REQUEST,),
+    methods=("initialize",),
+    spec=f"{LIFECYCLE}:L47-51; schema/2025-11-25/schema.ts InitializeRequestParams",
+)
 def initialize_params_incomplete(m: Analysed, s: Session):
     """`initialize` params lack `protocolVersion`, `capabilities` or `clientInfo` (an
     `Implementation`: `name` and `version`).
@@ -96,13 +137,24 @@ def initialize_params_incomplete(m: Analysed, s: Session):
     if type(params) is not dict:
         if "params" in obj:
             return None  # params that are not an object: MCP107
-        return [Hit("initialize has no params (protocolVersion, capabilities and clientInfo are required)",
-                    path="$")]
+        return [
+            Hit(
+                "initialize has no params (protocolVersion, capabilities and clientInfo are required)",
+                path="$",
+            )
+        ]
     return _handshake_problems(params, "clientInfo", "$.params") or None
 
 
-@rule("MCP404", "initialize-result-incomplete", Severity.ERROR, versions=LEG, kinds=(Kind.RESULT,),
-      methods=("initialize",), spec=f"{LIFECYCLE}:L98; schema/2025-11-25/schema.ts:L276-292")
+@rule(
+    "MCP404",
+    "initialize-result-incomplete",
+    Severity.ERROR,
+    versions=LEG,
+    kinds=(Kind.RESULT,),
+    methods=("initialize",),
+    spec=f"{LIFECYCLE}:L98; schema/2025-11-25/schema.ts:L276-292",
+)
 def initialize_result_incomplete(m: Analysed, s: Session):
     """The `InitializeResult` lacks `protocolVersion`, `capabilities` or `serverInfo` (an
     `Implementation`: `name` and `version`).
@@ -123,8 +175,16 @@ def _requested(m: Analysed):
     return pv if type(pv) is str else None
 
 
-@rule("MCP405", "negotiated-version-differs", Severity.INFO, versions=LEG, kinds=(Kind.RESULT,),
-      methods=("initialize",), scope="lifecycle", spec=f"{LIFECYCLE}:L167-172")
+@rule(
+    "MCP405",
+    "negotiated-version-differs",
+    Severity.INFO,
+    versions=LEG,
+    kinds=(Kind.RESULT,),
+    methods=("initialize",),
+    scope="lifecycle",
+    spec=f"{LIFECYCLE}:L167-172",
+)
 def negotiated_version_differs(m: Analysed, s: Session):
     """The negotiated version (`InitializeResult.protocolVersion`) differs from the one the client
     requested. Allowed when the server does not support the requested version; the session speaks
@@ -139,13 +199,26 @@ def negotiated_version_differs(m: Analysed, s: Session):
     requested = _requested(m)
     if type(negotiated) is not str or requested is None or negotiated == requested:
         return None
-    return [Hit(f"the client requested {requested}, the server negotiated {negotiated}; the session "
-                f"speaks {negotiated}", path="$.result.protocolVersion", related_seq=m.partner_seq)]
+    return [
+        Hit(
+            f"the client requested {requested}, the server negotiated {negotiated}; the session "
+            f"speaks {negotiated}",
+            path="$.result.protocolVersion",
+            related_seq=m.partner_seq,
+        )
+    ]
 
 
-@rule("MCP406", "negotiated-version-unknown", Severity.WARNING, versions=LEG,
-      kinds=(Kind.RESULT, Kind.NOTIFICATION), methods=("initialize", "notifications/initialized"),
-      scope="lifecycle", spec=f"{LIFECYCLE}:L174-175; schema/2025-11-25/schema.ts:L281 (inferred)")
+@rule(
+    "MCP406",
+    "negotiated-version-unknown",
+    Severity.WARNING,
+    versions=LEG,
+    kinds=(Kind.RESULT, Kind.NOTIFICATION),
+    methods=("initialize", "notifications/initialized"),
+    scope="lifecycle",
+    spec=f"{LIFECYCLE}:L174-175; schema/2025-11-25/schema.ts:L281 (inferred)",
+)
 def negotiated_version_unknown(m: Analysed, s: Session):
     """`InitializeResult.protocolVersion` is not a handshake-era MCP version (2024-11-05,
     2025-03-26, 2025-06-18, 2025-11-25); and, at its `notifications/initialized`, the client keeps
@@ -160,8 +233,13 @@ def negotiated_version_unknown(m: Analysed, s: Session):
         v = init.negotiated_version if init is not None and init.result_seq is not None else None
         if v is None or v in LEGACY_VERSIONS or m.rec.dir is not Direction.C2S:
             return None
-        return [Hit(f"the client keeps operating although the server negotiated {v!r}, which no "
-                    "client can have offered", related_seq=init.result_seq)]
+        return [
+            Hit(
+                f"the client keeps operating although the server negotiated {v!r}, which no "
+                "client can have offered",
+                related_seq=init.result_seq,
+            )
+        ]
     res = m.result
     v = res.get("protocolVersion") if res is not None else None
     if type(v) is not str or v in LEGACY_VERSIONS:
@@ -170,8 +248,15 @@ def negotiated_version_unknown(m: Analysed, s: Session):
     return [Hit(f"the server negotiated {v!r}, which {why}", path="$.result.protocolVersion")]
 
 
-@rule("MCP407", "initialized-never-sent", Severity.ERROR, versions=LEG, phase="end", scope="lifecycle",
-      spec=f"{LIFECYCLE}:L147-155; spec/2024-11-05/basic/lifecycle.mdx:L103")
+@rule(
+    "MCP407",
+    "initialized-never-sent",
+    Severity.ERROR,
+    versions=LEG,
+    phase="end",
+    scope="lifecycle",
+    spec=f"{LIFECYCLE}:L147-155; spec/2024-11-05/basic/lifecycle.mdx:L103",
+)
 def initialized_never_sent(s: Session, end_t_ns: int):
     """After a successful `initialize` result, the client sends further requests but never sends
     `notifications/initialized` (checked when the session ends; reported at the first such request).
@@ -186,17 +271,32 @@ def initialized_never_sent(s: Session, end_t_ns: int):
     req = init.early_request
     if req is None:
         return None
-    return [(req, Hit(f"the client sent {req.method} after the initialize result (seq {init.result_seq}) "
-                      "but never sent notifications/initialized", related_seq=init.result_seq))]
+    return [
+        (
+            req,
+            Hit(
+                f"the client sent {req.method} after the initialize result (seq {init.result_seq}) "
+                "but never sent notifications/initialized",
+                related_seq=init.result_seq,
+            ),
+        )
+    ]
 
 
 def _early_request_possible(kind, method, direction, versions) -> bool:
     return direction is Direction.C2S and method not in ("ping", "initialize")
 
 
-@rule("MCP408", "request-before-initialize-result", Severity.WARNING, versions=LEG, kinds=(Kind.REQUEST,),
-      possible=_early_request_possible,
-      scope="lifecycle", spec=f"{LIFECYCLE}:L157-159; spec/2024-11-05/basic/lifecycle.mdx:L113-115")
+@rule(
+    "MCP408",
+    "request-before-initialize-result",
+    Severity.WARNING,
+    versions=LEG,
+    kinds=(Kind.REQUEST,),
+    possible=_early_request_possible,
+    scope="lifecycle",
+    spec=f"{LIFECYCLE}:L157-159; spec/2024-11-05/basic/lifecycle.mdx:L113-115",
+)
 def request_before_initialize_result(m: Analysed, s: Session):
     """The client sends a request other than `ping` while its `initialize` is still unanswered.
 
@@ -204,11 +304,21 @@ def request_before_initialize_result(m: Analysed, s: Session):
     initialize request." Example: `initialize` (id 1), then `tools/list` (id 2) before id 1 is answered.
     """
     init = s.init
-    if (init is None or init.result_seq is not None or init.error_seq is not None
-            or m.rec.dir is not Direction.C2S or m.method in ("ping", "initialize")):
+    if (
+        init is None
+        or init.result_seq is not None
+        or init.error_seq is not None
+        or m.rec.dir is not Direction.C2S
+        or m.method in ("ping", "initialize")
+    ):
         return None
-    return [Hit(f"{m.method} sent before the initialize request (seq {init.request_seq}) was answered",
-                path="$.method", related_seq=init.request_seq)]
+    return [
+        Hit(
+            f"{m.method} sent before the initialize request (seq {init.request_seq}) was answered",
+            path="$.method",
+            related_seq=init.request_seq,
+        )
+    ]
 
 
 _SERVER_ALLOWED_EARLY = frozenset({"ping", "notifications/message", "notifications/cancelled"})
@@ -218,9 +328,16 @@ def _early_server_message_possible(kind, method, direction, versions) -> bool:
     return direction is Direction.S2C and method not in _SERVER_ALLOWED_EARLY
 
 
-@rule("MCP409", "server-message-before-initialized", Severity.WARNING, versions=LEG, kinds=REQ_NOTE,
-      possible=_early_server_message_possible,
-      scope="lifecycle", spec=f"{LIFECYCLE}:L160-163; spec/2024-11-05/basic/lifecycle.mdx:L116-118")
+@rule(
+    "MCP409",
+    "server-message-before-initialized",
+    Severity.WARNING,
+    versions=LEG,
+    kinds=REQ_NOTE,
+    possible=_early_server_message_possible,
+    scope="lifecycle",
+    spec=f"{LIFECYCLE}:L160-163; spec/2024-11-05/basic/lifecycle.mdx:L116-118",
+)
 def server_message_before_initialized(m: Analysed, s: Session):
     """The server sends a request other than `ping`, or a notification other than logging, before
     it has received `notifications/initialized`. Only sessions whose `initialize` was captured (and
@@ -231,18 +348,35 @@ def server_message_before_initialized(m: Analysed, s: Session):
     before the client's `notifications/initialized`.
     """
     init = s.init
-    if (init is None or init.initialized_seq is not None or init.error_seq is not None
-            or m.rec.dir is not Direction.S2C or m.method in _SERVER_ALLOWED_EARLY):
+    if (
+        init is None
+        or init.initialized_seq is not None
+        or init.error_seq is not None
+        or m.rec.dir is not Direction.S2C
+        or m.method in _SERVER_ALLOWED_EARLY
+    ):
         return None
     what = "request" if m.kind is Kind.REQUEST else "notification"
-    return [Hit(f"the server sent the {m.method} {what} before receiving notifications/initialized",
-                path="$.method", related_seq=init.request_seq)]
+    return [
+        Hit(
+            f"the server sent the {m.method} {what} before receiving notifications/initialized",
+            path="$.method",
+            related_seq=init.request_seq,
+        )
+    ]
 
 
-@rule("MCP410", "initialize-cancelled", Severity.ERROR, versions=LEG, kinds=(Kind.NOTIFICATION,),
-      methods=("notifications/cancelled",), scope="pairing",
-      spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L35; "
-           "spec/2024-11-05/basic/utilities/cancellation.mdx:L34; schema/2025-11-25/schema.ts:L238")
+@rule(
+    "MCP410",
+    "initialize-cancelled",
+    Severity.ERROR,
+    versions=LEG,
+    kinds=(Kind.NOTIFICATION,),
+    methods=("notifications/cancelled",),
+    scope="pairing",
+    spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L35; "
+    "spec/2024-11-05/basic/utilities/cancellation.mdx:L34; schema/2025-11-25/schema.ts:L238",
+)
 def initialize_cancelled(m: Analysed, s: Session):
     """`notifications/cancelled` names the `initialize` request.
 
@@ -257,5 +391,11 @@ def initialize_cancelled(m: Analysed, s: Session):
     key = id_key(params.get("requestId"))
     if key is None or key != id_key(init.request_id):
         return None
-    return [Hit(f"the client cancels its initialize request (seq {init.request_seq}), which must not "
-                "be cancelled", path="$.params.requestId", related_seq=init.request_seq)]
+    return [
+        Hit(
+            f"the client cancels its initialize request (seq {init.request_seq}), which must not "
+            "be cancelled",
+            path="$.params.requestId",
+            related_seq=init.request_seq,
+        )
+    ]

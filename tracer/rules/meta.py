@@ -51,9 +51,15 @@ def _has_key_problems(m: Analysed, s: Session) -> bool:
     return not all_keys_fine(m) and bool(key_problems(m))
 
 
-@rule("MCP301", "meta-key-bad-prefix", Severity.ERROR, versions=L3_PLUS, gate=_has_key_problems,
-      spec="spec/2025-06-18/basic/index.mdx:L138-139; spec/2025-11-25/basic/index.mdx:L205-206; "
-           f"{BASIC}:L334-335")
+@rule(
+    "MCP301",
+    "meta-key-bad-prefix",
+    Severity.ERROR,
+    versions=L3_PLUS,
+    gate=_has_key_problems,
+    spec="spec/2025-06-18/basic/index.mdx:L138-139; spec/2025-11-25/basic/index.mdx:L205-206; "
+    f"{BASIC}:L334-335",
+)
 def meta_key_bad_prefix(m: Analysed, s: Session):
     """A `_meta` key prefix is malformed (in any `_meta` object of the message, nested ones such as
     `Tool._meta` included).
@@ -65,15 +71,26 @@ def meta_key_bad_prefix(m: Analysed, s: Session):
     probs = key_problems(m)
     if not probs:
         return None
-    return [Hit(f"_meta key {key!r}: prefix {v.prefix!r} is not dot-separated labels "
-                "(letter first, letter or digit last, letters/digits/hyphens inside) before '/'",
-                path=path)
-            for path, key, v in probs if not v.prefix_ok]
+    return [
+        Hit(
+            f"_meta key {key!r}: prefix {v.prefix!r} is not dot-separated labels "
+            "(letter first, letter or digit last, letters/digits/hyphens inside) before '/'",
+            path=path,
+        )
+        for path, key, v in probs
+        if not v.prefix_ok
+    ]
 
 
-@rule("MCP302", "meta-key-bad-name", Severity.ERROR, versions=L3_PLUS, gate=_has_key_problems,
-      spec="spec/2025-06-18/basic/index.mdx:L146-147; spec/2025-11-25/basic/index.mdx:L214-215; "
-           f"{BASIC}:L343-344")
+@rule(
+    "MCP302",
+    "meta-key-bad-name",
+    Severity.ERROR,
+    versions=L3_PLUS,
+    gate=_has_key_problems,
+    spec="spec/2025-06-18/basic/index.mdx:L146-147; spec/2025-11-25/basic/index.mdx:L214-215; "
+    f"{BASIC}:L343-344",
+)
 def meta_key_bad_name(m: Analysed, s: Session):
     """A `_meta` key name (the part after the prefix) is malformed.
 
@@ -84,14 +101,26 @@ def meta_key_bad_name(m: Analysed, s: Session):
     probs = key_problems(m)
     if not probs:
         return None
-    return [Hit(f"_meta key {key!r}: name {v.name!r} must begin and end with a letter or digit and "
-                "contain only letters, digits, '-', '_' and '.'", path=path)
-            for path, key, v in probs if not v.name_ok]
+    return [
+        Hit(
+            f"_meta key {key!r}: name {v.name!r} must begin and end with a letter or digit and "
+            "contain only letters, digits, '-', '_' and '.'",
+            path=path,
+        )
+        for path, key, v in probs
+        if not v.name_ok
+    ]
 
 
-@rule("MCP303", "meta-key-reserved-prefix", Severity.WARNING, versions=L3_PLUS, gate=_has_key_problems,
-      spec="spec/2025-06-18/basic/index.mdx:L140-142; spec/2025-11-25/basic/index.mdx:L208-210; "
-           f"{BASIC}:L337-358 (inferred)")
+@rule(
+    "MCP303",
+    "meta-key-reserved-prefix",
+    Severity.WARNING,
+    versions=L3_PLUS,
+    gate=_has_key_problems,
+    spec="spec/2025-06-18/basic/index.mdx:L140-142; spec/2025-11-25/basic/index.mdx:L208-210; "
+    f"{BASIC}:L337-358 (inferred)",
+)
 def meta_key_reserved_prefix(m: Analysed, s: Session):
     """A `_meta` key uses a prefix reserved for MCP, but no spec revision or official extension
     defines that key.
@@ -108,16 +137,32 @@ def meta_key_reserved_prefix(m: Analysed, s: Session):
     out = []
     for path, key, v in probs:
         if l3 and v.reserved_l3:
-            out.append(Hit(f"_meta key {key!r} uses a prefix 2025-06-18 reserves for MCP, and MCP "
-                           "defines no such key", path=path))
+            out.append(
+                Hit(
+                    f"_meta key {key!r} uses a prefix 2025-06-18 reserves for MCP, and MCP "
+                    "defines no such key",
+                    path=path,
+                )
+            )
         elif not l3 and v.reserved:
-            out.append(Hit(f"_meta key {key!r} uses the MCP-reserved prefix {v.prefix + '/'!r}, but "
-                           "neither the spec nor an official extension defines it", path=path))
+            out.append(
+                Hit(
+                    f"_meta key {key!r} uses the MCP-reserved prefix {v.prefix + '/'!r}, but "
+                    "neither the spec nor an official extension defines it",
+                    path=path,
+                )
+            )
     return out
 
 
-@rule("MCP304", "meta-prefix-not-reverse-dns", Severity.WARNING, versions=L4_PLUS, gate=_has_key_problems,
-      spec=f"spec/2025-11-25/basic/index.mdx:L207; {BASIC}:L336 (inferred detection)")
+@rule(
+    "MCP304",
+    "meta-prefix-not-reverse-dns",
+    Severity.WARNING,
+    versions=L4_PLUS,
+    gate=_has_key_problems,
+    spec=f"spec/2025-11-25/basic/index.mdx:L207; {BASIC}:L336 (inferred detection)",
+)
 def meta_prefix_not_reverse_dns(m: Analysed, s: Session):
     """A `_meta` prefix looks like a domain written forwards instead of in reverse-DNS order
     (heuristic: its last label is a well-known top-level domain and its first is not).
@@ -128,17 +173,31 @@ def meta_prefix_not_reverse_dns(m: Analysed, s: Session):
     probs = key_problems(m)
     if not probs:
         return None
-    return [Hit(f"_meta key {key!r}: prefix {v.prefix!r} looks like a forward domain; use reverse "
-                f"DNS ({'.'.join(reversed(v.prefix.split('.')))}/)", path=path)
-            for path, key, v in probs if v.forward_dns]
+    return [
+        Hit(
+            f"_meta key {key!r}: prefix {v.prefix!r} looks like a forward domain; use reverse "
+            f"DNS ({'.'.join(reversed(v.prefix.split('.')))}/)",
+            path=path,
+        )
+        for path, key, v in probs
+        if v.forward_dns
+    ]
 
 
-_TRACE_KEYS = (("traceparent", check_traceparent), ("tracestate", check_tracestate),
-               ("baggage", check_baggage))
+_TRACE_KEYS = (
+    ("traceparent", check_traceparent),
+    ("tracestate", check_tracestate),
+    ("baggage", check_baggage),
+)
 
 
-@rule("MCP305", "meta-trace-context-invalid", Severity.ERROR, versions=MODERN,
-      spec=f"{BASIC}:L421-424 (SEP-414); W3C Trace Context; W3C Baggage")
+@rule(
+    "MCP305",
+    "meta-trace-context-invalid",
+    Severity.ERROR,
+    versions=MODERN,
+    spec=f"{BASIC}:L421-424 (SEP-414); W3C Trace Context; W3C Baggage",
+)
 def meta_trace_context_invalid(m: Analysed, s: Session):
     """`_meta.traceparent`, `tracestate` or `baggage` does not follow the W3C Trace Context / W3C
     Baggage syntax.
@@ -147,8 +206,9 @@ def meta_trace_context_invalid(m: Analysed, s: Session):
     respectively." Example: `"traceparent": "00-abc-def-01"` (the trace id must be 32 hex digits).
     """
     top = top_meta(m)
-    if top is NO_META or (top is not NESTED and "traceparent" not in top and "tracestate" not in top
-                          and "baggage" not in top):
+    if top is NO_META or (
+        top is not NESTED and "traceparent" not in top and "tracestate" not in top and "baggage" not in top
+    ):
         return None
     out = None
     for path, meta in meta_objects(m):
@@ -169,11 +229,16 @@ def _discover_result_caps(m: Analysed) -> dict | None:
     return caps if type(caps) is dict else None
 
 
-@rule("MCP306", "capability-extension-id-invalid", Severity.WARNING, versions=MODERN,
-      kinds=(Kind.REQUEST, Kind.RESULT),
-      possible=lambda kind, method, direction, versions: kind is not Kind.RESULT or method == "server/discover",
-      spec="spec/2026-07-28/basic/versioning.mdx:L85-87; schema/2026-07-28/schema.ts "
-           "ClientCapabilities.extensions / ServerCapabilities.extensions")
+@rule(
+    "MCP306",
+    "capability-extension-id-invalid",
+    Severity.WARNING,
+    versions=MODERN,
+    kinds=(Kind.REQUEST, Kind.RESULT),
+    possible=lambda kind, method, direction, versions: kind is not Kind.RESULT or method == "server/discover",
+    spec="spec/2026-07-28/basic/versioning.mdx:L85-87; schema/2026-07-28/schema.ts "
+    "ClientCapabilities.extensions / ServerCapabilities.extensions",
+)
 def capability_extension_id_invalid(m: Analysed, s: Session):
     """A capability `extensions` key is not a valid extension identifier: it lacks the mandatory
     prefix or breaks the `_meta` key rules. (MUST in the text; a warning because it is a
@@ -216,8 +281,15 @@ def _client_request(m: Analysed) -> bool:
     return m.rec.dir is not Direction.S2C
 
 
-@rule("MCP310", "modern-request-missing-meta", Severity.ERROR, versions=MODERN, kinds=REQUEST, possible=not_by_server,
-      spec=f"{BASIC}:L365-382; schema/2026-07-28/schema.ts:L63-98 (RequestParams._meta required)")
+@rule(
+    "MCP310",
+    "modern-request-missing-meta",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=REQUEST,
+    possible=not_by_server,
+    spec=f"{BASIC}:L365-382; schema/2026-07-28/schema.ts:L63-98 (RequestParams._meta required)",
+)
 def modern_request_missing_meta(m: Analysed, s: Session):
     """A modern request lacks `params`, `params._meta`, or the required per-request fields
     `io.modelcontextprotocol/protocolVersion` and `io.modelcontextprotocol/clientCapabilities`
@@ -233,19 +305,30 @@ def modern_request_missing_meta(m: Analysed, s: Session):
     if type(params) is not dict:
         if "params" in obj:
             return None  # params that are not an object: MCP107
-        return [Hit(f"modern {m.method} request has no params (params._meta with protocolVersion "
-                    "and clientCapabilities is required)", path="$")]
+        return [
+            Hit(
+                f"modern {m.method} request has no params (params._meta with protocolVersion "
+                "and clientCapabilities is required)",
+                path="$",
+            )
+        ]
     meta = params.get("_meta")
     if type(meta) is not dict:
         if "_meta" in params:
             return None  # not an object: MCP119
-        return [Hit(f"modern {m.method} request has no params._meta (protocolVersion and "
-                    "clientCapabilities are required on every request)", path="$.params")]
+        return [
+            Hit(
+                f"modern {m.method} request has no params._meta (protocolVersion and "
+                "clientCapabilities are required on every request)",
+                path="$.params",
+            )
+        ]
     if META_PROTOCOL_VERSION in meta and META_CLIENT_CAPS in meta:
         return None
     missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPS) if k not in meta]
-    return [Hit(f"modern {m.method} request lacks required _meta {' and '.join(missing)}",
-                path="$.params._meta")]
+    return [
+        Hit(f"modern {m.method} request lacks required _meta {' and '.join(missing)}", path="$.params._meta")
+    ]
 
 
 def _missing_required_meta(params) -> bool:
@@ -255,8 +338,15 @@ def _missing_required_meta(params) -> bool:
     return type(meta) is not dict or META_PROTOCOL_VERSION not in meta or META_CLIENT_CAPS not in meta
 
 
-@rule("MCP311", "missing-meta-not-rejected", Severity.ERROR, versions=MODERN,
-      kinds=(Kind.RESULT, Kind.ERROR), scope="pairing", spec=f"{BASIC}:L380-382")
+@rule(
+    "MCP311",
+    "missing-meta-not-rejected",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=(Kind.RESULT, Kind.ERROR),
+    scope="pairing",
+    spec=f"{BASIC}:L380-382",
+)
 def missing_meta_not_rejected(m: Analysed, s: Session):
     """The server does not reject a modern request that lacks the required `_meta` fields
     (protocolVersion, clientCapabilities) with -32602: it answers with a result, or with another
@@ -278,12 +368,24 @@ def missing_meta_not_rejected(m: Analysed, s: Session):
         what = f"error {code!r}"
     else:
         what = "a result"
-    return [Hit(f"the {req.method} request (seq {req.seq}) lacks required _meta fields, yet it was answered "
-                f"with {what} instead of -32602 Invalid params", related_seq=req.seq)]
+    return [
+        Hit(
+            f"the {req.method} request (seq {req.seq}) lacks required _meta fields, yet it was answered "
+            f"with {what} instead of -32602 Invalid params",
+            related_seq=req.seq,
+        )
+    ]
 
 
-@rule("MCP312", "modern-request-missing-client-info", Severity.WARNING, versions=MODERN,
-      kinds=REQUEST, possible=not_by_server, spec=f"{BASIC}:L384-385; schema/2026-07-28/schema.ts:L77-90")
+@rule(
+    "MCP312",
+    "modern-request-missing-client-info",
+    Severity.WARNING,
+    versions=MODERN,
+    kinds=REQUEST,
+    possible=not_by_server,
+    spec=f"{BASIC}:L384-385; schema/2026-07-28/schema.ts:L77-90",
+)
 def modern_request_missing_client_info(m: Analysed, s: Session):
     """A modern request's `_meta` lacks `io.modelcontextprotocol/clientInfo`. (A request with no
     `_meta` at all is MCP310.)
@@ -314,9 +416,14 @@ _OK_CAPS: dict = {}
 _OK_INFO = {"name": "", "version": ""}
 
 
-@rule("MCP313", "modern-meta-field-wrong-type", Severity.ERROR, versions=MODERN,
-      kinds=(Kind.REQUEST, Kind.RESULT),
-      spec="schema/2026-07-28/schema.ts:L63-107, Implementation L976-1000, LoggingLevel L2075")
+@rule(
+    "MCP313",
+    "modern-meta-field-wrong-type",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=(Kind.REQUEST, Kind.RESULT),
+    spec="schema/2026-07-28/schema.ts:L63-107, Implementation L976-1000, LoggingLevel L2075",
+)
 def modern_meta_field_wrong_type(m: Analysed, s: Session):
     """A per-request or per-result `_meta` field has the wrong type: `protocolVersion` not a
     string, `clientCapabilities` not an object, `clientInfo` / `serverInfo` not an
@@ -336,8 +443,12 @@ def modern_meta_field_wrong_type(m: Analysed, s: Session):
         why = _implementation_problem(info)
         if why is None:
             return None
-        return [Hit(f"_meta {META_SERVER_INFO} {why} (an Implementation needs name and version)",
-                    path=f"$.result._meta[{META_SERVER_INFO!r}]")]
+        return [
+            Hit(
+                f"_meta {META_SERVER_INFO} {why} (an Implementation needs name and version)",
+                path=f"$.result._meta[{META_SERVER_INFO!r}]",
+            )
+        ]
     meta = m.meta
     if meta is None:
         return None
@@ -345,27 +456,43 @@ def modern_meta_field_wrong_type(m: Analysed, s: Session):
     pv = meta.get(META_PROTOCOL_VERSION)
     level = meta.get(META_LOG_LEVEL)
     info = meta.get(META_CLIENT_INFO, _OK_INFO)
-    if (type(pv) is str and type(meta.get(META_CLIENT_CAPS, _OK_CAPS)) is dict
-            and (level is None or (type(level) is str and level in _LEVELS))
-            and type(info) is dict and type(info.get("name")) is str and type(info.get("version")) is str):
+    if (
+        type(pv) is str
+        and type(meta.get(META_CLIENT_CAPS, _OK_CAPS)) is dict
+        and (level is None or (type(level) is str and level in _LEVELS))
+        and type(info) is dict
+        and type(info.get("name")) is str
+        and type(info.get("version")) is str
+    ):
         return None  # the common case: every field present is well typed (_implementation_problem, inlined)
     out = []
     if pv is not None and type(pv) is not str:
-        out.append(Hit(f"_meta {META_PROTOCOL_VERSION} is {type(pv).__name__}, not a string",
-                       path=f"{base}[{META_PROTOCOL_VERSION!r}]"))
+        out.append(
+            Hit(
+                f"_meta {META_PROTOCOL_VERSION} is {type(pv).__name__}, not a string",
+                path=f"{base}[{META_PROTOCOL_VERSION!r}]",
+            )
+        )
     if META_CLIENT_CAPS in meta and type(meta[META_CLIENT_CAPS]) is not dict:
-        out.append(Hit(f"_meta {META_CLIENT_CAPS} is not an object",
-                       path=f"{base}[{META_CLIENT_CAPS!r}]"))
+        out.append(Hit(f"_meta {META_CLIENT_CAPS} is not an object", path=f"{base}[{META_CLIENT_CAPS!r}]"))
     if META_CLIENT_INFO in meta:
         why = _implementation_problem(meta[META_CLIENT_INFO])
         if why is not None:
-            out.append(Hit(f"_meta {META_CLIENT_INFO} {why} (an Implementation needs name and version)",
-                           path=f"{base}[{META_CLIENT_INFO!r}]"))
+            out.append(
+                Hit(
+                    f"_meta {META_CLIENT_INFO} {why} (an Implementation needs name and version)",
+                    path=f"{base}[{META_CLIENT_INFO!r}]",
+                )
+            )
     if META_LOG_LEVEL in meta:
         level = meta[META_LOG_LEVEL]
         if type(level) is not str or level not in _LEVELS:
-            out.append(Hit(f"_meta {META_LOG_LEVEL} {level!r} is not one of {', '.join(LOGGING_LEVELS)}",
-                           path=f"{base}[{META_LOG_LEVEL!r}]"))
+            out.append(
+                Hit(
+                    f"_meta {META_LOG_LEVEL} {level!r} is not one of {', '.join(LOGGING_LEVELS)}",
+                    path=f"{base}[{META_LOG_LEVEL!r}]",
+                )
+            )
     return out
 
 
@@ -376,10 +503,16 @@ def legacy_server(s: Session) -> bool:
     return disc is not None and disc.outcome == "error" and disc.error_code not in (-32020, -32021, -32022)
 
 
-@rule("MCP314", "modern-result-missing-server-info", Severity.WARNING, versions=MODERN, kinds=RESULT,
-      possible=not_by_client,
-      spec=f"{BASIC}:L396-402; schema/2026-07-28/schema.ts:L143-157; "
-           "spec/2026-07-28/server/discover.mdx:L98-99")
+@rule(
+    "MCP314",
+    "modern-result-missing-server-info",
+    Severity.WARNING,
+    versions=MODERN,
+    kinds=RESULT,
+    possible=not_by_client,
+    spec=f"{BASIC}:L396-402; schema/2026-07-28/schema.ts:L143-157; "
+    "spec/2026-07-28/server/discover.mdx:L98-99",
+)
 def modern_result_missing_server_info(m: Analysed, s: Session):
     """A modern result's `_meta` lacks `io.modelcontextprotocol/serverInfo`.
 
@@ -397,15 +530,23 @@ def modern_result_missing_server_info(m: Analysed, s: Session):
         return None
     if legacy_server(s):
         return None
-    return [Hit(f"result has no _meta {META_SERVER_INFO}",
-                path="$.result._meta" if type(meta) is dict else "$.result")]
+    return [
+        Hit(
+            f"result has no _meta {META_SERVER_INFO}",
+            path="$.result._meta" if type(meta) is dict else "$.result",
+        )
+    ]
 
 
-_LISTEN_NOTIFICATIONS = frozenset({
-    "notifications/subscriptions/acknowledged", "notifications/tools/list_changed",
-    "notifications/prompts/list_changed", "notifications/resources/list_changed",
-    "notifications/resources/updated",
-})
+_LISTEN_NOTIFICATIONS = frozenset(
+    {
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    }
+)
 
 
 def _pending_listens(s: Session) -> list:
@@ -433,9 +574,16 @@ def _on_listen_stream(m: Analysed, s: Session) -> bool:
     return False
 
 
-@rule("MCP315", "listen-message-missing-subscription-id", Severity.ERROR, versions=MODERN,
-      kinds=(Kind.NOTIFICATION, Kind.RESULT), methods=(*_LISTEN_NOTIFICATIONS, "subscriptions/listen"),
-      scope="pairing", spec=f"{BASIC}:L412-414; schema/2026-07-28/schema.ts:L120-134, :L1326-1335")
+@rule(
+    "MCP315",
+    "listen-message-missing-subscription-id",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=(Kind.NOTIFICATION, Kind.RESULT),
+    methods=(*_LISTEN_NOTIFICATIONS, "subscriptions/listen"),
+    scope="pairing",
+    spec=f"{BASIC}:L412-414; schema/2026-07-28/schema.ts:L120-134, :L1326-1335",
+)
 def listen_message_missing_subscription_id(m: Analysed, s: Session):
     """A notification delivered on a `subscriptions/listen` stream, or the listen's closing result,
     lacks `_meta["io.modelcontextprotocol/subscriptionId"]`. See also MCP541 (wrong value).
@@ -451,8 +599,12 @@ def listen_message_missing_subscription_id(m: Analysed, s: Session):
         meta = res.get("_meta")
         if type(meta) is dict and META_SUBSCRIPTION_ID in meta:
             return None
-        return [Hit(f"the closing result of subscriptions/listen has no _meta {META_SUBSCRIPTION_ID}",
-                    path="$.result._meta" if type(meta) is dict else "$.result")]
+        return [
+            Hit(
+                f"the closing result of subscriptions/listen has no _meta {META_SUBSCRIPTION_ID}",
+                path="$.result._meta" if type(meta) is dict else "$.result",
+            )
+        ]
     if m.rec.dir is Direction.C2S or m.method not in _LISTEN_NOTIFICATIONS:
         return None  # a client sending these is MCP208
     meta = m.meta
@@ -460,5 +612,9 @@ def listen_message_missing_subscription_id(m: Analysed, s: Session):
         return None
     if not _on_listen_stream(m, s):
         return None  # not on a listen stream at all: MCP544
-    return [Hit(f"{m.method} on a subscriptions/listen stream has no _meta {META_SUBSCRIPTION_ID}",
-                path="$.params._meta" if meta is not None else "$.params")]
+    return [
+        Hit(
+            f"{m.method} on a subscriptions/listen stream has no _meta {META_SUBSCRIPTION_ID}",
+            path="$.params._meta" if meta is not None else "$.params",
+        )
+    ]

@@ -20,22 +20,69 @@ _NAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?\Z")
 _RESERVED_LABELS = frozenset({"modelcontextprotocol", "mcp"})
 
 # Keys under MCP-reserved prefixes that the spec (any revision) or an official extension defines.
-KNOWN_RESERVED_KEYS = frozenset({
-    "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo",
-    "io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/logLevel",
-    "io.modelcontextprotocol/subscriptionId", "io.modelcontextprotocol/serverInfo",
-    "io.modelcontextprotocol/related-task",  # 2025-11-25 tasks
-    # official extension identifiers (may appear as keys of their own _meta entries)
-    "io.modelcontextprotocol/ui", "io.modelcontextprotocol/tasks",
-    "io.modelcontextprotocol/oauth-client-credentials",
-})
+KNOWN_RESERVED_KEYS = frozenset(
+    {
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientInfo",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/logLevel",
+        "io.modelcontextprotocol/subscriptionId",
+        "io.modelcontextprotocol/serverInfo",
+        "io.modelcontextprotocol/related-task",  # 2025-11-25 tasks
+        # official extension identifiers (may appear as keys of their own _meta entries)
+        "io.modelcontextprotocol/ui",
+        "io.modelcontextprotocol/tasks",
+        "io.modelcontextprotocol/oauth-client-credentials",
+    }
+)
 
 # Top-level domains common enough that a prefix ending in one reads as a forward domain name.
-_TLDS = frozenset({
-    "com", "org", "net", "io", "dev", "ai", "app", "co", "edu", "gov", "mil", "int", "info", "biz", "me",
-    "us", "uk", "de", "fr", "jp", "cn", "ru", "br", "in", "ca", "au", "nl", "se", "ch", "es", "it", "eu",
-    "tech", "cloud", "xyz", "sh", "so", "gg", "tv", "cc", "ly", "to",
-})
+_TLDS = frozenset(
+    {
+        "com",
+        "org",
+        "net",
+        "io",
+        "dev",
+        "ai",
+        "app",
+        "co",
+        "edu",
+        "gov",
+        "mil",
+        "int",
+        "info",
+        "biz",
+        "me",
+        "us",
+        "uk",
+        "de",
+        "fr",
+        "jp",
+        "cn",
+        "ru",
+        "br",
+        "in",
+        "ca",
+        "au",
+        "nl",
+        "se",
+        "ch",
+        "es",
+        "it",
+        "eu",
+        "tech",
+        "cloud",
+        "xyz",
+        "sh",
+        "so",
+        "gg",
+        "tv",
+        "cc",
+        "ly",
+        "to",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +104,7 @@ def _judge(key: str) -> KeyVerdict:
     cut = key.rfind("/")
     if cut < 0:
         return KeyVerdict(None, key, True, _NAME.match(key) is not None, False, False, False)
-    prefix, name = key[:cut], key[cut + 1:]
+    prefix, name = key[:cut], key[cut + 1 :]
     prefix_ok = _PREFIX.match(prefix) is not None
     labels = prefix.lower().split(".") if prefix_ok else []
     known = key in KNOWN_RESERVED_KEYS
@@ -237,7 +284,8 @@ _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _B_VALUE = r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*"
 _OWS = r"[ \t]*"
 _BAGGAGE_MEMBER = re.compile(
-    rf"{_TOKEN}{_OWS}={_OWS}{_B_VALUE}(?:{_OWS};{_OWS}{_TOKEN}(?:{_OWS}={_OWS}{_B_VALUE})?)*{_OWS}\Z")
+    rf"{_TOKEN}{_OWS}={_OWS}{_B_VALUE}(?:{_OWS};{_OWS}{_TOKEN}(?:{_OWS}={_OWS}{_B_VALUE})?)*{_OWS}\Z"
+)
 
 
 def check_traceparent(value: Any) -> str | None:
@@ -246,8 +294,10 @@ def check_traceparent(value: Any) -> str | None:
         return "is not a string"
     mt = _TRACEPARENT.match(value)
     if mt is None:
-        return (f"{value!r} is not version-traceid-parentid-flags "
-                "(2, 32, 16 and 2 lowercase hex digits separated by '-')")
+        return (
+            f"{value!r} is not version-traceid-parentid-flags "
+            "(2, 32, 16 and 2 lowercase hex digits separated by '-')"
+        )
     version, trace_id, parent_id, _flags, rest = mt.groups()
     if version == "ff":
         return "uses the forbidden version ff"

@@ -42,8 +42,15 @@ def retried_round(m: Analysed, s: Session):
     return req.retry_of if req is not None else None
 
 
-@rule("MCP322", "input-required-on-unsupported-method", Severity.ERROR, kinds=RESULT, versions=MODERN,
-      scope="pairing", spec=f"{MRTR}:L184-192")
+@rule(
+    "MCP322",
+    "input-required-on-unsupported-method",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{MRTR}:L184-192",
+)
 def input_required_on_unsupported_method(m: Analysed, s):
     """An `InputRequiredResult` answers a method other than `tools/call`, `prompts/get` or
     `resources/read`. "Servers MUST NOT send InputRequiredResult responses on any other client
@@ -52,14 +59,23 @@ def input_required_on_unsupported_method(m: Analysed, s):
     Example: `tools/list` answered with `{"resultType": "input_required", "requestState": "x"}`.
     """
     if m.answers_method is not None and m.answers_method not in MRTR_METHODS and input_required(m):
-        return Hit(f"{m.answers_method} cannot ask for input; only tools/call, prompts/get and "
-                   f"resources/read may return an InputRequiredResult", path="$.result.resultType",
-                   related_seq=m.partner_seq)
+        return Hit(
+            f"{m.answers_method} cannot ask for input; only tools/call, prompts/get and "
+            f"resources/read may return an InputRequiredResult",
+            path="$.result.resultType",
+            related_seq=m.partner_seq,
+        )
     return None
 
 
-@rule("MCP323", "input-required-empty", Severity.ERROR, kinds=RESULT, versions=MODERN,
-      spec=f"{MRTR}:L245; schema/2026-07-28/schema.ts:L575")
+@rule(
+    "MCP323",
+    "input-required-empty",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    spec=f"{MRTR}:L245; schema/2026-07-28/schema.ts:L575",
+)
 def input_required_empty(m: Analysed, s):
     """An `InputRequiredResult` has neither `inputRequests` nor `requestState`: the client has
     nothing to fulfil and nothing to echo. Servers MUST include at least one of them.
@@ -68,13 +84,20 @@ def input_required_empty(m: Analysed, s):
     """
     r = input_required(m)
     if r is not None and "inputRequests" not in r and "requestState" not in r:
-        return Hit("an InputRequiredResult must carry inputRequests or requestState (or both)",
-                   path="$.result")
+        return Hit(
+            "an InputRequiredResult must carry inputRequests or requestState (or both)", path="$.result"
+        )
     return None
 
 
-@rule("MCP324", "input-request-malformed", Severity.ERROR, kinds=RESULT, versions=MODERN,
-      spec=f"{MRTR}:L229; schema/2026-07-28/schema.ts:L537-565")
+@rule(
+    "MCP324",
+    "input-request-malformed",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    spec=f"{MRTR}:L229; schema/2026-07-28/schema.ts:L537-565",
+)
 def input_request_malformed(m: Analysed, s):
     """An `inputRequests` value is not an input request object: not an object, a `method` other
     than `elicitation/create`, `sampling/createMessage` or `roots/list`, `params` missing (or not an
@@ -88,8 +111,9 @@ def input_request_malformed(m: Analysed, s):
     if reqs is None:
         return None
     if type(reqs) is not dict:
-        return Hit("inputRequests must be an object mapping keys to input requests",
-                   path="$.result.inputRequests")
+        return Hit(
+            "inputRequests must be an object mapping keys to input requests", path="$.result.inputRequests"
+        )
     out = []
     for key, value in reqs.items():
         path = member("$.result.inputRequests", key)
@@ -98,8 +122,13 @@ def input_request_malformed(m: Analysed, s):
             continue
         method = value.get("method")
         if method not in INPUT_METHODS:
-            out.append(Hit(f"input request {key!r} has method {method!r}; only elicitation/create, "
-                           f"sampling/createMessage and roots/list may be requested", path=path + ".method"))
+            out.append(
+                Hit(
+                    f"input request {key!r} has method {method!r}; only elicitation/create, "
+                    f"sampling/createMessage and roots/list may be requested",
+                    path=path + ".method",
+                )
+            )
             continue
         params = value.get("params", MISSING)
         if params is MISSING and method != "roots/list":
@@ -108,8 +137,13 @@ def input_request_malformed(m: Analysed, s):
             out.append(Hit(f"input request {key!r} has params that are not an object", path=path + ".params"))
         extra = [k for k in ("jsonrpc", "id") if k in value]
         if extra:
-            out.append(Hit(f"input request {key!r} carries {', '.join(extra)}: input requests are not "
-                           f"JSON-RPC messages (they have method and params only)", path=path))
+            out.append(
+                Hit(
+                    f"input request {key!r} carries {', '.join(extra)}: input requests are not "
+                    f"JSON-RPC messages (they have method and params only)",
+                    path=path,
+                )
+            )
     return out
 
 
@@ -134,9 +168,15 @@ def _needs(caps: dict, method: str, params: dict) -> str | None:
     return None
 
 
-@rule("MCP325", "input-request-capability-missing", Severity.ERROR, kinds=RESULT, versions=MODERN,
-      scope="pairing", spec=f"{MRTR}:L246; spec/2026-07-28/client/elicitation.mdx:L81; "
-                            f"spec/2026-07-28/client/sampling.mdx:L52")
+@rule(
+    "MCP325",
+    "input-request-capability-missing",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{MRTR}:L246; spec/2026-07-28/client/elicitation.mdx:L81; spec/2026-07-28/client/sampling.mdx:L52",
+)
 def input_request_capability_missing(m: Analysed, s):
     """`inputRequests` asks for something the request's `clientCapabilities` did not declare:
     elicitation without `elicitation` (URL mode needs `elicitation.url`; `{}` means form mode
@@ -160,9 +200,14 @@ def input_request_capability_missing(m: Analysed, s):
         params = value.get("params")
         lack = _needs(caps, value.get("method"), params if type(params) is dict else {})
         if lack is not None:
-            out.append(Hit(f"input request {key!r} ({value.get('method')}) needs the client capability "
-                           f"{lack}, which request seq {m.request.seq} did not declare",
-                           path=member("$.result.inputRequests", key), related_seq=m.request.seq))
+            out.append(
+                Hit(
+                    f"input request {key!r} ({value.get('method')}) needs the client capability "
+                    f"{lack}, which request seq {m.request.seq} did not declare",
+                    path=member("$.result.inputRequests", key),
+                    related_seq=m.request.seq,
+                )
+            )
     return out
 
 
@@ -172,13 +217,22 @@ class _Obj(dict):
 
 def _pairs(pairs: list) -> _Obj:
     d = _Obj(pairs)
-    d.dups = [k for i, (k, _) in enumerate(pairs) if any(k == k2 for k2, _ in pairs[:i])] \
-        if len(d) != len(pairs) else []
+    d.dups = (
+        [k for i, (k, _) in enumerate(pairs) if any(k == k2 for k2, _ in pairs[:i])]
+        if len(d) != len(pairs)
+        else []
+    )
     return d
 
 
-@rule("MCP326", "input-requests-duplicate-keys", Severity.ERROR, kinds=RESULT, versions=MODERN,
-      spec=f"{MRTR}:L228")
+@rule(
+    "MCP326",
+    "input-requests-duplicate-keys",
+    Severity.ERROR,
+    kinds=RESULT,
+    versions=MODERN,
+    spec=f"{MRTR}:L228",
+)
 def input_requests_duplicate_keys(m: Analysed, s):
     """The raw JSON of `inputRequests` repeats a key. Keys "MUST be unique within the scope of the
     request"; most JSON parsers silently keep the last one, so one input request is lost.
@@ -194,14 +248,22 @@ def input_requests_duplicate_keys(m: Analysed, s):
     reqs = obj.get("result", {}).get("inputRequests") if isinstance(obj, dict) else None
     dups = getattr(reqs, "dups", None)
     if dups:
-        return Hit(f"inputRequests repeats the key(s) {', '.join(map(repr, dict.fromkeys(dups)))}",
-                   path="$.result.inputRequests")
+        return Hit(
+            f"inputRequests repeats the key(s) {', '.join(map(repr, dict.fromkeys(dups)))}",
+            path="$.result.inputRequests",
+        )
     return None
 
 
-@rule("MCP327", "request-state-not-string", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT),
-      needs="requestState",
-      versions=MODERN, spec="schema/2026-07-28/schema.ts:L584-608")
+@rule(
+    "MCP327",
+    "request-state-not-string",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST, Kind.RESULT),
+    needs="requestState",
+    versions=MODERN,
+    spec="schema/2026-07-28/schema.ts:L584-608",
+)
 def request_state_not_string(m: Analysed, s):
     """`requestState` is present but is not a string, in an `InputRequiredResult` or in a retry.
     It is an opaque string the client echoes byte for byte.
@@ -220,8 +282,15 @@ def request_state_not_string(m: Analysed, s):
     return None
 
 
-@rule("MCP328", "retry-reuses-request-id", Severity.ERROR, kinds=REQUEST, versions=MODERN,
-      scope="pairing", spec=f"{MRTR}:L256; spec/2026-07-28/server/tools.mdx:L234")
+@rule(
+    "MCP328",
+    "retry-reuses-request-id",
+    Severity.ERROR,
+    kinds=REQUEST,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{MRTR}:L256; spec/2026-07-28/server/tools.mdx:L234",
+)
 def retry_reuses_request_id(m: Analysed, s):
     """An MRTR retry reuses the JSON-RPC `id` of the request that received the
     `InputRequiredResult`. The id "MUST be different between the initial request and the retry, as
@@ -231,13 +300,23 @@ def retry_reuses_request_id(m: Analysed, s):
     """
     rnd = retried_round(m, s)
     if rnd is not None and rnd.req_idkey == m.idkey:
-        return Hit(f"this retry uses id {m.id!r} again, like the round it retries (seq {rnd.req_seq})",
-                   path="$.id", related_seq=rnd.req_seq)
+        return Hit(
+            f"this retry uses id {m.id!r} again, like the round it retries (seq {rnd.req_seq})",
+            path="$.id",
+            related_seq=rnd.req_seq,
+        )
     return None
 
 
-@rule("MCP329", "retry-request-state-not-echoed", Severity.ERROR, kinds=REQUEST, versions=MODERN,
-      scope="pairing", spec=f"{MRTR}:L254-255")
+@rule(
+    "MCP329",
+    "retry-request-state-not-echoed",
+    Severity.ERROR,
+    kinds=REQUEST,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{MRTR}:L254-255",
+)
 def retry_request_state_not_echoed(m: Analysed, s):
     """A retry does not echo the exact `requestState` its `InputRequiredResult` gave, or sends one
     when the result had none. The retry is matched to its round by method plus name/uri plus
@@ -251,20 +330,38 @@ def retry_request_state_not_echoed(m: Analysed, s):
     sent = m.params.get("requestState", MISSING)
     if rnd.state is MISSING:
         if sent is not MISSING:
-            return Hit(f"the InputRequiredResult at seq {rnd.result_seq} had no requestState, so the "
-                       f"retry must not send one", path="$.params.requestState", related_seq=rnd.result_seq)
+            return Hit(
+                f"the InputRequiredResult at seq {rnd.result_seq} had no requestState, so the "
+                f"retry must not send one",
+                path="$.params.requestState",
+                related_seq=rnd.result_seq,
+            )
         return None
     if sent is MISSING:
-        return Hit(f"the retry omits the requestState that the InputRequiredResult at seq "
-                   f"{rnd.result_seq} asked it to echo", path="$.params", related_seq=rnd.result_seq)
+        return Hit(
+            f"the retry omits the requestState that the InputRequiredResult at seq "
+            f"{rnd.result_seq} asked it to echo",
+            path="$.params",
+            related_seq=rnd.result_seq,
+        )
     if sent != rnd.state:
-        return Hit(f"requestState differs from the one given at seq {rnd.result_seq}; clients echo it "
-                   f"unchanged", path="$.params.requestState", related_seq=rnd.result_seq)
+        return Hit(
+            f"requestState differs from the one given at seq {rnd.result_seq}; clients echo it unchanged",
+            path="$.params.requestState",
+            related_seq=rnd.result_seq,
+        )
     return None
 
 
-@rule("MCP330", "retry-input-responses-incomplete", Severity.ERROR, kinds=REQUEST, versions=MODERN,
-      scope="pairing", spec=f"{MRTR}:L251-253, :L264; schema/2026-07-28/schema.ts:L600-606")
+@rule(
+    "MCP330",
+    "retry-input-responses-incomplete",
+    Severity.ERROR,
+    kinds=REQUEST,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{MRTR}:L251-253, :L264; schema/2026-07-28/schema.ts:L600-606",
+)
 def retry_input_responses_incomplete(m: Analysed, s):
     """A retry's `inputResponses` lacks keys that were in `inputRequests`: the client MUST construct
     every requested input before retrying. Extra keys are allowed (servers ignore them).
@@ -278,8 +375,11 @@ def retry_input_responses_incomplete(m: Analysed, s):
     have = got.keys() if type(got) is dict else ()
     missing = [k for k in rnd.input_requests if k not in have]
     if missing:
-        return Hit(f"inputResponses lacks {', '.join(map(repr, missing))}, requested at seq {rnd.result_seq}",
-                   path="$.params.inputResponses", related_seq=rnd.result_seq)
+        return Hit(
+            f"inputResponses lacks {', '.join(map(repr, missing))}, requested at seq {rnd.result_seq}",
+            path="$.params.inputResponses",
+            related_seq=rnd.result_seq,
+        )
     return None
 
 
@@ -298,8 +398,15 @@ def _fits(method: str, value) -> str | None:
     return None
 
 
-@rule("MCP331", "input-response-wrong-type", Severity.WARNING, kinds=REQUEST, versions=MODERN,
-      scope="pairing", spec=f"{MRTR}:L101-102, :L261")
+@rule(
+    "MCP331",
+    "input-response-wrong-type",
+    Severity.WARNING,
+    kinds=REQUEST,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{MRTR}:L101-102, :L261",
+)
 def input_response_wrong_type(m: Analysed, s):
     """An `inputResponses` value does not fit the input request it answers: an `ElicitResult`
     for elicitation, a `CreateMessageResult` for sampling, a `ListRootsResult` for roots.
@@ -316,13 +423,25 @@ def input_response_wrong_type(m: Analysed, s):
         method = asked.get("method") if type(asked) is dict else None
         why = _fits(method, value) if method in INPUT_METHODS else None
         if why:
-            out.append(Hit(f"inputResponses[{key!r}] answers {method} but {why}",
-                           path=member("$.params.inputResponses", key), related_seq=rnd.result_seq))
+            out.append(
+                Hit(
+                    f"inputResponses[{key!r}] answers {method} but {why}",
+                    path=member("$.params.inputResponses", key),
+                    related_seq=rnd.result_seq,
+                )
+            )
     return out
 
 
-@rule("MCP332", "input-responses-without-round", Severity.WARNING, kinds=REQUEST, versions=MODERN,
-      scope="pairing", spec=f"{MRTR}:L257; schema/2026-07-28/schema.ts:L600")
+@rule(
+    "MCP332",
+    "input-responses-without-round",
+    Severity.WARNING,
+    kinds=REQUEST,
+    versions=MODERN,
+    scope="pairing",
+    spec=f"{MRTR}:L257; schema/2026-07-28/schema.ts:L600",
+)
 def input_responses_without_round(m: Analysed, s):
     """(inferred) `inputResponses` or `requestState` appears on a request that is not the retry of
     an `InputRequiredResult` seen earlier, or on a method that does not support MRTR. They "MUST NOT
@@ -335,12 +454,18 @@ def input_responses_without_round(m: Analysed, s):
         return None
     which = "inputResponses" if "inputResponses" in params else "requestState"
     if m.method not in MRTR_METHODS:
-        return Hit(f"{m.method} does not take part in MRTR; {which} belongs only on a retried "
-                   f"tools/call, prompts/get or resources/read", path=f"$.params.{which}")
+        return Hit(
+            f"{m.method} does not take part in MRTR; {which} belongs only on a retried "
+            f"tools/call, prompts/get or resources/read",
+            path=f"$.params.{which}",
+        )
     req = own_pending(m, s)
     if req is not None and req.retry_of is None:
-        return Hit(f"{which} is sent, but no earlier InputRequiredResult for this {m.method} "
-                   f"(same name/uri and arguments) was seen", path=f"$.params.{which}")
+        return Hit(
+            f"{which} is sent, but no earlier InputRequiredResult for this {m.method} "
+            f"(same name/uri and arguments) was seen",
+            path=f"$.params.{which}",
+        )
     return None
 
 

@@ -124,8 +124,9 @@ OBSERVERS: list[tuple[frozenset[str] | None, Callable]] = []
 OBSERVER_FAMILIES: dict[Callable, frozenset[str]] = {}
 
 
-def observer(transports: Iterable[str] | None = None,
-             families: Iterable[str] | None = None) -> Callable[[Callable], Callable]:
+def observer(
+    transports: Iterable[str] | None = None, families: Iterable[str] | None = None
+) -> Callable[[Callable], Callable]:
     def deco(fn: Callable) -> Callable:
         OBSERVERS.append((frozenset(transports) if transports is not None else None, fn))
         if families is not None:

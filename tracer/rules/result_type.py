@@ -14,7 +14,8 @@ CORE_RESULT_TYPES = frozenset({"complete", "input_required"})
 # resultType values added by official extensions, and the extension that must be advertised.
 EXTENSION_RESULT_TYPES = {"task": "io.modelcontextprotocol/tasks"}
 KNOWN_EXTENSIONS = frozenset(EXTENSION_RESULT_TYPES.values()) | {
-    "io.modelcontextprotocol/ui", "io.modelcontextprotocol/oauth-client-credentials",
+    "io.modelcontextprotocol/ui",
+    "io.modelcontextprotocol/oauth-client-credentials",
 }
 
 
@@ -28,9 +29,15 @@ def _modern_request(m: Analysed):
     return req
 
 
-@rule("MCP320", "modern-result-missing-result-type", Severity.ERROR, versions=MODERN, kinds=RESULT,
-      scope="pairing",
-      spec=f"{BASIC}:L73, :L85; schema/2026-07-28/schema.ts:L223-235 (Result.required resultType)")
+@rule(
+    "MCP320",
+    "modern-result-missing-result-type",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=RESULT,
+    scope="pairing",
+    spec=f"{BASIC}:L73, :L85; schema/2026-07-28/schema.ts:L223-235 (Result.required resultType)",
+)
 def modern_result_missing_result_type(m: Analysed, s: Session):
     """A result answering a modern request (one that carried `_meta` protocolVersion) has no
     `resultType`. An absent `resultType` from a legacy server is fine (clients read it as
@@ -45,8 +52,13 @@ def modern_result_missing_result_type(m: Analysed, s: Session):
     req = _modern_request(m)
     if req is None or legacy_server(s):
         return None
-    return [Hit(f"result to the modern {req.method} request (seq {req.seq}) has no resultType",
-                path="$.result", related_seq=req.seq)]
+    return [
+        Hit(
+            f"result to the modern {req.method} request (seq {req.seq}) has no resultType",
+            path="$.result",
+            related_seq=req.seq,
+        )
+    ]
 
 
 def _advertised_extensions(req) -> dict | None:
@@ -56,8 +68,15 @@ def _advertised_extensions(req) -> dict | None:
     return ext if type(ext) is dict else None
 
 
-@rule("MCP321", "unknown-result-type", Severity.ERROR, versions=MODERN, kinds=RESULT, scope="pairing",
-      spec=f"{BASIC}:L81-84; seps/2663-tasks-extension.md:L128")
+@rule(
+    "MCP321",
+    "unknown-result-type",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=RESULT,
+    scope="pairing",
+    spec=f"{BASIC}:L81-84; seps/2663-tasks-extension.md:L128",
+)
 def unknown_result_type(m: Analysed, s: Session):
     """`resultType` is neither "complete" nor "input_required", and no extension the request
     advertised in `clientCapabilities.extensions` adds it (e.g. "task" needs
@@ -81,10 +100,20 @@ def unknown_result_type(m: Analysed, s: Session):
     if needed is not None:
         if ext is not None and needed in ext:
             return None
-        return [Hit(f"resultType {rt!r} belongs to the {needed} extension, which the request did not "
-                    "advertise in clientCapabilities.extensions", path="$.result.resultType",
-                    related_seq=req.seq if req is not None else None)]
+        return [
+            Hit(
+                f"resultType {rt!r} belongs to the {needed} extension, which the request did not "
+                "advertise in clientCapabilities.extensions",
+                path="$.result.resultType",
+                related_seq=req.seq if req is not None else None,
+            )
+        ]
     if ext is not None and any(k not in KNOWN_EXTENSIONS for k in ext):
         return None  # an extension we do not know may define it
-    return [Hit(f"resultType {rt!r} is not \"complete\" or \"input_required\", and no advertised "
-                "extension defines it", path="$.result.resultType")]
+    return [
+        Hit(
+            f'resultType {rt!r} is not "complete" or "input_required", and no advertised '
+            "extension defines it",
+            path="$.result.resultType",
+        )
+    ]

@@ -40,8 +40,10 @@ _UNKNOWN_ORDER = (*_LEGACY_NEWEST_FIRST, MODERN_VERSION)  # report the newest le
 _NONE: tuple[str, ...] = ()
 _ONE = {v: (v,) for v in LEGACY_VERSIONS}
 _ERA_MODERN, _ERA_LEGACY = Era.MODERN, Era.LEGACY
-_SOURCE = ("the official schema/<version>/schema.json (vendored in tracer/schemas/, commit b0f60ba); "
-           "JSON-RPC 2.0 §4-§5")
+_SOURCE = (
+    "the official schema/<version>/schema.json (vendored in tracer/schemas/, commit b0f60ba); "
+    "JSON-RPC 2.0 §4-§5"
+)
 
 
 def candidate_versions(m: Analysed) -> tuple[str, ...]:
@@ -91,8 +93,12 @@ def _result_key(m: Analysed) -> tuple:
     req = m.request
     params = req.params if req is not None else None  # the request's params object, or None
     method = m.answers_method
-    return ("result", method if method in ALL_REQUEST_METHODS else None, variant,
-            params is not None and "task" in params)
+    return (
+        "result",
+        method if method in ALL_REQUEST_METHODS else None,
+        variant,
+        params is not None and "task" in params,
+    )
 
 
 def _error_key(m: Analysed) -> tuple:
@@ -101,8 +107,12 @@ def _error_key(m: Analysed) -> tuple:
     return ("error", code if type(code) is int and code in CODES_WITH_DEFINITIONS else None)
 
 
-_KEYS = {Kind.REQUEST: _request_key, Kind.NOTIFICATION: _request_key, Kind.RESULT: _result_key,
-         Kind.ERROR: _error_key}
+_KEYS = {
+    Kind.REQUEST: _request_key,
+    Kind.NOTIFICATION: _request_key,
+    Kind.RESULT: _result_key,
+    Kind.ERROR: _error_key,
+}
 
 
 def schema_target(m: Analysed) -> Target | None:
@@ -199,7 +209,9 @@ def _remember(shape: tuple, m: Analysed, key: tuple) -> None:
             _FAST[shape] = target.validator.is_valid
 
 
-def _report(m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool, obj=None) -> list[Hit] | None:
+def _report(
+    m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool, obj=None
+) -> list[Hit] | None:
     """The slow path, for invalid messages only: what exactly is wrong, minus what is explained."""
     value = m.obj if obj is None else obj
     try:
@@ -212,8 +224,13 @@ def _report(m: Analysed, shown: Target, versions: tuple[str, ...], cede_id: bool
         except (ValueError, RecursionError, OverflowError):
             found = None
     if found is None:
-        return [Hit(f"does not validate against schema {shown.version} {shown.definition}; the validator "
-                    "cannot say where (a value nested past its recursion limit)", path="$")]
+        return [
+            Hit(
+                f"does not validate against schema {shown.version} {shown.definition}; the validator "
+                "cannot say where (a value nested past its recursion limit)",
+                path="$",
+            )
+        ]
     if cede_id:  # see MCP152's docstring: the catalog's MCP117/MCP118 own the id of such errors
         found = [p for p in found if p.segments[:1] != ("id",)]
     covered = [loose_path(f.path) for f in m.findings if f.path and f.rule not in SCHEMA_RULES]
@@ -241,8 +258,14 @@ def _describe(found: list[SchemaProblem], target: Target, versions: tuple[str, .
     return text
 
 
-@rule("MCP150", "schema-invalid-request", Severity.ERROR, kinds=(Kind.REQUEST, Kind.NOTIFICATION),
-      spec=_SOURCE, order=1)
+@rule(
+    "MCP150",
+    "schema-invalid-request",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST, Kind.NOTIFICATION),
+    spec=_SOURCE,
+    order=1,
+)
 def schema_invalid_request(m: Analysed, s: Session):
     """A request or notification does not validate against its official schema definition.
 

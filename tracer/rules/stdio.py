@@ -72,9 +72,16 @@ def _unusual_line(m: Analysed, s) -> bool:
     return v is not None and (v.abandoned is not None or bool(v.frame) or not m.rec.eol or v.crlf_first)
 
 
-@rule("MCP801", "stdio-stray-line", Severity.ERROR, kinds=EVERY_KIND, scope="stdio", gate=_unusual_line,
-      spec=f"{STDIO_PAGE}:L18-21; spec/2025-11-25/basic/transports.mdx:L33-35; "
-           "spec/2024-11-05/basic/transports.mdx:L27-29")
+@rule(
+    "MCP801",
+    "stdio-stray-line",
+    Severity.ERROR,
+    kinds=EVERY_KIND,
+    scope="stdio",
+    gate=_unusual_line,
+    spec=f"{STDIO_PAGE}:L18-21; spec/2025-11-25/basic/transports.mdx:L33-35; "
+    "spec/2024-11-05/basic/transports.mdx:L27-29",
+)
 def stdio_stray_line(m: Analysed, s):
     """A line on stdio is not a JSON-RPC message: a banner, a log line or a stray `print()` on the
     server's stdout, or anything else on the client's stdin. The finding gives the stream, the byte
@@ -102,25 +109,35 @@ def _stray_line_hits(m: Analysed, v):
     rec = m.rec
     g = v.abandoned
     if g is not None:
-        yield Hit(f"{_sender(g.dir)} wrote {_span(g)} starting {v.first_line} that begin a JSON value "
-                  f"spread over several lines, but this message came before it was complete; "
-                  f"{_symptom(g.dir)}.{_advice(g.dir)}", offset=g.offset, related_seq=g.first_seq)
+        yield Hit(
+            f"{_sender(g.dir)} wrote {_span(g)} starting {v.first_line} that begin a JSON value "
+            f"spread over several lines, but this message came before it was complete; "
+            f"{_symptom(g.dir)}.{_advice(g.dir)}",
+            offset=g.offset,
+            related_seq=g.first_seq,
+        )
     if v.frame == "stray":
         tail = "" if rec.eol else " (the stream ended in the middle of this line: no final newline)"
-        what = {"not-object": "a bare JSON value, not a JSON-RPC message object",
-                "too-deep": "JSON nested too deeply for any parser to read"}.get(m.problem or "",
-                                                                                "not a JSON-RPC message")
+        what = {
+            "not-object": "a bare JSON value, not a JSON-RPC message object",
+            "too-deep": "JSON nested too deeply for any parser to read",
+        }.get(m.problem or "", "not a JSON-RPC message")
         if v.not_utf8:
             what += " (nor UTF-8)"
-        yield Hit(f"{where(rec)}: {what}: {show_bytes(rec.raw)}{tail}; {_symptom(rec.dir)}.{_advice(rec.dir)}")
+        yield Hit(
+            f"{where(rec)}: {what}: {show_bytes(rec.raw)}{tail}; {_symptom(rec.dir)}.{_advice(rec.dir)}"
+        )
     elif v.frame == "blank":
         shown = "an empty line" if not rec.raw else f"a whitespace-only line {show_bytes(rec.raw)}"
         yield Hit(f"{where(rec)}: {shown}; a strict reader fails to parse it", severity=Severity.WARNING)
     elif v.frame == "unjoinable":
         g = v.group
-        yield Hit(f"{_sender(g.dir)} wrote {_span(g)} starting {v.first_line} that are not JSON, "
-                  f"alone or joined; {_symptom(g.dir)}.{_advice(g.dir)}", offset=g.offset,
-                  related_seq=g.first_seq)
+        yield Hit(
+            f"{_sender(g.dir)} wrote {_span(g)} starting {v.first_line} that are not JSON, "
+            f"alone or joined; {_symptom(g.dir)}.{_advice(g.dir)}",
+            offset=g.offset,
+            related_seq=g.first_seq,
+        )
 
 
 @at_end("MCP801")
@@ -133,17 +150,35 @@ def stdio_stray_line_at_end(s, end_t_ns: int):
         if g.lines == 1:
             where_ = "server stdout" if g.dir is Direction.S2C else "client → server stdin"
             at = f"{where_} byte {g.offset}" if g.offset is not None else where_
-            yield g.at, Hit(f"{at}: not a JSON-RPC message: {show_bytes(g.first_line)} (the stream ended "
-                            f"before anything completed it); {_symptom(g.dir)}.{_advice(g.dir)}",
-                            offset=g.offset)
+            yield (
+                g.at,
+                Hit(
+                    f"{at}: not a JSON-RPC message: {show_bytes(g.first_line)} (the stream ended "
+                    f"before anything completed it); {_symptom(g.dir)}.{_advice(g.dir)}",
+                    offset=g.offset,
+                ),
+            )
         else:
-            yield g.at, Hit(f"{_sender(g.dir)} wrote {_span(g)} starting {show_bytes(g.first_line)} that "
-                            f"began a JSON value the stream never finished; {_symptom(g.dir)}",
-                            offset=g.offset, related_seq=g.first_seq)
+            yield (
+                g.at,
+                Hit(
+                    f"{_sender(g.dir)} wrote {_span(g)} starting {show_bytes(g.first_line)} that "
+                    f"began a JSON value the stream never finished; {_symptom(g.dir)}",
+                    offset=g.offset,
+                    related_seq=g.first_seq,
+                ),
+            )
 
 
-@rule("MCP802", "stdio-message-not-one-line", Severity.ERROR, kinds=EVERY_KIND, scope="stdio", gate=_unusual_line,
-      spec=f"{STDIO_PAGE}:L13; spec/2025-11-25/basic/transports.mdx:L28; spec/2024-11-05/basic/transports.mdx:L24")
+@rule(
+    "MCP802",
+    "stdio-message-not-one-line",
+    Severity.ERROR,
+    kinds=EVERY_KIND,
+    scope="stdio",
+    gate=_unusual_line,
+    spec=f"{STDIO_PAGE}:L13; spec/2025-11-25/basic/transports.mdx:L28; spec/2024-11-05/basic/transports.mdx:L24",
+)
 def stdio_message_not_one_line(m: Analysed, s):
     """A message is not exactly one `\\n`-terminated line: it is spread over several lines
     (pretty-printed JSON, or a raw newline inside a string) — detected as lines that fail to parse
@@ -167,27 +202,48 @@ def _not_one_line_hits(m: Analysed, v):
     if v.frame == "joined":
         g = v.group
         j = g.joined
-        what = f"a {j.method} request" if j.kind is Kind.REQUEST else \
-            f"a {j.method} notification" if j.kind is Kind.NOTIFICATION else \
-            f"a response (id {j.id!r})" if j.kind in (Kind.RESULT, Kind.ERROR) else "a JSON value"
+        what = (
+            f"a {j.method} request"
+            if j.kind is Kind.REQUEST
+            else f"a {j.method} notification"
+            if j.kind is Kind.NOTIFICATION
+            else f"a response (id {j.id!r})"
+            if j.kind in (Kind.RESULT, Kind.ERROR)
+            else "a JSON value"
+        )
         how = "a raw newline inside a string" if g.raw_newline_in_string else "pretty-printed JSON"
-        yield Hit(f"{_sender(g.dir)} wrote {what} over {_span(g)} ({how}) starting {v.first_line}; "
-                  f"stdio messages MUST NOT contain embedded newlines, so a reader sees {g.lines} broken "
-                  f"lines instead of one message", offset=g.offset, related_seq=g.first_seq)
+        yield Hit(
+            f"{_sender(g.dir)} wrote {what} over {_span(g)} ({how}) starting {v.first_line}; "
+            f"stdio messages MUST NOT contain embedded newlines, so a reader sees {g.lines} broken "
+            f"lines instead of one message",
+            offset=g.offset,
+            related_seq=g.first_seq,
+        )
         return
     if v.frame:
         return
     if not rec.eol:
-        yield Hit(f"{where(rec)}: the stream ended without the final newline of this message; a "
-                  f"reader waiting for \"\\n\" never sees it", severity=Severity.WARNING)
+        yield Hit(
+            f"{where(rec)}: the stream ended without the final newline of this message; a "
+            f'reader waiting for "\\n" never sees it',
+            severity=Severity.WARNING,
+        )
     if v.crlf_first:
-        yield Hit(f"{where(rec)}: {_sender(rec.dir)} ends lines with \"\\r\\n\" (first here); messages "
-                  f"are delimited by \"\\n\", so a strict reader sees a trailing \"\\r\"",
-                  severity=Severity.WARNING)
+        yield Hit(
+            f'{where(rec)}: {_sender(rec.dir)} ends lines with "\\r\\n" (first here); messages '
+            f'are delimited by "\\n", so a strict reader sees a trailing "\\r"',
+            severity=Severity.WARNING,
+        )
 
 
-@rule("MCP803", "stdio-not-utf8", Severity.ERROR, kinds=(Kind.INVALID,), scope="stdio",
-      spec="spec/2025-11-25/basic/transports.mdx:L7; spec/2026-07-28/basic/transports/index.mdx:L29-30")
+@rule(
+    "MCP803",
+    "stdio-not-utf8",
+    Severity.ERROR,
+    kinds=(Kind.INVALID,),
+    scope="stdio",
+    spec="spec/2025-11-25/basic/transports.mdx:L7; spec/2026-07-28/basic/transports/index.mdx:L29-30",
+)
 def stdio_not_utf8(m: Analysed, s):
     """A message on stdin or stdout is not valid UTF-8 (it would be JSON with its bad bytes
     replaced). The finding gives the offset of the first invalid byte in the stream. A line that is
@@ -212,14 +268,23 @@ def stdio_not_utf8(m: Analysed, s):
     at = f"byte {rec.offset + start}" if rec.offset is not None else f"byte {start} of the line"
     stream = "server stdout" if rec.dir is Direction.S2C else "client → server stdin"
     bad = " ".join(f"0x{b:02X}" for b in rec.raw[start:end])
-    context = show_bytes(rec.raw[max(0, start - 30):start + 30], limit=60)
+    context = show_bytes(rec.raw[max(0, start - 30) : start + 30], limit=60)
     sev = Severity.WARNING if m.version == L1 else None
-    yield Hit(f"{stream} {at}: invalid UTF-8 ({bad}) in {context}; MCP messages MUST be UTF-8",
-              severity=sev, offset=rec.offset + start if rec.offset is not None else None)
+    yield Hit(
+        f"{stream} {at}: invalid UTF-8 ({bad}) in {context}; MCP messages MUST be UTF-8",
+        severity=sev,
+        offset=rec.offset + start if rec.offset is not None else None,
+    )
 
 
-@rule("MCP804", "stdio-stderr-not-utf8", Severity.WARNING, scope="stdio", phase="end",
-      spec=f"{STDIO_PAGE}:L14-17; spec/2025-11-25/basic/transports.mdx:L29-32")
+@rule(
+    "MCP804",
+    "stdio-stderr-not-utf8",
+    Severity.WARNING,
+    scope="stdio",
+    phase="end",
+    spec=f"{STDIO_PAGE}:L14-17; spec/2025-11-25/basic/transports.mdx:L29-32",
+)
 def stdio_stderr_not_utf8(s, end_t_ns: int):
     """The server's stderr is not UTF-8. stderr is free-form logging ("The server MAY write UTF-8
     strings to stderr"), never a protocol violation otherwise, and clients SHOULD NOT treat it as an
@@ -233,12 +298,26 @@ def stdio_stderr_not_utf8(s, end_t_ns: int):
         return
     seq, offset, raw = st.stderr_bad[0]
     at = f" at stderr byte {offset}" if offset is not None else ""
-    yield None, Hit(f"{st.stderr_bad_count} stderr line(s) are not UTF-8; the first{at} (seq {seq}): "
-                    f"{show_bytes(raw)}", related_seq=seq, offset=offset)
+    yield (
+        None,
+        Hit(
+            f"{st.stderr_bad_count} stderr line(s) are not UTF-8; the first{at} (seq {seq}): "
+            f"{show_bytes(raw)}",
+            related_seq=seq,
+            offset=offset,
+        ),
+    )
 
 
-@rule("MCP805", "stdio-wrong-message-kind", Severity.ERROR, kinds=(Kind.REQUEST, Kind.RESULT, Kind.ERROR),
-      versions=MODERN, scope="stdio", spec=f"{STDIO_PAGE}:L35-37, :L55")
+@rule(
+    "MCP805",
+    "stdio-wrong-message-kind",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST, Kind.RESULT, Kind.ERROR),
+    versions=MODERN,
+    scope="stdio",
+    spec=f"{STDIO_PAGE}:L35-37, :L55",
+)
 def stdio_wrong_message_kind(m: Analysed, s):
     """In modern (2026-07-28) stdio traffic the client writes a JSON-RPC response to the server's
     stdin, or the server writes a JSON-RPC request to its stdout. This is the stdio form of
@@ -254,17 +333,30 @@ def stdio_wrong_message_kind(m: Analysed, s):
         return None
     d = m.rec.dir
     if m.kind is Kind.REQUEST and d is Direction.S2C:
-        return Hit(f"the server wrote a {m.method} request to stdout; a 2026-07-28 server MUST NOT send "
-                   f"requests on stdio (use an InputRequiredResult)", path="$.method")
+        return Hit(
+            f"the server wrote a {m.method} request to stdout; a 2026-07-28 server MUST NOT send "
+            f"requests on stdio (use an InputRequiredResult)",
+            path="$.method",
+        )
     if m.kind is not Kind.REQUEST and d is Direction.C2S:
-        return Hit("the client wrote a JSON-RPC response to the server's stdin; a 2026-07-28 client MUST "
-                   "NOT write responses on stdio", path="$.id")
+        return Hit(
+            "the client wrote a JSON-RPC response to the server's stdin; a 2026-07-28 client MUST "
+            "NOT write responses on stdio",
+            path="$.id",
+        )
     return None
 
 
-@rule("MCP806", "stdio-output-after-cancel", Severity.ERROR, kinds=(Kind.NOTIFICATION,),
-      methods=("notifications/progress",), versions=MODERN, scope="stdio/pairing",
-      spec=f"{STDIO_PAGE}:L78-83")
+@rule(
+    "MCP806",
+    "stdio-output-after-cancel",
+    Severity.ERROR,
+    kinds=(Kind.NOTIFICATION,),
+    methods=("notifications/progress",),
+    versions=MODERN,
+    scope="stdio/pairing",
+    spec=f"{STDIO_PAGE}:L78-83",
+)
 def stdio_output_after_cancel(m: Analysed, s):
     """In modern stdio traffic the server sends a progress notification for a request after the
     client cancelled it with `notifications/cancelled`. Messages sent within 50 ms of the cancel are
@@ -291,15 +383,25 @@ def stdio_output_after_cancel(m: Analysed, s):
             continue
         gap_ms = (m.rec.t_ns - (req.cancelled_t_ns or m.rec.t_ns)) / 1e6
         if gap_ms >= RACE_MS:
-            yield Hit(f"progress for {req.method} (seq {req.seq}) {gap_ms:.0f} ms after the client "
-                      f"cancelled it (seq {req.cancelled_seq}); a server MUST NOT send anything more "
-                      f"for a cancelled request", path="$.params.progressToken",
-                      related_seq=req.cancelled_seq)
+            yield Hit(
+                f"progress for {req.method} (seq {req.seq}) {gap_ms:.0f} ms after the client "
+                f"cancelled it (seq {req.cancelled_seq}); a server MUST NOT send anything more "
+                f"for a cancelled request",
+                path="$.params.progressToken",
+                related_seq=req.cancelled_seq,
+            )
         return
 
 
-@rule("MCP807", "stdio-fallback-despite-modern-error", Severity.WARNING, kinds=(Kind.REQUEST,),
-      methods=("initialize",), scope="stdio/pairing", spec=f"{STDIO_PAGE}:L121-141")
+@rule(
+    "MCP807",
+    "stdio-fallback-despite-modern-error",
+    Severity.WARNING,
+    kinds=(Kind.REQUEST,),
+    methods=("initialize",),
+    scope="stdio/pairing",
+    spec=f"{STDIO_PAGE}:L121-141",
+)
 def stdio_fallback_despite_modern_error(m: Analysed, s):
     """A dual-era client on stdio falls back to `initialize` although its `server/discover` probe
     got a recognized modern error (-32020, -32021, -32022): the server is modern, and the client
@@ -317,13 +419,23 @@ def stdio_fallback_despite_modern_error(m: Analysed, s):
     if disc is None or not disc.before_initialize or disc.outcome != "error":
         return
     if disc.error_code in RECOGNIZED_MODERN_ERRORS:
-        yield Hit(f"the server/discover probe (seq {disc.request_seq}) got the modern error "
-                  f"{disc.error_code}, so the server is modern; retry with a supported version "
-                  f"instead of falling back to initialize", related_seq=disc.request_seq)
+        yield Hit(
+            f"the server/discover probe (seq {disc.request_seq}) got the modern error "
+            f"{disc.error_code}, so the server is modern; retry with a supported version "
+            f"instead of falling back to initialize",
+            related_seq=disc.request_seq,
+        )
 
 
-@rule("MCP808", "stdio-no-discover-probe", Severity.INFO, kinds=(Kind.REQUEST,), versions=MODERN,
-      scope="stdio", spec=f"{STDIO_PAGE}:L121-126, :L143-147")
+@rule(
+    "MCP808",
+    "stdio-no-discover-probe",
+    Severity.INFO,
+    kinds=(Kind.REQUEST,),
+    versions=MODERN,
+    scope="stdio",
+    spec=f"{STDIO_PAGE}:L121-126, :L143-147",
+)
 def stdio_no_discover_probe(m: Analysed, s):
     """The client's first request on stdio is a modern request other than `server/discover`.
     Dual-era clients SHOULD probe with `server/discover` first; for modern-only clients it is
@@ -341,13 +453,18 @@ def stdio_no_discover_probe(m: Analysed, s):
     if v is None or not v.first_client_request or m.rec.dir is not Direction.C2S:
         return None
     if m.method != "server/discover" and not v.probed_on_sibling:
-        return Hit(f"the client's first request is {m.method}, not a server/discover probe",
-                   path="$.method")
+        return Hit(f"the client's first request is {m.method}, not a server/discover probe", path="$.method")
     return None
 
 
-@rule("MCP809", "stdio-server-outlives-stdin", Severity.INFO, scope="stdio", phase="end",
-      spec=f"{STDIO_PAGE}:L102-104; spec/2025-11-25/basic/lifecycle.mdx:L228-239")
+@rule(
+    "MCP809",
+    "stdio-server-outlives-stdin",
+    Severity.INFO,
+    scope="stdio",
+    phase="end",
+    spec=f"{STDIO_PAGE}:L102-104; spec/2025-11-25/basic/lifecycle.mdx:L228-239",
+)
 def stdio_server_outlives_stdin(s, end_t_ns: int):
     """The server did not exit promptly after its stdin reached end-of-file: `mcptrace stdio` had
     to send SIGTERM (or SIGKILL) after its grace period, and the finding counts the notifications
@@ -366,7 +483,16 @@ def stdio_server_outlives_stdin(s, end_t_ns: int):
     signals = " then ".join(str(d.get("signal")) for _, d in st.terminated)
     after = data.get("after_ms")
     when = f"{after / 1000:.1f} s" if isinstance(after, int | float) else "the grace period"
-    wrote = f"; it wrote {st.writes_after_eof} notification(s)/request(s) after the EOF" \
-        if st.writes_after_eof else ""
-    yield None, Hit(f"the server was still running {when} after its stdin reached EOF (seq {eof_seq}); "
-                    f"mcptrace sent {signals}{wrote}", related_seq=seq)
+    wrote = (
+        f"; it wrote {st.writes_after_eof} notification(s)/request(s) after the EOF"
+        if st.writes_after_eof
+        else ""
+    )
+    yield (
+        None,
+        Hit(
+            f"the server was still running {when} after its stdin reached EOF (seq {eof_seq}); "
+            f"mcptrace sent {signals}{wrote}",
+            related_seq=seq,
+        ),
+    )

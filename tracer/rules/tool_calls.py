@@ -27,8 +27,14 @@ def call_result(m: Analysed) -> dict | None:
     return r
 
 
-@rule("MCP610", "call-result-malformed", Severity.ERROR, kinds=RESULT, methods=CALL,
-      spec="schema CallToolResult, e.g. schema/2026-07-28/schema.ts:L1809-1838")
+@rule(
+    "MCP610",
+    "call-result-malformed",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=CALL,
+    spec="schema CallToolResult, e.g. schema/2026-07-28/schema.ts:L1809-1838",
+)
 def call_result_malformed(m: Analysed, s):
     """A `tools/call` result (`resultType` `"complete"` in 2026-07-28) lacks a `content` array, or
     `isError` is present but not a boolean.
@@ -47,8 +53,15 @@ def call_result_malformed(m: Analysed, s):
     return out
 
 
-@rule("MCP613", "structured-content-not-object", Severity.ERROR, kinds=RESULT, methods=CALL,
-      versions=between(L3, L4), spec="schema/2025-11-25/schema.ts:L1113 structuredContent object")
+@rule(
+    "MCP613",
+    "structured-content-not-object",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=CALL,
+    versions=between(L3, L4),
+    spec="schema/2025-11-25/schema.ts:L1113 structuredContent object",
+)
 def structured_content_not_object(m: Analysed, s):
     """(2025-06-18, 2025-11-25) `structuredContent` is present but is not a JSON object. (2026-07-28
     allows any JSON value.)
@@ -58,8 +71,10 @@ def structured_content_not_object(m: Analysed, s):
     r = call_result(m)
     sc = r.get("structuredContent", MISSING) if r is not None else MISSING
     if sc is not MISSING and type(sc) is not dict:
-        return Hit(f"structuredContent must be an object in this version, not {type(sc).__name__}",
-                   path="$.result.structuredContent")
+        return Hit(
+            f"structuredContent must be an object in this version, not {type(sc).__name__}",
+            path="$.result.structuredContent",
+        )
     return None
 
 
@@ -69,8 +84,16 @@ def _called_tool(m: Analysed, s) -> dict | None:
     return s.track.tool(name) if type(name) is str else None
 
 
-@rule("MCP614", "structured-content-mismatch", Severity.ERROR, kinds=RESULT, methods=CALL, versions=since(L3),
-      scope="pairing", spec=f"spec/2025-11-25/server/tools.mdx:L340; {TOOLS}:L511-515")
+@rule(
+    "MCP614",
+    "structured-content-mismatch",
+    Severity.ERROR,
+    kinds=RESULT,
+    methods=CALL,
+    versions=since(L3),
+    scope="pairing",
+    spec=f"spec/2025-11-25/server/tools.mdx:L340; {TOOLS}:L511-515",
+)
 def structured_content_mismatch(m: Analysed, s):
     """The tool advertised an `outputSchema` in the last `tools/list`, and a non-error result lacks
     `structuredContent` or carries one that does not validate against that schema.
@@ -85,12 +108,16 @@ def structured_content_mismatch(m: Analysed, s):
     if type(schema) is not dict:
         return None
     if "structuredContent" not in r:
-        return Hit(f"tool {tool.get('name')!r} declares an outputSchema, so its result needs structuredContent",
-                   path="$.result")
+        return Hit(
+            f"tool {tool.get('name')!r} declares an outputSchema, so its result needs structuredContent",
+            path="$.result",
+        )
     why = validation_error(schema, r["structuredContent"])
     if why:
-        return Hit(f"structuredContent does not match tool {tool.get('name')!r}'s outputSchema: {why}",
-                   path="$.result.structuredContent")
+        return Hit(
+            f"structuredContent does not match tool {tool.get('name')!r}'s outputSchema: {why}",
+            path="$.result.structuredContent",
+        )
     return None
 
 
@@ -113,8 +140,15 @@ def _text_holds(text: str, sc) -> bool:
     return False
 
 
-@rule("MCP615", "structured-content-without-text", Severity.WARNING, kinds=RESULT, methods=CALL,
-      versions=since(L3), spec=f"spec/2025-11-25/server/tools.mdx:L326; {TOOLS}:L500")
+@rule(
+    "MCP615",
+    "structured-content-without-text",
+    Severity.WARNING,
+    kinds=RESULT,
+    methods=CALL,
+    versions=since(L3),
+    spec=f"spec/2025-11-25/server/tools.mdx:L326; {TOOLS}:L500",
+)
 def structured_content_without_text(m: Analysed, s):
     """`structuredContent` is returned without a `TextContent` block holding the same data as JSON,
     for clients that read only `content` (backwards compatibility, SHOULD). A plain value wrapped as
@@ -128,15 +162,28 @@ def structured_content_without_text(m: Analysed, s):
     sc = r["structuredContent"]
     content = r.get("content")
     for block in content if type(content) is list else ():
-        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str \
-                and _text_holds(block["text"], sc):
+        if (
+            type(block) is dict
+            and block.get("type") == "text"
+            and type(block.get("text")) is str
+            and _text_holds(block["text"], sc)
+        ):
             return None
-    return Hit("structuredContent should also be given as serialized JSON in a text content block",
-               path="$.result.content")
+    return Hit(
+        "structuredContent should also be given as serialized JSON in a text content block",
+        path="$.result.content",
+    )
 
 
-@rule("MCP616", "call-arguments-invalid", Severity.WARNING, kinds=REQUEST, methods=CALL, scope="pairing",
-      spec=f"{TOOLS}:L290-293, :L760-765")
+@rule(
+    "MCP616",
+    "call-arguments-invalid",
+    Severity.WARNING,
+    kinds=REQUEST,
+    methods=CALL,
+    scope="pairing",
+    spec=f"{TOOLS}:L290-293, :L760-765",
+)
 def call_arguments_invalid(m: Analysed, s):
     """(inferred) `tools/call` `arguments` do not validate against the tool's `inputSchema` from the
     last `tools/list`: a client defect (the server should answer with `isError: true`).
@@ -158,8 +205,14 @@ def call_arguments_invalid(m: Analysed, s):
     return None
 
 
-@rule("MCP617", "call-params-malformed", Severity.ERROR, kinds=REQUEST, methods=CALL,
-      spec="schema CallToolRequestParams, e.g. schema/2026-07-28/schema.ts:L1863-1885")
+@rule(
+    "MCP617",
+    "call-params-malformed",
+    Severity.ERROR,
+    kinds=REQUEST,
+    methods=CALL,
+    spec="schema CallToolRequestParams, e.g. schema/2026-07-28/schema.ts:L1863-1885",
+)
 def call_params_malformed(m: Analysed, s):
     """`tools/call` params lack `name` (a string), or `arguments` is present but not an object.
 

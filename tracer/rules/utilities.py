@@ -32,8 +32,14 @@ def _num(v) -> bool:
 # -- cancellation --------------------------------------------------------------------------------
 
 
-@rule("MCP501", "cancel-without-request-id", Severity.ERROR, kinds=NOTE, methods=CANCEL,
-      spec="schema/2026-07-28/schema.ts:L620-627; schema/2025-11-25/schema.ts:L215-223")
+@rule(
+    "MCP501",
+    "cancel-without-request-id",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=CANCEL,
+    spec="schema/2026-07-28/schema.ts:L620-627; schema/2025-11-25/schema.ts:L215-223",
+)
 def cancel_without_request_id(m: Analysed, s):
     """`notifications/cancelled` has no `params.requestId`, so it cancels nothing. (In 2025-11-25
     the field is optional only because tasks are cancelled with `tasks/cancel`; it "MUST be provided
@@ -43,13 +49,21 @@ def cancel_without_request_id(m: Analysed, s):
     """
     params = m.params
     if params is None or params.get("requestId") is None:
-        return Hit("notifications/cancelled must name the request it cancels in params.requestId",
-                   path="$.params")
+        return Hit(
+            "notifications/cancelled must name the request it cancels in params.requestId", path="$.params"
+        )
     return None
 
 
-@rule("MCP502", "cancel-unknown-request", Severity.ERROR, kinds=NOTE, methods=CANCEL, scope="pairing",
-      spec=f"{CANCELLATION}:L32-34; spec/2026-07-28/basic/patterns/cancellation.mdx:L68-70")
+@rule(
+    "MCP502",
+    "cancel-unknown-request",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=CANCEL,
+    scope="pairing",
+    spec=f"{CANCELLATION}:L32-34; spec/2026-07-28/basic/patterns/cancellation.mdx:L68-70",
+)
 def cancel_unknown_request(m: Analysed, s):
     """`notifications/cancelled` names a request id its sender never issued (in that direction) in
     this session. (A 2026-07-28 server's cancel of a `subscriptions/listen` is MCP505's business.)
@@ -72,12 +86,21 @@ def cancel_unknown_request(m: Analysed, s):
     if m.era is Era.MODERN and m.rec.http is not None and endpoint_request(s, m.rec, key) is not None:
         return None  # stateless HTTP: the request went to the same endpoint on another connection
     who = "client" if direction is Direction.C2S else "server"
-    return Hit(f"the {who} never sent a request with id {params.get('requestId')!r} in this session",
-               path="$.params.requestId")
+    return Hit(
+        f"the {who} never sent a request with id {params.get('requestId')!r} in this session",
+        path="$.params.requestId",
+    )
 
 
-@rule("MCP503", "cancel-after-response", Severity.WARNING, kinds=NOTE, methods=CANCEL, scope="pairing",
-      spec=f"{CANCELLATION}:L32-34, :L48-53; spec/2026-07-28/basic/patterns/cancellation.mdx:L84-89")
+@rule(
+    "MCP503",
+    "cancel-after-response",
+    Severity.WARNING,
+    kinds=NOTE,
+    methods=CANCEL,
+    scope="pairing",
+    spec=f"{CANCELLATION}:L32-34, :L48-53; spec/2026-07-28/basic/patterns/cancellation.mdx:L84-89",
+)
 def cancel_after_response(m: Analysed, s):
     """`notifications/cancelled` names a request whose response its sender had already received.
     Cancels MUST reference requests "believed to still be in-progress"; as responses and cancels
@@ -91,13 +114,24 @@ def cancel_after_response(m: Analysed, s):
     gap_ms = (m.rec.t_ns - req.response_t_ns) / 1e6
     if gap_ms < RACE_MS:
         return None
-    return Hit(f"request {req.method} id {req.id!r} was already answered (seq {req.response_seq}) "
-               f"{gap_ms:.0f} ms before this cancel", path="$.params.requestId", related_seq=req.response_seq)
+    return Hit(
+        f"request {req.method} id {req.id!r} was already answered (seq {req.response_seq}) "
+        f"{gap_ms:.0f} ms before this cancel",
+        path="$.params.requestId",
+        related_seq=req.response_seq,
+    )
 
 
-@rule("MCP505", "server-cancel-not-listen", Severity.ERROR, kinds=NOTE, methods=CANCEL, versions=MODERN,
-      scope="pairing", spec="spec/2026-07-28/basic/patterns/cancellation.mdx:L11-14, :L71-72; "
-                            "schema/2026-07-28/schema.ts:L637")
+@rule(
+    "MCP505",
+    "server-cancel-not-listen",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=CANCEL,
+    versions=MODERN,
+    scope="pairing",
+    spec="spec/2026-07-28/basic/patterns/cancellation.mdx:L11-14, :L71-72; schema/2026-07-28/schema.ts:L637",
+)
 def server_cancel_not_listen(m: Analysed, s):
     """A 2026-07-28 server sends `notifications/cancelled` for anything other than an in-flight
     `subscriptions/listen` request. "Servers MUST NOT send notifications/cancelled for any other
@@ -115,13 +149,24 @@ def server_cancel_not_listen(m: Analysed, s):
     if req is not None and req.method == "subscriptions/listen":
         return None
     what = f"the client's {req.method} request" if req is not None else "no in-flight subscriptions/listen"
-    return Hit(f"a modern server may cancel only an in-flight subscriptions/listen; requestId names {what}",
-               path="$.params.requestId", related_seq=req.seq if req is not None else None)
+    return Hit(
+        f"a modern server may cancel only an in-flight subscriptions/listen; requestId names {what}",
+        path="$.params.requestId",
+        related_seq=req.seq if req is not None else None,
+    )
 
 
-@rule("MCP506", "cancel-posted-over-http", Severity.WARNING, kinds=NOTE, methods=CANCEL, versions=MODERN,
-      scope="http", spec="spec/2026-07-28/basic/transports/streamable-http.mdx:L93-103; "
-                         "spec/2026-07-28/basic/patterns/cancellation.mdx:L36-40")
+@rule(
+    "MCP506",
+    "cancel-posted-over-http",
+    Severity.WARNING,
+    kinds=NOTE,
+    methods=CANCEL,
+    versions=MODERN,
+    scope="http",
+    spec="spec/2026-07-28/basic/transports/streamable-http.mdx:L93-103; "
+    "spec/2026-07-28/basic/patterns/cancellation.mdx:L36-40",
+)
 def cancel_posted_over_http(m: Analysed, s):
     """(inferred) A 2026-07-28 client POSTs `notifications/cancelled` over Streamable HTTP. There,
     closing the request's SSE response stream is the cancellation signal and "no
@@ -130,8 +175,11 @@ def cancel_posted_over_http(m: Analysed, s):
     Example: `POST /mcp` with body `{"jsonrpc":"2.0","method":"notifications/cancelled",...}`.
     """
     if m.rec.dir is Direction.C2S and m.rec.http is not None:
-        return Hit("over Streamable HTTP, cancel a request by closing its response stream, not with "
-                   "notifications/cancelled", path="$.method")
+        return Hit(
+            "over Streamable HTTP, cancel a request by closing its response stream, not with "
+            "notifications/cancelled",
+            path="$.method",
+        )
     return None
 
 
@@ -147,8 +195,13 @@ def _token_problem(v) -> str | None:
     return f"{'a boolean' if t is bool else type(v).__name__ if v is not None else 'null'}"
 
 
-@rule("MCP510", "progress-token-type", Severity.ERROR, kinds=(Kind.REQUEST, Kind.NOTIFICATION),
-      spec="spec/2025-11-25/basic/utilities/progress.mdx:L16; schema.json ProgressToken [string, integer]")
+@rule(
+    "MCP510",
+    "progress-token-type",
+    Severity.ERROR,
+    kinds=(Kind.REQUEST, Kind.NOTIFICATION),
+    spec="spec/2025-11-25/basic/utilities/progress.mdx:L16; schema.json ProgressToken [string, integer]",
+)
 def progress_token_type(m: Analysed, s):
     """A `progressToken` (in a request's `_meta` or in `notifications/progress`) is not a string or
     an integer. "Progress tokens MUST be a string or integer value."
@@ -172,8 +225,14 @@ def progress_token_type(m: Analysed, s):
     return None
 
 
-@rule("MCP511", "progress-token-reused", Severity.ERROR, kinds=REQUEST, scope="pairing",
-      spec=f"{PROGRESS_DOC}:L17-18; spec/2026-07-28/basic/patterns/progress.mdx:L17-18")
+@rule(
+    "MCP511",
+    "progress-token-reused",
+    Severity.ERROR,
+    kinds=REQUEST,
+    scope="pairing",
+    spec=f"{PROGRESS_DOC}:L17-18; spec/2026-07-28/basic/patterns/progress.mdx:L17-18",
+)
 def progress_token_reused(m: Analysed, s):
     """A sender uses the same `progressToken` on two requests that are active at the same time.
     Tokens "MUST be unique across all active requests".
@@ -187,8 +246,11 @@ def progress_token_reused(m: Analysed, s):
     entry = s.track.progress.get((m.rec.dir, tok)) if tok is not None else None
     if entry is None:
         return None
-    return Hit(f"progressToken {meta['progressToken']!r} is still in use by the request at seq {entry.req_seq}",
-               path="$.params._meta.progressToken", related_seq=entry.req_seq)
+    return Hit(
+        f"progressToken {meta['progressToken']!r} is still in use by the request at seq {entry.req_seq}",
+        path="$.params._meta.progressToken",
+        related_seq=entry.req_seq,
+    )
 
 
 def _progress_entry(m: Analysed, s):
@@ -202,8 +264,15 @@ def _progress_entry(m: Analysed, s):
     return tok, t.progress.get(key), t.progress_done.get(key)
 
 
-@rule("MCP512", "progress-token-unknown", Severity.ERROR, kinds=NOTE, methods=PROGRESS, scope="pairing",
-      spec=f"{PROGRESS_DOC}:L60-62; spec/2026-07-28/basic/patterns/progress.mdx:L60-62")
+@rule(
+    "MCP512",
+    "progress-token-unknown",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=PROGRESS,
+    scope="pairing",
+    spec=f"{PROGRESS_DOC}:L60-62; spec/2026-07-28/basic/patterns/progress.mdx:L60-62",
+)
 def progress_token_unknown(m: Analysed, s):
     """`notifications/progress` carries a token that no request from the other side supplied.
     Progress MUST only reference tokens "provided in an active request". (After the request's
@@ -215,12 +284,21 @@ def progress_token_unknown(m: Analysed, s):
     if tok is None or active is not None or done is not None:
         return None
     who = "client" if m.rec.dir is Direction.S2C else "server"
-    return Hit(f"no {who} request supplied progressToken {m.params.get('progressToken')!r}",
-               path="$.params.progressToken")
+    return Hit(
+        f"no {who} request supplied progressToken {m.params.get('progressToken')!r}",
+        path="$.params.progressToken",
+    )
 
 
-@rule("MCP513", "progress-after-response", Severity.ERROR, kinds=NOTE, methods=PROGRESS, scope="pairing",
-      spec=f"{PROGRESS_DOC}:L94, :L69-71; spec/2026-07-28/basic/patterns/progress.mdx:L90")
+@rule(
+    "MCP513",
+    "progress-after-response",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=PROGRESS,
+    scope="pairing",
+    spec=f"{PROGRESS_DOC}:L94, :L69-71; spec/2026-07-28/basic/patterns/progress.mdx:L90",
+)
 def progress_after_response(m: Analysed, s):
     """`notifications/progress` arrives after the final response to its request. (2025-11-25
     task-augmented requests are exempt: their progress lasts until the task ends.)
@@ -230,12 +308,22 @@ def progress_after_response(m: Analysed, s):
     tok, active, done = _progress_entry(m, s)
     if tok is None or active is not None or done is None or done.task:
         return None
-    return Hit(f"progress for a request that was already answered (seq {done.done_seq})",
-               path="$.params.progressToken", related_seq=done.done_seq)
+    return Hit(
+        f"progress for a request that was already answered (seq {done.done_seq})",
+        path="$.params.progressToken",
+        related_seq=done.done_seq,
+    )
 
 
-@rule("MCP514", "progress-not-increasing", Severity.ERROR, kinds=NOTE, methods=PROGRESS, scope="pairing",
-      spec=f"{PROGRESS_DOC}:L53; spec/2026-07-28/basic/patterns/progress.mdx:L53")
+@rule(
+    "MCP514",
+    "progress-not-increasing",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=PROGRESS,
+    scope="pairing",
+    spec=f"{PROGRESS_DOC}:L53; spec/2026-07-28/basic/patterns/progress.mdx:L53",
+)
 def progress_not_increasing(m: Analysed, s):
     """`progress` does not strictly increase across the notifications of one token. "The progress
     value MUST increase with each notification, even if the total is unknown."
@@ -247,13 +335,22 @@ def progress_not_increasing(m: Analysed, s):
         return None
     p = m.params.get("progress")
     if _num(p) and type(p) is not bool and p <= active.last:
-        return Hit(f"progress {p} does not increase on {active.last} (seq {active.last_seq})",
-                   path="$.params.progress", related_seq=active.last_seq)
+        return Hit(
+            f"progress {p} does not increase on {active.last} (seq {active.last_seq})",
+            path="$.params.progress",
+            related_seq=active.last_seq,
+        )
     return None
 
 
-@rule("MCP515", "progress-notification-malformed", Severity.ERROR, kinds=NOTE, methods=PROGRESS,
-      spec="schema ProgressNotificationParams, e.g. schema/2026-07-28/schema.ts:L1009-1031")
+@rule(
+    "MCP515",
+    "progress-notification-malformed",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=PROGRESS,
+    spec="schema ProgressNotificationParams, e.g. schema/2026-07-28/schema.ts:L1009-1031",
+)
 def progress_notification_malformed(m: Analysed, s):
     """`notifications/progress` lacks `progressToken`, or `progress` is missing or not a number, or
     `total` is present but not a number.
@@ -268,18 +365,29 @@ def progress_notification_malformed(m: Analysed, s):
         out.append(Hit("progressToken is missing", path="$.params"))
     p = params.get("progress", MISSING)
     if p is MISSING or not _num(p) or type(p) is bool:
-        out.append(Hit(f"progress must be a number, not {'missing' if p is MISSING else repr(p)}",
-                       path="$.params.progress"))
+        out.append(
+            Hit(
+                f"progress must be a number, not {'missing' if p is MISSING else repr(p)}",
+                path="$.params.progress",
+            )
+        )
     total = params.get("total", MISSING)
     if total is not MISSING and (not _num(total) or type(total) is bool):
         out.append(Hit(f"total must be a number, not {total!r}", path="$.params.total"))
     return out
 
 
-@rule("MCP516", "request-scoped-notification-on-wrong-stream", Severity.ERROR, kinds=NOTE,
-      methods=("notifications/progress", "notifications/message"), versions=MODERN, scope="http",
-      spec="spec/2026-07-28/basic/transports/streamable-http.mdx:L112-116, :L131-134; "
-           "spec/2026-07-28/server/utilities/logging.mdx:L67-72")
+@rule(
+    "MCP516",
+    "request-scoped-notification-on-wrong-stream",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=("notifications/progress", "notifications/message"),
+    versions=MODERN,
+    scope="http",
+    spec="spec/2026-07-28/basic/transports/streamable-http.mdx:L112-116, :L131-134; "
+    "spec/2026-07-28/server/utilities/logging.mdx:L67-72",
+)
 def request_scoped_notification_on_wrong_stream(m: Analysed, s):
     """Over Streamable HTTP, `notifications/progress` or `notifications/message` is delivered on a
     `subscriptions/listen` stream or on the SSE stream of another request than the one it is about.
@@ -292,15 +400,21 @@ def request_scoped_notification_on_wrong_stream(m: Analysed, s):
         return None
     carrier = s.track.flows.get(flow)
     if carrier is not None and carrier.method == "subscriptions/listen":
-        return Hit(f"{m.method} is request-scoped and must not be delivered on the subscriptions/listen "
-                   f"stream (seq {carrier.seq})", related_seq=carrier.seq)
+        return Hit(
+            f"{m.method} is request-scoped and must not be delivered on the subscriptions/listen "
+            f"stream (seq {carrier.seq})",
+            related_seq=carrier.seq,
+        )
     if m.method != "notifications/progress" or carrier is None:
         return None
     _, active, done = _progress_entry(m, s)
     entry = active or done
     if entry is not None and entry.flow is not None and entry.flow != flow:
-        return Hit(f"progress for the request at seq {entry.req_seq} arrives on the stream of the request "
-                   f"at seq {carrier.seq}", related_seq=entry.req_seq)
+        return Hit(
+            f"progress for the request at seq {entry.req_seq} arrives on the stream of the request "
+            f"at seq {carrier.seq}",
+            related_seq=entry.req_seq,
+        )
     return None
 
 
@@ -309,8 +423,16 @@ def request_scoped_notification_on_wrong_stream(m: Analysed, s):
 PING_PROMPT_MS = 1000  # "promptly": the inspector's threshold
 
 
-@rule("MCP520", "ping-answer-not-empty", Severity.ERROR, kinds=RESPONSES, versions=LEG, methods=("ping",),
-      scope="pairing", spec="spec/2025-11-25/basic/utilities/ping.mdx:L29-37; spec/2024-11-05/basic/utilities/ping.mdx:L28")
+@rule(
+    "MCP520",
+    "ping-answer-not-empty",
+    Severity.ERROR,
+    kinds=RESPONSES,
+    versions=LEG,
+    methods=("ping",),
+    scope="pairing",
+    spec="spec/2025-11-25/basic/utilities/ping.mdx:L29-37; spec/2024-11-05/basic/utilities/ping.mdx:L28",
+)
 def ping_answer_not_empty(m: Analysed, s):
     """A `ping` is answered with an error, or with a result that has members other than `_meta`.
     "The receiver MUST respond promptly with an empty response."
@@ -326,8 +448,16 @@ def ping_answer_not_empty(m: Analysed, s):
     return None
 
 
-@rule("MCP521", "ping-slow", Severity.WARNING, kinds=RESPONSES, versions=LEG, methods=("ping",),
-      scope="pairing", spec="spec/2025-11-25/basic/utilities/ping.mdx:L29, :L57-66")
+@rule(
+    "MCP521",
+    "ping-slow",
+    Severity.WARNING,
+    kinds=RESPONSES,
+    versions=LEG,
+    methods=("ping",),
+    scope="pairing",
+    spec="spec/2025-11-25/basic/utilities/ping.mdx:L29, :L57-66",
+)
 def ping_slow(m: Analysed, s):
     """A `ping` is not answered "promptly": the answer took longer than 1 s (mcptrace's threshold).
     A slow ping usually means a blocked event loop or a stuck peer.
@@ -335,13 +465,22 @@ def ping_slow(m: Analysed, s):
     Example: `ping` at t=0, its empty result at t=3 s.
     """
     if m.latency_ns is not None and m.latency_ns > PING_PROMPT_MS * 1_000_000 and m.pair_status == "paired":
-        return Hit(f"ping answered after {m.latency_ns / 1e6:.0f} ms (more than {PING_PROMPT_MS} ms)",
-                   related_seq=m.partner_seq)
+        return Hit(
+            f"ping answered after {m.latency_ns / 1e6:.0f} ms (more than {PING_PROMPT_MS} ms)",
+            related_seq=m.partner_seq,
+        )
     return None
 
 
-@rule("MCP522", "ping-with-params", Severity.WARNING, kinds=REQUEST, versions=LEG, methods=("ping",),
-      spec="spec/2025-11-25/basic/utilities/ping.mdx:L17-19")
+@rule(
+    "MCP522",
+    "ping-with-params",
+    Severity.WARNING,
+    kinds=REQUEST,
+    versions=LEG,
+    methods=("ping",),
+    spec="spec/2025-11-25/basic/utilities/ping.mdx:L17-19",
+)
 def ping_with_params(m: Analysed, s):
     """(inferred) A `ping` request has params other than `_meta`: it is "a standard JSON-RPC request
     with no parameters".
@@ -375,9 +514,16 @@ def _log_level(req) -> str | None:
     return level if type(level) is str else None
 
 
-@rule("MCP530", "log-without-requested-level", Severity.ERROR, kinds=NOTE, methods=("notifications/message",),
-      versions=MODERN, scope="pairing",
-      spec="spec/2026-07-28/server/utilities/logging.mdx:L62-64; schema/2026-07-28/schema.ts:L100-104")
+@rule(
+    "MCP530",
+    "log-without-requested-level",
+    Severity.ERROR,
+    kinds=NOTE,
+    methods=("notifications/message",),
+    versions=MODERN,
+    scope="pairing",
+    spec="spec/2026-07-28/server/utilities/logging.mdx:L62-64; schema/2026-07-28/schema.ts:L100-104",
+)
 def log_without_requested_level(m: Analysed, s):
     """A 2026-07-28 server emits `notifications/message` although no request it could belong to
     carries `_meta["io.modelcontextprotocol/logLevel"]`. "The server MUST NOT emit
@@ -392,12 +538,22 @@ def log_without_requested_level(m: Analysed, s):
     if any(_log_level(r) is not None for r in cands):
         return None
     what = f"the request at seq {cands[0].seq}" if len(cands) == 1 else "no pending request"
-    return Hit(f"log message, but {what} asked for logs (_meta io.modelcontextprotocol/logLevel)",
-               path="$.method", related_seq=cands[0].seq if len(cands) == 1 else None)
+    return Hit(
+        f"log message, but {what} asked for logs (_meta io.modelcontextprotocol/logLevel)",
+        path="$.method",
+        related_seq=cands[0].seq if len(cands) == 1 else None,
+    )
 
 
-@rule("MCP531", "log-below-requested-level", Severity.WARNING, kinds=NOTE, methods=("notifications/message",),
-      scope="pairing", spec="spec/2026-07-28/server/utilities/logging.mdx:L65-68; schema/2025-11-25/schema.ts:L1507-1511")
+@rule(
+    "MCP531",
+    "log-below-requested-level",
+    Severity.WARNING,
+    kinds=NOTE,
+    methods=("notifications/message",),
+    scope="pairing",
+    spec="spec/2026-07-28/server/utilities/logging.mdx:L65-68; schema/2025-11-25/schema.ts:L1507-1511",
+)
 def log_below_requested_level(m: Analysed, s):
     """(inferred) `notifications/message` has a level below the requested minimum: in 2026-07-28 the
     `_meta` logLevel of the request(s) it may belong to; before, the last accepted
@@ -414,19 +570,27 @@ def log_below_requested_level(m: Analysed, s):
         ranks = [LOG_LEVEL_RANK.get(lv) for r in _log_candidates(m, s) if (lv := _log_level(r)) is not None]
         ranks = [r for r in ranks if r is not None]
         if ranks and rank < min(ranks):
-            return Hit(f"level {level!r} is below the requested {LOGGING_LEVELS[min(ranks)]!r}",
-                       path="$.params.level")
+            return Hit(
+                f"level {level!r} is below the requested {LOGGING_LEVELS[min(ranks)]!r}",
+                path="$.params.level",
+            )
         return None
     floor = s.track.log_level
     if floor in LOG_LEVEL_RANK and rank < LOG_LEVEL_RANK[floor]:
-        return Hit(f"level {level!r} is below the level {floor!r} set with logging/setLevel",
-                   path="$.params.level")
+        return Hit(
+            f"level {level!r} is below the level {floor!r} set with logging/setLevel", path="$.params.level"
+        )
     return None
 
 
-@rule("MCP532", "log-message-malformed", Severity.ERROR, kinds=(Kind.NOTIFICATION, Kind.REQUEST),
-      methods=("notifications/message", "logging/setLevel"),
-      spec="schema LoggingMessageNotificationParams, LoggingLevel, e.g. schema/2026-07-28/schema.ts:L2031-2084")
+@rule(
+    "MCP532",
+    "log-message-malformed",
+    Severity.ERROR,
+    kinds=(Kind.NOTIFICATION, Kind.REQUEST),
+    methods=("notifications/message", "logging/setLevel"),
+    spec="schema LoggingMessageNotificationParams, LoggingLevel, e.g. schema/2026-07-28/schema.ts:L2031-2084",
+)
 def log_message_malformed(m: Analysed, s):
     """`notifications/message` lacks `level` or `data`, or its `level` is not one of debug, info,
     notice, warning, error, critical, alert, emergency; `logging/setLevel`'s `level` follows the
@@ -446,9 +610,16 @@ def log_message_malformed(m: Analysed, s):
     return out
 
 
-@rule("MCP533", "invalid-log-level-accepted", Severity.WARNING, kinds=(Kind.RESULT,), versions=ALL,
-      scope="pairing", spec="spec/2026-07-28/server/utilities/logging.mdx:L99-104; "
-                            "spec/2025-11-25/server/utilities/logging.mdx:L108-113")
+@rule(
+    "MCP533",
+    "invalid-log-level-accepted",
+    Severity.WARNING,
+    kinds=(Kind.RESULT,),
+    versions=ALL,
+    scope="pairing",
+    spec="spec/2026-07-28/server/utilities/logging.mdx:L99-104; "
+    "spec/2025-11-25/server/utilities/logging.mdx:L108-113",
+)
 def invalid_log_level_accepted(m: Analysed, s):
     """An invalid log level is not rejected with -32602: a `logging/setLevel` with an unknown
     `level`, or (2026-07-28) a request whose `_meta` logLevel is unknown, is answered with a result.
@@ -469,6 +640,7 @@ def invalid_log_level_accepted(m: Analysed, s):
         return None
     if type(level) is str and level in LOG_LEVEL_RANK:
         return None
-    return Hit(f"the request at seq {req.seq} has the invalid log level {level!r}; expected a -32602 error",
-               related_seq=req.seq)
-
+    return Hit(
+        f"the request at seq {req.seq} has the invalid log level {level!r}; expected a -32602 error",
+        related_seq=req.seq,
+    )

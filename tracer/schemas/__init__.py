@@ -50,15 +50,26 @@ def defs_key(doc: dict[str, Any]) -> str:
 # integer" for both.
 ARTEFACTS: tuple[tuple[frozenset[str], tuple, tuple[str, ...], list[str]], ...] = (
     # JSONValue = string | number | boolean | null | JSONObject | JSONArray
-    (frozenset({"2026-07-28"}), ("JSONValue", "anyOf", 2, "type"),
-     ("boolean", "integer", "string"), ["string", "number", "boolean", "null"]),
+    (
+        frozenset({"2026-07-28"}),
+        ("JSONValue", "anyOf", 2, "type"),
+        ("boolean", "integer", "string"),
+        ["string", "number", "boolean", "null"],
+    ),
     # ElicitResult.content: { [key: string]: string | number | boolean }
-    (frozenset({"2025-06-18"}), ("ElicitResult", "properties", "content", "additionalProperties", "type"),
-     ("boolean", "integer", "string"), ["string", "number", "boolean"]),
+    (
+        frozenset({"2025-06-18"}),
+        ("ElicitResult", "properties", "content", "additionalProperties", "type"),
+        ("boolean", "integer", "string"),
+        ["string", "number", "boolean"],
+    ),
     # ... | string[] (2025-11-25 on)
-    (frozenset({"2025-11-25", "2026-07-28"}),
-     ("ElicitResult", "properties", "content", "additionalProperties", "anyOf", 1, "type"),
-     ("boolean", "integer", "string"), ["string", "number", "boolean"]),
+    (
+        frozenset({"2025-11-25", "2026-07-28"}),
+        ("ElicitResult", "properties", "content", "additionalProperties", "anyOf", 1, "type"),
+        ("boolean", "integer", "string"),
+        ["string", "number", "boolean"],
+    ),
 )
 
 
@@ -87,7 +98,8 @@ def correct_artefacts(doc: dict[str, Any], version: str) -> None:
         if type(value) is not list or tuple(sorted(value)) != generated:
             raise SchemaLoadError(
                 f"{version} {'/'.join(map(str, path))} no longer has the generated shape "
-                f"{list(generated)} the load-time correction expects: re-check tracer/schemas/SOURCE.md")
+                f"{list(generated)} the load-time correction expects: re-check tracer/schemas/SOURCE.md"
+            )
         holder[path[-1]] = list(declared)
 
 
@@ -104,4 +116,13 @@ def definitions(version: str) -> dict[str, Any]:
     return doc[defs_key(doc)]
 
 
-__all__ = ["ARTEFACTS", "SchemaLoadError", "correct_artefacts", "definitions", "defs_key", "license_text", "load_schema", "schema_bytes"]
+__all__ = [
+    "ARTEFACTS",
+    "SchemaLoadError",
+    "correct_artefacts",
+    "definitions",
+    "defs_key",
+    "license_text",
+    "load_schema",
+    "schema_bytes",
+]

@@ -103,7 +103,9 @@ class Catalog:
         self.error_defs, self.error_envelopes = self._error_tables()
         self.request_env = "JSONRPCRequest"
         self.notification_env = "JSONRPCNotification"
-        self.result_env = "JSONRPCResultResponse" if "JSONRPCResultResponse" in self.defs else "JSONRPCResponse"
+        self.result_env = (
+            "JSONRPCResultResponse" if "JSONRPCResultResponse" in self.defs else "JSONRPCResponse"
+        )
         self.error_env = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in self.defs else "JSONRPCError"
         self.has_tasks = "CreateTaskResult" in self.defs
         self.modern = version == MODERN_VERSION
@@ -167,8 +169,12 @@ class Catalog:
             return t
         name = self.requests.get(method) if method is not None else None
         if name is None:
-            return self._target(key, self.request_env, self._ref(self.request_env),
-                                f"the method is no request of {self.version}: envelope only")
+            return self._target(
+                key,
+                self.request_env,
+                self._ref(self.request_env),
+                f"the method is no request of {self.version}: envelope only",
+            )
         if self.method_defs_have_envelope:
             return self._target(key, name, self._ref(name))
         return self._target(key, name, {"allOf": [self._ref(self.request_env), self._ref(name)]})
@@ -180,8 +186,12 @@ class Catalog:
             return t
         name = self.notifications.get(method) if method is not None else None
         if name is None:
-            return self._target(key, self.notification_env, self._ref(self.notification_env),
-                                f"the method is no notification of {self.version}: envelope only")
+            return self._target(
+                key,
+                self.notification_env,
+                self._ref(self.notification_env),
+                f"the method is no notification of {self.version}: envelope only",
+            )
         if self.method_defs_have_envelope:
             return self._target(key, name, self._ref(name))
         return self._target(key, name, {"allOf": [self._ref(self.notification_env), self._ref(name)]})
@@ -195,8 +205,12 @@ class Catalog:
                 variant = INPUT_REQUIRED
             elif type(rt) is str and rt != COMPLETE:
                 variant = "other"  # e.g. an extension's "task": only the generic Result applies
-        elif (self.has_tasks and method in TASK_AUGMENTABLE and request_params is not None
-              and "task" in request_params):
+        elif (
+            self.has_tasks
+            and method in TASK_AUGMENTABLE
+            and request_params is not None
+            and "task" in request_params
+        ):
             variant = "task"
         key = ("result", method, variant)
         t = self._targets.get(key)

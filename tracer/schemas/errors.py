@@ -129,7 +129,9 @@ def _detail(err: Any, segments: tuple[str | int, ...]) -> str:
     if k == "const":
         return f"{who} must be {_brief(kind.expected_value)}, got {_brief(err.instance)}"
     if k == "enum":
-        return f"{who} must be one of {', '.join(_brief(o) for o in kind.options)}; got {_brief(err.instance)}"
+        return (
+            f"{who} must be one of {', '.join(_brief(o) for o in kind.options)}; got {_brief(err.instance)}"
+        )
     if k in _UNIONS:
         return f"{who} is {_json_type(err.instance)} that matches none of the allowed shapes"
     if k in ("minimum", "maximum", "maxItems", "minItems", "maxLength", "minLength"):

@@ -142,7 +142,9 @@ class CaptureSink(CaptureOutcome):
         if self._caps[stream] is None:
             r, w = os.pipe()
             try:
-                fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), max(4096, min(self.budget, CAP_PIPE_MAX)))
+                fcntl.fcntl(
+                    w, getattr(fcntl, "F_SETPIPE_SZ", 1031), max(4096, min(self.budget, CAP_PIPE_MAX))
+                )
             except OSError:
                 pass  # capped by /proc/sys/fs/pipe-max-size: the default size works too
             self._caps[stream] = (r, w)
@@ -238,7 +240,9 @@ class CaptureSink(CaptureOutcome):
                     released += len(payload)
             if teed:  # empty the capture pipes first: they are the zero-copy relay's only room for copies
                 read = self._read_teed
-                batch = [(c, t, read(c, p), g) if p.__class__ is int else (c, t, p, g) for c, t, p, g in batch]
+                batch = [
+                    (c, t, read(c, p), g) if p.__class__ is int else (c, t, p, g) for c, t, p, g in batch
+                ]
             recs: list = []  # Records and LineRuns, in stream order
             stop = False
             for code, t_ns, payload, gap in batch:
@@ -256,8 +260,9 @@ class CaptureSink(CaptureOutcome):
                         for fr in self._framers[code].feed(payload):
                             recs.append(self._record(code, fr, t_ns))
                 elif code == _EVENT:
-                    recs.append(Record(RecordType.EVENT, t_ns=t_ns, transport="stdio", conn=self.conn,
-                                       data=payload))
+                    recs.append(
+                        Record(RecordType.EVENT, t_ns=t_ns, transport="stdio", conn=self.conn, data=payload)
+                    )
                 else:
                     stop = True
             if recs:
@@ -279,13 +284,13 @@ class CaptureSink(CaptureOutcome):
             recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(payload))
             return recs
         self._pos[stream] += first + 1
-        recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(payload[:first + 1]))
+        recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(payload[: first + 1]))
         if self._suspect:
             # The live check must see the lines before this run first: one of them may open a
             # multi-line group, and then the run's lines must be analysed one by one.
             self._write(recs)
             recs = []
-        block = payload[first + 1:last + 1]
+        block = payload[first + 1 : last + 1]
         run = None
         if framer.at_line_start and len(block) <= framer.max_line and not self._group_open():
             run = make_run(block, self._pos[stream], t_ns, 0, stream, "stdio", self.conn)
@@ -296,7 +301,7 @@ class CaptureSink(CaptureOutcome):
             framer.advance(len(block))
             self.messages += run.count
             recs.append(run)
-        tail = payload[last + 1:]
+        tail = payload[last + 1 :]
         self._pos[stream] += len(tail)
         framer.feed(tail)  # (no newline in it: kept for the next chunk)
         return recs
@@ -335,9 +340,16 @@ class CaptureSink(CaptureOutcome):
         broken = self._framers[stream].skip(nbytes)
         self.dropped_bytes[stream] += nbytes
         self.dropped_chunks += chunks
-        data = {"event": "dropped", "stream": STREAMS[stream], "offset": offset, "bytes": nbytes,
-                "chunks": chunks, "count": newlines, "broken_line_bytes": broken,
-                "why": "the capture writer fell behind; the relay was not slowed and the bytes were delivered"}
+        data = {
+            "event": "dropped",
+            "stream": STREAMS[stream],
+            "offset": offset,
+            "bytes": nbytes,
+            "chunks": chunks,
+            "count": newlines,
+            "broken_line_bytes": broken,
+            "why": "the capture writer fell behind; the relay was not slowed and the bytes were delivered",
+        }
         if newlines < 0:
             del data["count"]  # dropped by the zero-copy relay: the bytes were never seen, nor their lines
         return Record(RecordType.EVENT, t_ns=t_ns, transport="stdio", conn=self.conn, data=data)
@@ -443,17 +455,24 @@ def encode_line(rec: Record) -> bytes | None:
     if mid is None:
         if len(_MIDDLES) > 1024:
             _MIDDLES.clear()
-        mid = _MIDDLES[key] = (_HEADS[kind], _DIR_FIELDS[side] + b',"transport":' + orjson.dumps(rec.transport)
-                               + b',"conn":' + orjson.dumps(rec.conn) + b',"text":"')
+        mid = _MIDDLES[key] = (
+            _HEADS[kind],
+            _DIR_FIELDS[side]
+            + b',"transport":'
+            + orjson.dumps(rec.transport)
+            + b',"conn":'
+            + orjson.dumps(rec.conn)
+            + b',"text":"',
+        )
     head, middle = mid
     tail = b'"}\n' if rec.offset is None else b'","offset":%d}\n' % rec.offset
     if not rec.eol:
         tail = tail[:-2] + b',"eol":false}\n'
-    return b"%s%d,\"t_ns\":%d%s%s%s" % (head, rec.seq, rec.t_ns, middle, raw, tail)
+    return b'%s%d,"t_ns":%d%s%s%s' % (head, rec.seq, rec.t_ns, middle, raw, tail)
 
 
 def looks_suspicious(rec: Record) -> bool:
     """A line that is not plainly one JSON object: empty, not starting with "{" and ending with "}",
     CRLF-terminated, unterminated, or not UTF-8. Cheap (no parsing)."""
     raw = rec.raw
-    return (not rec.eol or not raw or raw[0] != 0x7B or raw[-1] != 0x7D or not _utf8(raw))
+    return not rec.eol or not raw or raw[0] != 0x7B or raw[-1] != 0x7D or not _utf8(raw)

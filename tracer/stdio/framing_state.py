@@ -186,8 +186,13 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
     kind = m.kind
     if st.probe is not None and kind is Kind.RESULT and m.answers_method == "server/discover":
         st.probe.answered = True
-    if (kind is not Kind.INVALID and kind is not Kind.REQUEST and not st.groups and st.stdin_eof is None
-            and not rec.raw.endswith(b"\r")):
+    if (
+        kind is not Kind.INVALID
+        and kind is not Kind.REQUEST
+        and not st.groups
+        and st.stdin_eof is None
+        and not rec.raw.endswith(b"\r")
+    ):
         # The common case, a plain line that parsed: nothing to note (kept cheap: lint runs this on
         # every stdio message).
         v = st.current

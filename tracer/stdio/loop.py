@@ -150,8 +150,14 @@ class Way:
 _PARKED, _EOF, _SPILLED = "parked", "eof", "spilled"
 
 
-def relay_ways(ways: list[Way], sink, *, caught_up: threading.Event | None = None, spin_ns: int | None = None,
-               chunk: int = CHUNK) -> None:
+def relay_ways(
+    ways: list[Way],
+    sink,
+    *,
+    caught_up: threading.Event | None = None,
+    spin_ns: int | None = None,
+    chunk: int = CHUNK,
+) -> None:
     """Relay every way until each source reaches EOF and every copy is in its capture pipe. `sink`
     is a CaptureSink or a CaptureProcess. `caught_up` is set while no copy waits in memory (the
     capture has every byte relayed so far, or knows it dropped it)."""

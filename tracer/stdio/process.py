@@ -70,8 +70,15 @@ class CaptureProcess(CaptureOutcome):
     """The relay's side: the same interface as `CaptureSink` (offer/eof/event and the zero-copy
     cap_fd/teed/teed_dropped), backed by a forked capture process."""
 
-    def __init__(self, writer, *, budget: int = DEFAULT_BUDGET, live_lint: bool = True, on_finding=None,
-                 keep_fds: tuple[int, ...] = (2,)):
+    def __init__(
+        self,
+        writer,
+        *,
+        budget: int = DEFAULT_BUDGET,
+        live_lint: bool = True,
+        on_finding=None,
+        keep_fds: tuple[int, ...] = (2,),
+    ):
         self._caps = [_pipe(max(4096, min(budget, CAP_PIPE_MAX))) for _ in range(3)]
         ctl_r, ctl_w = _pipe(CAP_PIPE_MAX)
         back_r, back_w = os.pipe()
@@ -111,8 +118,9 @@ class CaptureProcess(CaptureOutcome):
         self._hurried_at = -HURRY_EVERY_NS
         self._spiller = threading.Thread(target=self._spill_loop, name="mcptrace-capture-spill", daemon=True)
         self._on_finding = on_finding
-        self._back = threading.Thread(target=self._read_back, args=(back_r,), name="mcptrace-capture-back",
-                                      daemon=True)
+        self._back = threading.Thread(
+            target=self._read_back, args=(back_r,), name="mcptrace-capture-back", daemon=True
+        )
         self.reset_outcome()  # filled in from the capture process's final report
 
     # -- the relay side (any thread, never blocks) ---------------------------------------------
@@ -306,8 +314,9 @@ class CaptureProcess(CaptureOutcome):
                 msg = orjson.loads(line)
                 if "finding" in msg and self._on_finding is not None:
                     rule, label, message = msg["finding"]
-                    self._on_finding(SimpleNamespace(rule=rule, severity=SimpleNamespace(label=label),
-                                                     message=message))
+                    self._on_finding(
+                        SimpleNamespace(rule=rule, severity=SimpleNamespace(label=label), message=message)
+                    )
                 elif "report" in msg:
                     r = msg["report"]
                     self.messages, self.stderr_lines = r["messages"], r["stderr_lines"]
@@ -348,8 +357,13 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
         from tracer.rules.registry import select_rules
 
         analyser = Analyser(select_rules(["MCP8"]))
-    sink = CaptureSink(writer, "stdio", budget=budget, analyser=analyser,
-                       on_finding=lambda f: tell({"finding": [f.rule, f.severity.label, f.message]}))
+    sink = CaptureSink(
+        writer,
+        "stdio",
+        budget=budget,
+        analyser=analyser,
+        on_finding=lambda f: tell({"finding": [f.rule, f.severity.label, f.message]}),
+    )
     sink.start()
     server = _Server()
 
@@ -367,10 +381,19 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
     except OSError:
         pass
     err = sink.write_error
-    tell({"report": {"messages": sink.messages, "stderr_lines": sink.stderr_lines,
-                     "dropped_bytes": sink.dropped_bytes, "dropped_chunks": sink.dropped_chunks,
-                     "findings": dict(sink.findings), "analysis_error": sink.analysis_error,
-                     "write_error": (err.strerror or str(err)) if err is not None else None}})
+    tell(
+        {
+            "report": {
+                "messages": sink.messages,
+                "stderr_lines": sink.stderr_lines,
+                "dropped_bytes": sink.dropped_bytes,
+                "dropped_chunks": sink.dropped_chunks,
+                "findings": dict(sink.findings),
+                "analysis_error": sink.analysis_error,
+                "write_error": (err.strerror or str(err)) if err is not None else None,
+            }
+        }
+    )
     return 0 if finished else 1
 
 
@@ -413,8 +436,14 @@ class _Server:
                     break
                 sent.append(sig.name)
             if sent:
-                sink.event_at(time.time_ns(), {"event": "tee-died", "signals": sent,
-                                               "reason": "the tee ended before its server; the capture ended it"})
+                sink.event_at(
+                    time.time_ns(),
+                    {
+                        "event": "tee-died",
+                        "signals": sent,
+                        "reason": "the tee ended before its server; the capture ended it",
+                    },
+                )
         finally:
             os.close(self.fd)
 
@@ -471,7 +500,7 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None, on_
             else:  # an inline chunk, an event or the connection id: a payload follows
                 if end - pos < size + n:
                     break
-                payload = buf[pos + size:pos + size + n]
+                payload = buf[pos + size : pos + size + n]
                 pos += size + n
                 if kind == _INLINE:
                     _wait_room(sink, n)

@@ -58,8 +58,9 @@ class LineRun:
         return b"".join(map(self.template.__mod__, zip(seqs, self.lines, self.offsets, strict=False)))
 
 
-def make_run(block: bytes, offset: int, t_ns: int, kind: int, side: int, transport: str,
-             conn: str) -> LineRun | None:
+def make_run(
+    block: bytes, offset: int, t_ns: int, kind: int, side: int, transport: str, conn: str
+) -> LineRun | None:
     """The run of `block` (whole lines, each ending in a newline, the first at stream `offset`), or
     None when any line needs the per-line path. `kind` 0 message, 1 stderr; `side` 0 c2s, 1 s2c."""
     if b"\r" in block:
@@ -75,7 +76,13 @@ def make_run(block: bytes, offset: int, t_ns: int, kind: int, side: int, transpo
     # orjson escapes each line exactly as the general encoder (orjson.dumps of the record) does
     sizes = map(len, lines) if len(text) == len(block) else map(len, block.split(b"\n"))  # (bytes, not chars)
     offsets = accumulate(map(_plus_one, sizes), initial=offset)
-    middle = (_DIR_FIELDS[side] + b',"transport":' + orjson.dumps(transport)
-              + b',"conn":' + orjson.dumps(conn) + b',"text":').replace(b"%", b"%%")
+    middle = (
+        _DIR_FIELDS[side]
+        + b',"transport":'
+        + orjson.dumps(transport)
+        + b',"conn":'
+        + orjson.dumps(conn)
+        + b',"text":'
+    ).replace(b"%", b"%%")
     template = _HEADS[kind] + b"%d" % t_ns + middle + b'%s,"offset":%d}\n'
     return LineRun(template, map(orjson.dumps, lines), offsets, len(lines))

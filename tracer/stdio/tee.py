@@ -70,7 +70,9 @@ def signal_name(num: int) -> str:
 
 
 _PR_SET_PDEATHSIG = 1
-DEATH_SIGNAL = signal.SIGTERM  # what the server gets when the tee dies (SIGTERM: a wrapper like npx passes it on)
+DEATH_SIGNAL = (
+    signal.SIGTERM
+)  # what the server gets when the tee dies (SIGTERM: a wrapper like npx passes it on)
 
 
 def _death_signal_setter():
@@ -102,14 +104,21 @@ def spawn(command: list[str]) -> subprocess.Popen:
     """Start the server with three pipes, in its own process group, dying with the tee (Linux).
     Raises SpawnError."""
     try:
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, bufsize=0, process_group=0,
-                                 preexec_fn=_death_signal_setter())
+        child = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            process_group=0,
+            preexec_fn=_death_signal_setter(),
+        )
     except FileNotFoundError:
         raise SpawnError(f"cannot start {command[0]!r}: command not found", 127) from None
     except PermissionError:
-        raise SpawnError(f"cannot start {command[0]!r}: permission denied (not an executable file?)",
-                         126) from None
+        raise SpawnError(
+            f"cannot start {command[0]!r}: permission denied (not an executable file?)", 126
+        ) from None
     except OSError as exc:
         why = "not an executable format" if exc.errno == errno.ENOEXEC else (exc.strerror or str(exc))
         raise SpawnError(f"cannot start {command[0]!r}: {why}", 126) from None
@@ -121,8 +130,9 @@ def spawn(command: list[str]) -> subprocess.Popen:
     return child
 
 
-def relay_stream(src: int, dst: int, stream: int, sink: CaptureSink, *, on_broken=None,
-                 zero_copy: bool = True) -> int:
+def relay_stream(
+    src: int, dst: int, stream: int, sink: CaptureSink, *, on_broken=None, zero_copy: bool = True
+) -> int:
     """Relay one direction by the fastest way its two ends allow (same contract as `pump`)."""
     if zero_copy and tee_splice.applies(src, dst):
         try:
@@ -139,8 +149,18 @@ def relay_stream(src: int, dst: int, stream: int, sink: CaptureSink, *, on_broke
     return pump(src, dst, stream, sink, on_broken=on_broken)
 
 
-def pump(src: int, dst: int, stream: int, sink: CaptureSink, *, relay=None, on_broken=None,
-         read=os.read, chunk: int = CHUNK, start: int = 0) -> int:
+def pump(
+    src: int,
+    dst: int,
+    stream: int,
+    sink: CaptureSink,
+    *,
+    relay=None,
+    on_broken=None,
+    read=os.read,
+    chunk: int = CHUNK,
+    start: int = 0,
+) -> int:
     """Copy `src` to `dst` until EOF, offering each chunk to the capture first. Returns the number
     of bytes read. When `dst` breaks (the reader went away), keep reading and capturing so the
     writer on the other side never blocks; `on_broken(offset)` is told once."""
@@ -172,8 +192,18 @@ def pump(src: int, dst: int, stream: int, sink: CaptureSink, *, relay=None, on_b
 class Tee:
     """One tee session: a spawned server, three relays, a capture sink, notes on stderr."""
 
-    def __init__(self, child: subprocess.Popen, sink: CaptureSink, notes: Notes, *, in_fd: int = 0,
-                 out_fd: int = 1, grace: float = 3.0, kill_after: float = 3.0, zero_copy: bool = True):
+    def __init__(
+        self,
+        child: subprocess.Popen,
+        sink: CaptureSink,
+        notes: Notes,
+        *,
+        in_fd: int = 0,
+        out_fd: int = 1,
+        grace: float = 3.0,
+        kill_after: float = 3.0,
+        zero_copy: bool = True,
+    ):
         self.child = child
         self.sink = sink
         self.notes = notes
@@ -201,9 +231,17 @@ class Tee:
         else:
             self._thread(self._stdin_relay, "stdin")
             self._thread(self._stdout_relay, "stdout")
-        err = self._thread(lambda: pump(child.stderr.fileno(), 2, STDERR, sink, relay=self.notes.relay,
-                                        on_broken=lambda at: sink.event("host-stderr-closed", offset=at)),
-                           "stderr")
+        err = self._thread(
+            lambda: pump(
+                child.stderr.fileno(),
+                2,
+                STDERR,
+                sink,
+                relay=self.notes.relay,
+                on_broken=lambda at: sink.event("host-stderr-closed", offset=at),
+            ),
+            "stderr",
+        )
         try:
             returncode = child.wait()
         finally:
@@ -216,8 +254,11 @@ class Tee:
         self.caught_up.wait(max(0.0, deadline - time.monotonic()))  # copies the relay still holds
         err.join(max(0.0, deadline - time.monotonic()))
         if not self.stdout_done.is_set() or err.is_alive():
-            sink.event("pipes-held-open", note="the server exited but a process it started still holds "
-                       "its stdout/stderr; mcptrace stops relaying them")
+            sink.event(
+                "pipes-held-open",
+                note="the server exited but a process it started still holds "
+                "its stdout/stderr; mcptrace stops relaying them",
+            )
         sig = signal_name(-returncode) if returncode < 0 else None
         sink.event("exit", code=exit_code_of(returncode), **({"signal": sig} if sig else {}))
         return TeeResult(exit_code_of(returncode), sig)
@@ -237,17 +278,37 @@ class Tee:
                 fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
             except OSError:
                 pass  # (capped by /proc/sys/fs/pipe-max-size, or not ours to resize: as it is)
-        relay_loop.relay_ways([
-            relay_loop.Way(self.in_fd, child.stdin.fileno(), STDIN, on_end=self._stdin_ended,
-                           on_broken=self._server_stdin_closed),
-            relay_loop.Way(child.stdout.fileno(), self.out_fd, STDOUT, on_end=self._stdout_ended,
-                           on_broken=lambda at: sink.event("host-stdout-closed", offset=at)),
-        ], sink, caught_up=self.caught_up)
+        relay_loop.relay_ways(
+            [
+                relay_loop.Way(
+                    self.in_fd,
+                    child.stdin.fileno(),
+                    STDIN,
+                    on_end=self._stdin_ended,
+                    on_broken=self._server_stdin_closed,
+                ),
+                relay_loop.Way(
+                    child.stdout.fileno(),
+                    self.out_fd,
+                    STDOUT,
+                    on_end=self._stdout_ended,
+                    on_broken=lambda at: sink.event("host-stdout-closed", offset=at),
+                ),
+            ],
+            sink,
+            caught_up=self.caught_up,
+        )
 
     def _stdout_relay(self) -> None:
         sink = self.sink
-        relay_stream(self.child.stdout.fileno(), self.out_fd, STDOUT, sink, zero_copy=self.zero_copy,
-                     on_broken=lambda at: sink.event("host-stdout-closed", offset=at))
+        relay_stream(
+            self.child.stdout.fileno(),
+            self.out_fd,
+            STDOUT,
+            sink,
+            zero_copy=self.zero_copy,
+            on_broken=lambda at: sink.event("host-stdout-closed", offset=at),
+        )
         self._stdout_ended()
 
     def _stdout_ended(self) -> None:
@@ -259,13 +320,22 @@ class Tee:
         self.stdout_done.set()
 
     def _stdin_relay(self) -> None:
-        relay_stream(self.in_fd, self.child.stdin.fileno(), STDIN, self.sink, zero_copy=self.zero_copy,
-                     on_broken=self._server_stdin_closed)
+        relay_stream(
+            self.in_fd,
+            self.child.stdin.fileno(),
+            STDIN,
+            self.sink,
+            zero_copy=self.zero_copy,
+            on_broken=self._server_stdin_closed,
+        )
         self._stdin_ended(escalate_here=True)
 
     def _server_stdin_closed(self, at: int) -> None:
-        self.sink.event("server-stdin-closed", offset=at,
-                        note="the server stopped reading; later bytes were not delivered")
+        self.sink.event(
+            "server-stdin-closed",
+            offset=at,
+            note="the server stopped reading; later bytes were not delivered",
+        )
 
     def _stdin_ended(self, escalate_here: bool = False) -> None:
         # EOF from the host: record it first (so the capture keeps cause before effect: the server
@@ -292,11 +362,16 @@ class Tee:
             with self._signalling:
                 sent = self._signal_group(sig)
                 if sent:
-                    self.sink.event("terminate", signal=sig.name, after_ms=after_ms,
-                                    reason="the server had not exited after its stdin reached EOF")
+                    self.sink.event(
+                        "terminate",
+                        signal=sig.name,
+                        after_ms=after_ms,
+                        reason="the server had not exited after its stdin reached EOF",
+                    )
             if sent:
-                self.notes.say(f"the server did not exit {after_ms / 1000:.1f} s after its stdin closed; "
-                               f"sent {sig.name}")
+                self.notes.say(
+                    f"the server did not exit {after_ms / 1000:.1f} s after its stdin closed; sent {sig.name}"
+                )
 
     def _signal_group(self, sig: int) -> bool:
         if self.exited.is_set() or self.child.returncode is not None:
@@ -338,13 +413,15 @@ class Tee:
                 pass
 
 
-def open_capture(path: str, command: list[str], label: str, *, redact: bool,
-                 overwrite: bool = False) -> CaptureWriter:
+def open_capture(
+    path: str, command: list[str], label: str, *, redact: bool, overwrite: bool = False
+) -> CaptureWriter:
     """Open the capture file (before the server starts: an unwritable path fails first); an
     existing capture gets this session appended unless `overwrite`."""
     from tracer.capture import header_record
     from tracer.redact import redact_argv
 
     shown = redact_argv(command) if redact else list(command)
-    return CaptureWriter(path, header_record("stdio", command=shown, label=label), redact=redact,
-                         overwrite=overwrite)
+    return CaptureWriter(
+        path, header_record("stdio", command=shown, label=label), redact=redact, overwrite=overwrite
+    )

@@ -53,7 +53,9 @@ class LintResult:
     problems: list[str]
 
 
-def lint_capture(path: str | os.PathLike, *, select=None, ignore=None, baseline: str | None = None) -> LintResult:
+def lint_capture(
+    path: str | os.PathLike, *, select=None, ignore=None, baseline: str | None = None
+) -> LintResult:
     """Every finding `mcptrace lint` reports for PATH, with these rule selections and baseline."""
     from tracer.analyser import RuleSet
     from tracer.cli.inputs import register_optional_inputs
@@ -166,8 +168,14 @@ class McpCapture:
     # -- starting ------------------------------------------------------------------------------
 
     @classmethod
-    def stdio(cls, argv: list[str], *, path: str | os.PathLike, name: str | None = None,
-              env: dict[str, str] | None = None) -> McpCapture:
+    def stdio(
+        cls,
+        argv: list[str],
+        *,
+        path: str | os.PathLike,
+        name: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> McpCapture:
         """The server ARGV behind the tee; nothing runs until a client starts `.command`."""
         from tracer.paths import label_for_command
 
@@ -185,14 +193,34 @@ class McpCapture:
             raise ValueError(f"mcp_http needs an http:// or https:// URL, got {upstream!r}")
         label = name or "http"
         cap = cls(Path(path), label)
-        cap.url = cap._start(_tracer_argv("proxy", "--upstream", upstream, "--listen", "127.0.0.1:0",
-                                          "-o", str(path), "--label", label, "--no-ui"),
-                             r"give the host this URL: (\S+)", "mcptrace proxy", stream="stderr")
+        cap.url = cap._start(
+            _tracer_argv(
+                "proxy",
+                "--upstream",
+                upstream,
+                "--listen",
+                "127.0.0.1:0",
+                "-o",
+                str(path),
+                "--label",
+                label,
+                "--no-ui",
+            ),
+            r"give the host this URL: (\S+)",
+            "mcptrace proxy",
+            stream="stderr",
+        )
         return cap
 
     @classmethod
-    def mock(cls, capture: str | os.PathLike, *, path: str | os.PathLike, transport: str = "stdio",
-             name: str | None = None) -> McpCapture:
+    def mock(
+        cls,
+        capture: str | os.PathLike,
+        *,
+        path: str | os.PathLike,
+        transport: str = "stdio",
+        name: str | None = None,
+    ) -> McpCapture:
         """The server side of CAPTURE served by `mcptrace mock`, with the new traffic recorded."""
         if transport not in ("stdio", "http"):
             raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
@@ -200,20 +228,39 @@ class McpCapture:
         if transport == "stdio":
             return cls.stdio([*_tracer_argv("mock", "-q", str(capture))], path=path, name=label)
         cap = cls(Path(path), label)
-        mock_url = cap._start(_tracer_argv("mock", "-q", str(capture), "--listen", "127.0.0.1:0"),
-                              r"^(http://\S+)", "mcptrace mock", stream="stdout")
+        mock_url = cap._start(
+            _tracer_argv("mock", "-q", str(capture), "--listen", "127.0.0.1:0"),
+            r"^(http://\S+)",
+            "mcptrace mock",
+            stream="stdout",
+        )
         try:
-            cap.url = cap._start(_tracer_argv("proxy", "--upstream", mock_url, "--listen", "127.0.0.1:0",
-                                              "-o", str(path), "--label", label, "--no-ui"),
-                                 r"give the host this URL: (\S+)", "mcptrace proxy", stream="stderr")
+            cap.url = cap._start(
+                _tracer_argv(
+                    "proxy",
+                    "--upstream",
+                    mock_url,
+                    "--listen",
+                    "127.0.0.1:0",
+                    "-o",
+                    str(path),
+                    "--label",
+                    label,
+                    "--no-ui",
+                ),
+                r"give the host this URL: (\S+)",
+                "mcptrace proxy",
+                stream="stderr",
+            )
         except McpCaptureError:
             cap.close()
             raise
         return cap
 
     def _start(self, argv: list[str], ready: str, what: str, *, stream: str) -> str:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         self._procs.append(proc)
         lines = _Lines(proc.stderr if stream == "stderr" else proc.stdout)
         try:
@@ -233,16 +280,20 @@ class McpCapture:
         """The findings (tracer.model.Finding) of the capture so far."""
         if not self.path.exists():
             return []
-        return lint_capture(self.path, select=select if select is not None else self.select,
-                            ignore=ignore if ignore is not None else self.ignore,
-                            baseline=baseline if baseline is not None else self.baseline).findings
+        return lint_capture(
+            self.path,
+            select=select if select is not None else self.select,
+            ignore=ignore if ignore is not None else self.ignore,
+            baseline=baseline if baseline is not None else self.baseline,
+        ).findings
 
     def assert_clean(self, select=None, ignore=None, fail_on: str = "error") -> None:
         """AssertionError listing every finding at or above FAIL_ON, printed like `mcptrace lint`."""
         high, _ = at_or_above(self.lint(select=select, ignore=ignore), fail_on)
         if high:
-            raise AssertionError(f"{len(high)} MCP finding(s) at or above {fail_on} in {self.path}:\n"
-                                 + format_findings(high))
+            raise AssertionError(
+                f"{len(high)} MCP finding(s) at or above {fail_on} in {self.path}:\n" + format_findings(high)
+            )
 
     def stderr_lines(self) -> list[str]:
         """What the server wrote on stderr (stdio captures record it line by line)."""
@@ -252,9 +303,19 @@ class McpCapture:
         if not self.path.exists():
             return []
         with open(self.path, "rb") as fh:
-            return [r.text.rstrip("\n") for r in read_capture(fh, str(self.path))
-                    if isinstance(r, Record) and r.type is RecordType.STDERR]
+            return [
+                r.text.rstrip("\n")
+                for r in read_capture(fh, str(self.path))
+                if isinstance(r, Record) and r.type is RecordType.STDERR
+            ]
 
 
-__all__ = ["LintResult", "McpCapture", "McpCaptureError", "McpSpecWarning", "at_or_above", "format_findings",
-           "lint_capture"]
+__all__ = [
+    "LintResult",
+    "McpCapture",
+    "McpCaptureError",
+    "McpSpecWarning",
+    "at_or_above",
+    "format_findings",
+    "lint_capture",
+]

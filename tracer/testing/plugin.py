@@ -25,17 +25,26 @@ from tracer.testing.capture import McpCapture, McpSpecWarning, at_or_above, form
 _CAPTURES = pytest.StashKey[list]()
 _KEPT = pytest.StashKey[list]()
 _FAIL_ON = ("info", "warning", "error", "never")
-MARKER = ("mcptrace(select=None, ignore=None, baseline=None, fail_on=None): lint this test's MCP captures "
-          "with these rule ids/prefixes, baseline file and threshold (default: --mcptrace-fail-on)")
+MARKER = (
+    "mcptrace(select=None, ignore=None, baseline=None, fail_on=None): lint this test's MCP captures "
+    "with these rule ids/prefixes, baseline file and threshold (default: --mcptrace-fail-on)"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mcptrace", "MCP traffic checks (mcptrace)")
-    group.addoption("--mcptrace-fail-on", choices=_FAIL_ON, default=None,
-                    help="fail a test whose MCP capture has a finding at or above this severity; lower "
-                         "ones are McpSpecWarning warnings (default: the project config's fail-on, else error)")
-    group.addoption("--mcptrace-keep", action="store_true",
-                    help="keep the captures under pytest's tmp path and list where at the end")
+    group.addoption(
+        "--mcptrace-fail-on",
+        choices=_FAIL_ON,
+        default=None,
+        help="fail a test whose MCP capture has a finding at or above this severity; lower "
+        "ones are McpSpecWarning warnings (default: the project config's fail-on, else error)",
+    )
+    group.addoption(
+        "--mcptrace-keep",
+        action="store_true",
+        help="keep the captures under pytest's tmp path and list where at the end",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,14 +71,18 @@ class _Policy:
         kw = dict(mark.kwargs) if mark else {}
         unknown = set(kw) - {"select", "ignore", "baseline", "fail_on"}
         if mark and (unknown or mark.args):
-            raise pytest.UsageError(f"@pytest.mark.mcptrace takes select=, ignore=, baseline=, fail_on= only "
-                                    f"(got {sorted(unknown) or mark.args})")
+            raise pytest.UsageError(
+                f"@pytest.mark.mcptrace takes select=, ignore=, baseline=, fail_on= only "
+                f"(got {sorted(unknown) or mark.args})"
+            )
         self.select = kw.get("select", project["select"])
         self.ignore = kw.get("ignore", project["ignore"])
         self.baseline = kw.get("baseline", project["baseline"])
         self.fail_on = kw.get("fail_on") or cfg.getoption("--mcptrace-fail-on") or project["fail-on"]
         if self.fail_on not in _FAIL_ON:
-            raise pytest.UsageError(f"mcptrace fail_on must be one of {', '.join(_FAIL_ON)} (got {self.fail_on!r})")
+            raise pytest.UsageError(
+                f"mcptrace fail_on must be one of {', '.join(_FAIL_ON)} (got {self.fail_on!r})"
+            )
 
 
 class _Factory:
@@ -163,16 +176,23 @@ def pytest_runtest_call(item: pytest.Item):
         high, low = at_or_above(cap.lint(), policy.fail_on)
         for f in low:
             # Attributed to the test function, so the warnings summary points at the user's code.
-            warnings.warn_explicit(McpSpecWarning(f"{cap.name}: " + format_findings([f]).rstrip("\n")),
-                                   McpSpecWarning, *where)
+            warnings.warn_explicit(
+                McpSpecWarning(f"{cap.name}: " + format_findings([f]).rstrip("\n")), McpSpecWarning, *where
+            )
         if high:
             failing.append(f"{cap.name} ({cap.path}):\n" + format_findings(high))
     if failing:
         _show_stderr(item)
-        keep = "" if item.config.getoption("--mcptrace-keep") else "(pytest --mcptrace-keep keeps the capture files)\n"
+        keep = (
+            ""
+            if item.config.getoption("--mcptrace-keep")
+            else "(pytest --mcptrace-keep keeps the capture files)\n"
+        )
         __tracebackhide__ = False  # (with pytrace=False there is no traceback to show at all)
-        pytest.fail(f"MCP traffic has findings at or above {policy.fail_on}:\n" + "".join(failing) + keep,
-                    pytrace=False)
+        pytest.fail(
+            f"MCP traffic has findings at or above {policy.fail_on}:\n" + "".join(failing) + keep,
+            pytrace=False,
+        )
     return result
 
 

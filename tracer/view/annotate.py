@@ -67,14 +67,17 @@ def _lat_us(latency_ns: int) -> int:
     answer timed before its request: clocks of different machines)."""
     us = latency_ns // 1000
     return -1 if us < 0 else min(LAT_MAX_US, us)
+
+
 FLUSH_ROWS = 2048
 FLUSH_SECONDS = 0.1
 POLL_SECONDS = 0.2
 
 
 class Annotator:
-    def __init__(self, capture: str, workdir: str, *, follow: bool = False, rules: RuleSet | None = None,
-                 emit=None):
+    def __init__(
+        self, capture: str, workdir: str, *, follow: bool = False, rules: RuleSet | None = None, emit=None
+    ):
         self.capture = capture
         self.workdir = workdir
         self.follow = follow
@@ -166,7 +169,11 @@ class Annotator:
         except (orjson.JSONDecodeError, ValueError) as exc:
             torn = row >= len(self.index.ends)  # the unterminated last line of a final index
             fields[0] = RTYPE_CODE["broken"]
-            why = "torn last line (the writer was stopped mid-record)" if torn else f"broken capture record: {exc}"
+            why = (
+                "torn last line (the writer was stopped mid-record)"
+                if torn
+                else f"broken capture record: {exc}"
+            )
             fields[11] = self.write_details({"broken": why})
             self.put(row, fields)
             return
@@ -255,8 +262,9 @@ class Annotator:
                 if u.latency_ns is not None:
                     fields[9] = _lat_us(u.latency_ns)
                 req = u.request
-                if req is not None and (u.pair_status == PairStatus.PAIRED
-                                        or u.pair_status == PairStatus.AFTER_CANCEL):
+                if req is not None and (
+                    u.pair_status == PairStatus.PAIRED or u.pair_status == PairStatus.AFTER_CANCEL
+                ):
                     self.answered(req, row, u)
             elif ukind is Kind.REQUEST:
                 pending = pending or self.remember(u, row, a)

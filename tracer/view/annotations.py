@@ -67,8 +67,14 @@ def unpack_row(data: bytes | memoryview, at: int, methods: list[str]) -> RowSumm
 class Annotations:
     """Runs `python -m tracer.view.annotate` on a capture and mirrors what it reports."""
 
-    def __init__(self, capture: str, *, follow: bool = False,
-                 on_progress: Callable[[Annotations], None] | None = None, workdir: str | None = None):
+    def __init__(
+        self,
+        capture: str,
+        *,
+        follow: bool = False,
+        on_progress: Callable[[Annotations], None] | None = None,
+        workdir: str | None = None,
+    ):
         self.capture = capture
         self.follow = follow
         self.on_progress = on_progress
@@ -96,10 +102,13 @@ class Annotations:
         if self.follow:
             cmd.append("--follow")
         # its stderr goes to a file in the work directory, so that a process that dies can say why
-        err_fd = os.open(os.path.join(self.workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        err_fd = os.open(
+            os.path.join(self.workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
+        )
         try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=err_fd, close_fds=True)
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fd, close_fds=True
+            )
         finally:
             os.close(err_fd)
         self._thread = threading.Thread(target=self._read, name="mcptrace-annotations", daemon=True)
@@ -116,7 +125,9 @@ class Annotations:
         with self.cond:
             if not self.done and self.error is None and self._exit_code() not in (None, 0):
                 why = self._last_stderr_line()
-                self.error = f"analysis stopped (exit code {self.proc.returncode})" + (f": {why}" if why else "")
+                self.error = f"analysis stopped (exit code {self.proc.returncode})" + (
+                    f": {why}" if why else ""
+                )
             self.eof = True
             self.cond.notify_all()
         if self.on_progress:
@@ -182,8 +193,11 @@ class Annotations:
 
     @property
     def finished(self) -> bool:
-        return self.done or self.error is not None or (self.proc is not None and self.proc.poll() is not None
-                                                       and self.eof)
+        return (
+            self.done
+            or self.error is not None
+            or (self.proc is not None and self.proc.poll() is not None and self.eof)
+        )
 
     def stop(self) -> None:
         proc = self.proc

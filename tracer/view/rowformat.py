@@ -36,6 +36,7 @@ ERA_OF = {e: ERA_CODE[e.value] for e in Era}
 DIR_OF = {d: DIR_CODE[d.value] for d in Direction}
 RTYPE_OF = {t: RTYPE_CODE[t.value] for t in RecordType}
 
+
 def read_line_at(fd: int, offset: int, block: int = 65536) -> bytes:
     """The line of a file that starts at `offset`, without its newline (positional reads, so a
     writer appending to the same file is never disturbed)."""

@@ -138,8 +138,9 @@ def basics_from_line(row: int, line: bytes) -> RowBasics:
         rtype = obj.get("type")
     except (orjson.JSONDecodeError, ValueError):
         return RowBasics(row, "broken", label="broken capture line", size=len(line))
-    b = RowBasics(row, rtype if rtype in ("header", "message", "stderr", "http", "event") else "broken",
-                  size=len(line))
+    b = RowBasics(
+        row, rtype if rtype in ("header", "message", "stderr", "http", "event") else "broken", size=len(line)
+    )
     t = obj.get("t_ns")
     b.t_ns = t if type(t) is int else 0
     seq = obj.get("seq")
@@ -177,7 +178,8 @@ def basics_from_line(row: int, line: bytes) -> RowBasics:
         if isinstance(what, list):
             what = " ".join(str(x) for x in what)
         b.label = f"capture {obj.get('transport', '')} {what}".rstrip() + (
-            f" · {obj['label']}" if obj.get("label") else "")
+            f" · {obj['label']}" if obj.get("label") else ""
+        )
     else:
         b.label = "broken capture record"
     return b
@@ -232,10 +234,12 @@ def preview(obj: Any, kind: str, reason: str | None = None) -> str:
             # (any of these may be any JSON value: _short writes each safely, and short)
             total = f"/{_short(params['total'], 20)}" if "total" in params else ""
             return f"progress {_short(params['progress'], 20)}{total}" + (
-                f" {_short(params['message'], 60)}" if params.get("message") else "")
+                f" {_short(params['message'], 60)}" if params.get("message") else ""
+            )
         if "requestId" in params:
             return f"request {_short(params['requestId'])}" + (
-                f": {_short(params['reason'], 60)}" if params.get("reason") else "")
+                f": {_short(params['reason'], 60)}" if params.get("reason") else ""
+            )
         return ""
     if kind == "error":
         err = obj.get("error") if isinstance(obj.get("error"), dict) else {}
@@ -244,12 +248,18 @@ def preview(obj: Any, kind: str, reason: str | None = None) -> str:
     if not isinstance(result, dict):
         return _short(result) if result is not None else ""
     if result.get("resultType") == "input_required":
-        keys = ", ".join((result.get("inputRequests") or {}).keys()) if isinstance(result.get("inputRequests"), dict) else ""
+        keys = (
+            ", ".join((result.get("inputRequests") or {}).keys())
+            if isinstance(result.get("inputRequests"), dict)
+            else ""
+        )
         return f"input required: {keys}" if keys else "input required"
     content = result.get("content")
     if isinstance(content, list) and content and isinstance(content[0], dict):
         first = content[0]
-        text = first.get("text") if isinstance(first.get("text"), str) else f"[{_short(first.get('type'), 20)}]"
+        text = (
+            first.get("text") if isinstance(first.get("text"), str) else f"[{_short(first.get('type'), 20)}]"
+        )
         return ("error: " if result.get("isError") else "") + _short(text)
     for key in ("tools", "resources", "prompts", "resourceTemplates", "contents"):
         if isinstance(result.get(key), list):
@@ -280,9 +290,16 @@ class CaptureView:
     DETAIL_CAP = 16 << 20  # bytes of a line read for the detail pane before "expand"
     ROW_CAP = 1 << 20  # a list row parses at most this much; longer lines show their envelope only
 
-    def __init__(self, path: str, *, follow: bool = False, analyse: bool = True,
-                 on_analysis: Callable[[Annotations], None] | None = None, source: str | None = None,
-                 cleanup: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        path: str,
+        *,
+        follow: bool = False,
+        analyse: bool = True,
+        on_analysis: Callable[[Annotations], None] | None = None,
+        source: str | None = None,
+        cleanup: Callable[[], None] | None = None,
+    ):
         self.path = path
         self.source = source or path  # what the user opened (differs for converted inputs)
         self.follow = follow
@@ -435,8 +452,13 @@ def id_of(b: RowBasics) -> str | None:
     return id_text(b.id) if b.has_id else None
 
 
-def open_view(path: str, *, follow: bool = False, fmt: str | None = None,
-              on_analysis: Callable[[Annotations], None] | None = None) -> CaptureView:
+def open_view(
+    path: str,
+    *,
+    follow: bool = False,
+    fmt: str | None = None,
+    on_analysis: Callable[[Annotations], None] | None = None,
+) -> CaptureView:
     """A CaptureView of any input lint reads: our captures directly, other formats (NDJSON, host
     logs, HAR, .mitm) converted to a temporary capture first. Raises tracer.inputs.InputError."""
     from tracer.inputs import open_input

@@ -161,8 +161,16 @@ class FilterJob:
     """Scan rows [start, stop) and collect the ones that match. Runs in a worker thread;
     `on_progress(matches, scanned_upto)` is called every block (the UI posts it on)."""
 
-    def __init__(self, view: CaptureView, flt: Filter, *, start: int = 0, stop: int | None = None,
-                 on_progress: Callable[[array, int], None] | None = None, into: array | None = None):
+    def __init__(
+        self,
+        view: CaptureView,
+        flt: Filter,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        on_progress: Callable[[array, int], None] | None = None,
+        into: array | None = None,
+    ):
         self.view = view
         self.filter = flt
         self.start = start
@@ -185,13 +193,18 @@ class FilterJob:
         # Free text every match must contain, as it appears in the capture line (JSON-escaped):
         # a cheap bytes test skips most lines before any parsing. Only for text that JSON writes
         # unchanged (ASCII, no quote, backslash or control character).
-        needles = [n.encode() for n in flt.needles
-                   if n.isascii() and n.isprintable() and '"' not in n and "\\" not in n]
+        needles = [
+            n.encode()
+            for n in flt.needles
+            if n.isascii() and n.isprintable() and '"' not in n and "\\" not in n
+        ]
         row = self.start
         while row < stop and not self.cancelled.is_set():
             last = min(stop, row + BLOCK)
             if needs_analysis:
-                while not self.cancelled.is_set() and not ann.wait(lambda last=last: ann.rows_done >= last, 0.2):
+                while not self.cancelled.is_set() and not ann.wait(
+                    lambda last=last: ann.rows_done >= last, 0.2
+                ):
                     pass
                 if self.cancelled.is_set():
                     break

@@ -56,8 +56,10 @@ def raw_page(view: CaptureView, row: int, page: int) -> tuple[str, str, int]:
     pages = max(1, -(-size // PAGE))
     page = min(max(page, 0), pages - 1)
     data = os.pread(view.index.fd, min(PAGE, size - page * PAGE), start + page * PAGE)
-    title = (f"row {row:,}: the capture line raw ({size:,} bytes, too large to format), page {page + 1:,} of "
-             f"{pages:,} — n/p turn pages, g/G first/last")
+    title = (
+        f"row {row:,}: the capture line raw ({size:,} bytes, too large to format), page {page + 1:,} of "
+        f"{pages:,} — n/p turn pages, g/G first/last"
+    )
     return title, data.decode("utf-8", "replace"), pages
 
 

@@ -33,7 +33,7 @@ FILTER = [
     ("rule:MCP310", "has a finding of that rule (or prefix: rule:MCP3)"),
     ("sev:warning", "has a finding at least that severe"),
     ("has:findings", "findings, partner or latency"),
-    ("id:5", "JSON-RPC id (5 and \"5\")"),
+    ("id:5", 'JSON-RPC id (5 and "5")'),
     ("latency>500ms", "> >= < <= =; units ns us ms s m"),
     ('"free text"', "case-insensitive text in the raw message"),
     ("a b", "both (terms are ANDed)"),
@@ -56,16 +56,25 @@ class HelpScreen(ModalScreen):
         keys.add_column()
         for k, what in KEYS:
             keys.add_row(k, what)
-        flt = Table(title="Filter language", title_justify="left", box=None, show_header=False, padding=(0, 2))
+        flt = Table(
+            title="Filter language", title_justify="left", box=None, show_header=False, padding=(0, 2)
+        )
         flt.add_column(style="bold magenta", no_wrap=True)
         flt.add_column()
         for k, what in FILTER:
             flt.add_row(k, what)
         legend = Text.assemble(
-            ("\nList: ", "bold"), "→ host to server, ← server to host; ", (" M ", "black on green"), " modern, ",
-            (" L ", "black on yellow"), " legacy, ", (" ? ", "white on grey37"), " era unknown, · not analysed yet; ",
+            ("\nList: ", "bold"),
+            "→ host to server, ← server to host; ",
+            (" M ", "black on green"),
+            " modern, ",
+            (" L ", "black on yellow"),
+            " legacy, ",
+            (" ? ", "white on grey37"),
+            " era unknown, · not analysed yet; ",
             "↳ the method a response answers; ● findings (colour of the worst); ↔ the selection's partner; ",
-            "⟲ rounds of the selection's MRTR operation; dimmed rows: stderr, HTTP-only exchanges, events.")
+            "⟲ rounds of the selection's MRTR operation; dimmed rows: stderr, HTTP-only exchanges, events.",
+        )
         with VerticalScroll():
             yield Static(keys)
             yield Static(flt)

@@ -40,9 +40,12 @@ class PickerScreen(Screen):
 
     def compose(self) -> ComposeResult:
         n = len(self.captures)
-        title = (f"{n} recent capture{'s' if n != 1 else ''} in {self.directory} — enter opens one"
-                 if n else f"No captures yet in {self.directory}. Record one with `mcptrace stdio -- CMD` "
-                 f"or try `mcptrace demo`.")
+        title = (
+            f"{n} recent capture{'s' if n != 1 else ''} in {self.directory} — enter opens one"
+            if n
+            else f"No captures yet in {self.directory}. Record one with `mcptrace stdio -- CMD` "
+            f"or try `mcptrace demo`."
+        )
         yield Static(title, id="picker-title")
         yield OptionList(*[Option(describe(p), id=str(i)) for i, p in enumerate(self.captures)], id="picker")
         yield Footer()

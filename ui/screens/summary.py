@@ -52,21 +52,31 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
     parts.append(head)
 
     for sess in s.get("sessions") or ():
-        t = Table(title=f"Session {sess['conn']} ({sess.get('transport')})", title_justify="left",
-                  show_header=False, box=None, padding=(0, 1))
+        t = Table(
+            title=f"Session {sess['conn']} ({sess.get('transport')})",
+            title_justify="left",
+            show_header=False,
+            box=None,
+            padding=(0, 1),
+        )
         t.add_column(style="bold cyan", no_wrap=True)
         t.add_column()
         t.add_row("compatibility", sess.get("cell") or "—")
         eras = ", ".join(f"{k} {v:,}" for k, v in sorted((sess.get("eras") or {}).items()))
         t.add_row("eras", eras or "—")
         if sess.get("requested_version") or sess.get("negotiated_version"):
-            t.add_row("initialize", f"requested {sess.get('requested_version') or '—'}, "
-                                    f"negotiated {sess.get('negotiated_version') or '— (no answer)'}")
+            t.add_row(
+                "initialize",
+                f"requested {sess.get('requested_version') or '—'}, "
+                f"negotiated {sess.get('negotiated_version') or '— (no answer)'}",
+            )
         if sess.get("modern_versions"):
             t.add_row("per-request _meta", ", ".join(sess["modern_versions"]))
         if sess.get("discover"):
             sv = sess.get("supported_versions")
-            t.add_row("server/discover", sess["discover"] + (f"; supports {', '.join(map(str, sv))}" if sv else ""))
+            t.add_row(
+                "server/discover", sess["discover"] + (f"; supports {', '.join(map(str, sv))}" if sv else "")
+            )
         t.add_row("client", _info(sess.get("client_info")))
         t.add_row("server", _info(sess.get("server_info")))
         t.add_row("client capabilities", _caps(sess.get("client_caps")))
@@ -89,7 +99,9 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
 
     rules = s.get("rules") or {}
     names = rule_info() if rules else {}
-    rt = Table(title=f"Findings by rule ({sum(rules.values()):,})", title_justify="left", box=None, padding=(0, 1))
+    rt = Table(
+        title=f"Findings by rule ({sum(rules.values()):,})", title_justify="left", box=None, padding=(0, 1)
+    )
     rt.add_column("rule")
     rt.add_column("name")
     rt.add_column("count", justify="right")

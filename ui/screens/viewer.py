@@ -54,8 +54,14 @@ class ViewerScreen(Screen):
     # What the footer keeps in view first (the filter bar's Close, then Help and Quit), and its labels
     # when the full ones do not fit (80 columns)
     FOOTER_FIRST = ("cancel", "help", "quit", "filter", "next_finding", "prev_finding", "partner", "summary")
-    FOOTER_SHORT = {"next_finding": "Next", "prev_finding": "Prev", "expand": "Expand", "toggle_follow": "Follow",
-                    "summary": "Summary", "partner": "Pair"}
+    FOOTER_SHORT = {
+        "next_finding": "Next",
+        "prev_finding": "Prev",
+        "expand": "Expand",
+        "toggle_follow": "Follow",
+        "summary": "Summary",
+        "partner": "Pair",
+    }
 
     def __init__(self, path: str, *, follow: bool = False, fmt: str | None = None, hint: str = "") -> None:
         super().__init__()
@@ -124,8 +130,12 @@ class ViewerScreen(Screen):
     @work(thread=True, exclusive=True, group="open")
     def open_capture(self) -> None:
         try:
-            view = open_view(self.path, follow=self.follow, fmt=self.fmt,
-                             on_analysis=lambda ann: self.post_message(AnalysisProgress()))
+            view = open_view(
+                self.path,
+                follow=self.follow,
+                fmt=self.fmt,
+                on_analysis=lambda ann: self.post_message(AnalysisProgress()),
+            )
         except Exception as exc:  # InputError, OSError: one line on screen
             self.post_message(OpenFailed(str(exc)))
             return
@@ -209,8 +219,13 @@ class ViewerScreen(Screen):
             return
         ann = view.ann
         caught_up = ann.eof and ann.rows_done >= len(view)  # follow mode: analysed up to the end so far
-        self.status.set(analysed=ann.rows_done, analysis_done=ann.done or caught_up, analysis_error=ann.error,
-                        findings_rows=len(ann.finding_rows), unreadable=ann.unreadable_rows)
+        self.status.set(
+            analysed=ann.rows_done,
+            analysis_done=ann.done or caught_up,
+            analysis_error=ann.error,
+            findings_rows=len(ann.finding_rows),
+            unreadable=ann.unreadable_rows,
+        )
         self.list.refresh_selection()
         row = self.list.selected_row
         if row is not None:
@@ -415,8 +430,13 @@ class ViewerScreen(Screen):
         from ui.screens.summary import SummaryScreen
 
         ann = self.view.ann if self.view is not None else None
-        self.app.push_screen(SummaryScreen(ann.summary if ann is not None else None,
-                                           done=bool(ann and ann.done), name=os.path.basename(self.path)))
+        self.app.push_screen(
+            SummaryScreen(
+                ann.summary if ann is not None else None,
+                done=bool(ann and ann.done),
+                name=os.path.basename(self.path),
+            )
+        )
 
     def action_expand(self) -> None:
         from ui.screens.body import BodyScreen

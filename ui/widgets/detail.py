@@ -24,8 +24,14 @@ class DetailPane(VerticalScroll, can_focus=True):
     def compose(self):
         yield self.body
 
-    def show(self, detail: RowDetail | None, *, analysed_upto: int | None = None, ended: bool = False,
-             keep_scroll: bool = False) -> None:
+    def show(
+        self,
+        detail: RowDetail | None,
+        *,
+        analysed_upto: int | None = None,
+        ended: bool = False,
+        keep_scroll: bool = False,
+    ) -> None:
         self.shown = detail
         if detail is None:
             self.body.update("")

@@ -125,8 +125,12 @@ def render_detail(d: RowDetail, *, analysed_upto: int | None = None, ended: bool
     if rtype == "message":
         if d.summary is None:
             where = f" (it has reached row {analysed_upto:,})" if analysed_upto is not None else ""
-            parts.append(Text(f"Analysing in the background{where}: era, pairing and findings follow.",
-                              style="dim italic"))
+            parts.append(
+                Text(
+                    f"Analysing in the background{where}: era, pairing and findings follow.",
+                    style="dim italic",
+                )
+            )
         else:
             parts.extend(_findings(a))
             parts.extend(_analysis(a, d, ended))
@@ -139,8 +143,15 @@ def render_detail(d: RowDetail, *, analysed_upto: int | None = None, ended: bool
         parts.extend(_body(rec.raw, rtype == "message"))
     elif rec.data:
         parts.append(section("Record"))
-        parts.append(Syntax(dumps_text(rec.data, orjson.OPT_INDENT_2), "json",
-                            theme=THEME, word_wrap=True, background_color="default"))
+        parts.append(
+            Syntax(
+                dumps_text(rec.data, orjson.OPT_INDENT_2),
+                "json",
+                theme=THEME,
+                word_wrap=True,
+                background_color="default",
+            )
+        )
     return Group(*parts)
 
 
@@ -158,7 +169,9 @@ def _title(d: RowDetail) -> Text:
     t.append(f"#{rec.seq}" if rec.seq else f"row {d.row:,}", style="bold")
     t.append("  ")
     if rec.dir is not None:
-        t.append(DIR_WORDS[rec.dir.value] + (" (guessed from content)" if rec.dir_inferred else ""), style="bold")
+        t.append(
+            DIR_WORDS[rec.dir.value] + (" (guessed from content)" if rec.dir_inferred else ""), style="bold"
+        )
         t.append("  ")
     kind = a.get("kind") or rec.type.value
     t.append(kind, style="bold")
@@ -167,8 +180,11 @@ def _title(d: RowDetail) -> Text:
         t.append(f"  {'answers ' if a.get('answers') and not a.get('method') else ''}{label}")
     if "id" in a:
         t.append(f"  id {dumps_text(a['id'])}")
-    t.append(f"\n{when(rec.t_ns)}  ·  {rec.transport} connection {rec.conn}  ·  {len(rec.raw):,} bytes"
-             f"  ·  {d.where or f'capture line {d.row + 1:,}'}", style="dim")
+    t.append(
+        f"\n{when(rec.t_ns)}  ·  {rec.transport} connection {rec.conn}  ·  {len(rec.raw):,} bytes"
+        f"  ·  {d.where or f'capture line {d.row + 1:,}'}",
+        style="dim",
+    )
     return t
 
 
@@ -221,8 +237,11 @@ def _analysis(a: dict[str, Any], d: RowDetail, ended: bool = False) -> list[Rend
         t = Text("Pairing  ", style="bold")
         status = ps or ""
         if ps == "new":
-            status = "answered" if a.get("partner") is not None else (
-                "no answer in the capture" if ended else "awaiting an answer")
+            status = (
+                "answered"
+                if a.get("partner") is not None
+                else ("no answer in the capture" if ended else "awaiting an answer")
+            )
         t.append(status)
         if a.get("lat") is not None:
             t.append(f"  ·  latency {duration(a['lat'])}")
@@ -247,7 +266,9 @@ def _analysis(a: dict[str, Any], d: RowDetail, ended: bool = False) -> list[Rend
     return out
 
 
-def _http(http: dict[str, Any], sse: dict[str, Any] | None, timing: dict[str, Any] | None = None) -> list[RenderableType]:
+def _http(
+    http: dict[str, Any], sse: dict[str, Any] | None, timing: dict[str, Any] | None = None
+) -> list[RenderableType]:
     out: list[RenderableType] = [section("HTTP")]
     if http:
         line = f"{http.get('method') or ''} {http.get('url') or ''}".strip()
@@ -278,8 +299,11 @@ def _http(http: dict[str, Any], sse: dict[str, Any] | None, timing: dict[str, An
             if k not in ("id", "event", "stream", "retry") and v is not None:
                 t.append(f"  {k} {v}", style="dim")
         if timing:
-            t.append(f"\n  event {timing['n']} of its stream: {duration(timing['since_open'])} after the stream "
-                     f"opened, {duration(timing['since_prev'])} after the previous event", style="dim")
+            t.append(
+                f"\n  event {timing['n']} of its stream: {duration(timing['since_open'])} after the stream "
+                f"opened, {duration(timing['since_prev'])} after the previous event",
+                style="dim",
+            )
         out.append(t)
     return out
 
@@ -297,5 +321,7 @@ def _body(raw: bytes, is_message: bool) -> list[RenderableType]:
     out.append(section(f"Raw bytes ({len(raw):,}, {how})"))
     out.append(Text(shown, style="dim" if is_message else ""))
     if len(raw) > MAX_RAW_BYTES:
-        out.append(Text(f"… {len(raw) - MAX_RAW_BYTES:,} more bytes; press e to see them all", style="yellow"))
+        out.append(
+            Text(f"… {len(raw) - MAX_RAW_BYTES:,} more bytes; press e to see them all", style="yellow")
+        )
     return out

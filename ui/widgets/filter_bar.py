@@ -10,7 +10,9 @@ from textual.widgets import Input, Static
 from tracer.filter import FilterError, compile_filter
 from ui.widgets.detail_render import rule_names
 
-PLACEHOLDER = 'method:tools/call kind:error dir:s2c era:legacy rule:MCP310 id:5 latency>500ms "text"  (| or, ! not)'
+PLACEHOLDER = (
+    'method:tools/call kind:error dir:s2c era:legacy rule:MCP310 id:5 latency>500ms "text"  (| or, ! not)'
+)
 
 
 class FilterBar(Horizontal):

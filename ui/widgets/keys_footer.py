@@ -33,7 +33,9 @@ class KeysFooter(Footer):
                 seen[binding.action] = (binding, enabled, tooltip)
         rank = {action: i for i, action in enumerate(self.first)}
         declared = list(seen)
-        return sorted(seen.values(), key=lambda k: (rank.get(k[0].action, len(rank)), declared.index(k[0].action)))
+        return sorted(
+            seen.values(), key=lambda k: (rank.get(k[0].action, len(rank)), declared.index(k[0].action))
+        )
 
     def _label(self, binding: Binding, level: int) -> str:
         return self.short.get(binding.action, binding.description) if level >= SHORT else binding.description
@@ -41,8 +43,11 @@ class KeysFooter(Footer):
     def _level(self, keys: list[tuple[Binding, bool, str]], width: int) -> int:
         """The widest style whose keys all fit: a key is its display and label with their padding
         (3 cells), or 2 cells (a space and a margin) in the compact style."""
+
         def need(level: int, extra: int) -> int:
-            return sum(len(self.app.get_key_display(b)) + len(self._label(b, level)) + extra for b, _, _ in keys)
+            return sum(
+                len(self.app.get_key_display(b)) + len(self._label(b, level)) + extra for b, _, _ in keys
+            )
 
         if need(FULL, 3) <= width:
             return FULL
@@ -59,11 +64,19 @@ class KeysFooter(Footer):
         self.compact = level == TIGHT
         self.styles.grid_size_columns = len(keys)
         for binding, enabled, tooltip in keys:
-            yield FooterKey(binding.key, self.app.get_key_display(binding), self._label(binding, level),
-                            binding.action, disabled=not enabled,
-                            tooltip=tooltip or binding.description).data_bind(compact=Footer.compact)
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                self._label(binding, level),
+                binding.action,
+                disabled=not enabled,
+                tooltip=tooltip or binding.description,
+            ).data_bind(compact=Footer.compact)
 
     def on_resize(self, event: events.Resize) -> None:
-        if self._bindings_ready and self.level is not None and \
-                self._level(self._keys(), event.size.width) != self.level:
+        if (
+            self._bindings_ready
+            and self.level is not None
+            and self._level(self._keys(), event.size.width) != self.level
+        ):
             self.call_after_refresh(self.recompose)

@@ -57,9 +57,19 @@ def widths(width: int) -> tuple[int, int]:
 
 def column_header(width: int) -> str:
     wm, wp = widths(width)
-    parts = [" ", _fit("#", W_SEQ, True), _fit("time", W_TIME), "⇄", _fit("kind", W_KIND), "era",
-             _fit("method / ↳ answers", wm), _fit("id", W_ID), _fit("latency", W_LAT, True), _fit("find", W_FIND),
-             _fit("summary", wp)]
+    parts = [
+        " ",
+        _fit("#", W_SEQ, True),
+        _fit("time", W_TIME),
+        "⇄",
+        _fit("kind", W_KIND),
+        "era",
+        _fit("method / ↳ answers", wm),
+        _fit("id", W_ID),
+        _fit("latency", W_LAT, True),
+        _fit("find", W_FIND),
+        _fit("summary", wp),
+    ]
     return " ".join(parts)
 
 
@@ -260,8 +270,17 @@ class MessageList(ScrollView, can_focus=True):
             kind = b.rtype
             arrow = {"stderr": "!", "http": "⇄", "event": "•", "header": "▣"}.get(kind, " ")
             label = b.label.replace("\n", " ").replace("\r", " ")
-            text = " ".join([gutter, seq, t, arrow, _fit(KIND_SHORT.get(kind, kind), W_KIND), "   ",
-                             _fit(label, wm + W_ID + W_LAT + W_FIND + wp + 4)])
+            text = " ".join(
+                [
+                    gutter,
+                    seq,
+                    t,
+                    arrow,
+                    _fit(KIND_SHORT.get(kind, kind), W_KIND),
+                    "   ",
+                    _fit(label, wm + W_ID + W_LAT + W_FIND + wp + 4),
+                ]
+            )
             return [Segment(text, DIM)]
         segs: list[Segment] = [Segment(f"{gutter} {seq} ", None), Segment(t + " ", DIM)]
         arrow = DIR_ARROW.get(b.dir or "", "?")
@@ -282,7 +301,9 @@ class MessageList(ScrollView, can_focus=True):
         else:
             segs.append(Segment(_fit(label, wm), Style(bold=True) if kind == "request" else None))
         segs.append(Segment(" " + _fit(id_repr(b.id) if b.has_id else "", W_ID) + " "))
-        segs.append(Segment(_fit(duration(info.latency_ns), W_LAT, True) + " ", DIM if kind == "request" else None))
+        segs.append(
+            Segment(_fit(duration(info.latency_ns), W_LAT, True) + " ", DIM if kind == "request" else None)
+        )
         n = info.nfind
         if n:
             segs.append(Segment(_fit(f"● {n}", W_FIND), SEVERITY_STYLE.get(info.worst)))

@@ -56,8 +56,10 @@ class StatusBar(Static):
             pct = min(100.0, 100.0 * s.analysed / max(1, s.rows))
             t.append(f"  analysing {pct:.0f}%", style="yellow")
         if s.unreadable:
-            t.append(f"  {s.unreadable:,} row{'s' if s.unreadable > 1 else ''} not analysable (see the detail)",
-                     style="red")
+            t.append(
+                f"  {s.unreadable:,} row{'s' if s.unreadable > 1 else ''} not analysable (see the detail)",
+                style="red",
+            )
         if s.findings_rows:
             t.append(f"  {s.findings_rows:,} with findings", style="red")
         if s.filter:
