@@ -159,12 +159,20 @@ class OtlpReceiver:
 
 def main() -> None:
     """Serve in a process of its own (benchmarks: decoding must not share the measuring process's
-    interpreter): prints 'listening on URL', then counts spans until stdin closes, and prints them."""
+    interpreter): prints 'listening on URL'; each line `wait N S` on stdin is answered `spans K` once
+    N spans arrived or S seconds passed; at the end of stdin, prints the spans received."""
     import sys
 
     with OtlpReceiver() as rx:
         print(f"listening on {rx.url}", flush=True)
-        sys.stdin.read()
+        for line in sys.stdin:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "wait":
+                want, bound = int(parts[1]), float(parts[2])
+                with rx._cv:
+                    rx._cv.wait_for(lambda want=want: len(rx.spans) >= want, timeout=bound)
+                    got = len(rx.spans)
+                print(f"spans {got}", flush=True)
         print(f"spans {len(rx.spans)}", flush=True)
 
 

@@ -74,6 +74,18 @@ def _scheduling(idle: bool) -> None:
             os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     except OSError:
         pass
+    _autogroup(19 if idle else 0)
+
+
+def _autogroup(nice: int) -> None:
+    """The follower runs in a session of its own (tracer.export.live), which Linux schedules as a
+    group of its own beside the tee's: a task's own priority counts only inside its group, so the
+    group's weight is lowered too, or the exporter still takes half a busy core from the relay."""
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(nice))
+    except OSError:
+        pass  # (no autogroup scheduling here, or returning to 0 is not allowed: harmless)
 
 
 def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_bodies: bool = False) -> dict:
