@@ -28,6 +28,7 @@ from mitmproxy.proxy import mode_specs
 
 from addons.lean import LeanMaster, needed_addons
 from addons.mcp_capture import McpCapture
+from addons.upstream_errors import note_failed_connection
 from tracer.model import Record
 from tracer.redact import PROCESS_HASHER, redact_text, redact_url
 
@@ -103,8 +104,9 @@ def _url_host(host: str) -> str:
 
 class _UpstreamFailures:
     """One line on stderr (through the runner's `notice`) per failed connection to a server, at
-    most one every EVERY_S, with the count of those not shown; the host gets mitmproxy's 502 and
-    the capture the request with its error (lazy connections: see ProxyRunner._build)."""
+    most one every EVERY_S, with the count of those not shown; the host gets a 502 with a short
+    plain body naming it (addons/upstream_errors.py), the capture the request with its error (lazy
+    connections: see ProxyRunner._build)."""
 
     EVERY_S = 5.0
 
@@ -116,11 +118,6 @@ class _UpstreamFailures:
 
     def server_connect_error(self, data) -> None:
         self.failures += 1
-        now = time.monotonic()
-        if self._said_at is not None and now - self._said_at < self.EVERY_S:
-            self._unsaid += 1
-            return
-        self._said_at = now
         server = data.server
         host, port = server.address if server.address else ("?", 0)
         where = (
@@ -128,6 +125,13 @@ class _UpstreamFailures:
             if self.runner.cfg.upstream and not self.runner.cfg.modes
             else f"{_url_host(host)}:{port}"
         )
+        if isinstance(server.error, str):
+            note_failed_connection(server.error, redact_url(where, PROCESS_HASHER))
+        now = time.monotonic()
+        if self._said_at is not None and now - self._said_at < self.EVERY_S:
+            self._unsaid += 1
+            return
+        self._said_at = now
         more = f" ({self._unsaid} more failed connections not shown)" if self._unsaid else ""
         self._unsaid = 0
         self.runner.notice(

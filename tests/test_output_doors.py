@@ -149,13 +149,17 @@ def test_a_dead_upstream_gives_the_host_a_502_naming_it_and_the_capture_the_fail
             except urllib.error.HTTPError as exc:
                 statuses.append(exc.code)
                 page = exc.read().decode()
+                page_type = exc.headers.get("Content-Type")
         failed = err.wait_for(r"cannot connect to the upstream (\S+)", "proxy")
         assert _stop(proc) == 0
         lines = err.rest()
         proc.stdout.close()
         proc.stderr.close()
     assert statuses == [502, 502, 502]
-    assert str(port) in page  # the host's error page says which server it could not reach
+    # one short plain line naming the server it could not reach (not mitmproxy's HTML page)
+    assert page_type == "text/plain; charset=utf-8"
+    assert page.startswith(f"mcptrace: cannot connect to the upstream server {dead}: ")
+    assert page.count("\n") == 1 and "<" not in page and len(page) < 300, page
     assert failed.group(1).rstrip(":") == dead
     assert len([line for line in lines if "cannot connect to the upstream" in line]) == 1  # rate-limited
     assert any("2 more failed upstream connections" in line for line in lines), lines
@@ -194,3 +198,26 @@ def test_two_tees_appending_to_one_capture_at_once_keep_every_message_of_both(tm
     for conn in conns:
         mine = [r for r in recs if r.type is RecordType.MESSAGE and r.conn == conn]
         assert len(mine) == 2 * n  # every request and every answer of this tee
+
+
+def test_only_failed_upstream_connections_get_the_plain_502_every_other_error_page_stays_mitmproxys():
+    from mitmproxy.proxy.layers.http import _http1, _http2
+
+    from addons.upstream_errors import note_failed_connection
+
+    refused = "[Errno 111] Connect call failed ('127.0.0.1', 9)"
+    note_failed_connection(refused, "http://127.0.0.1:9/mcp")
+    note_failed_connection(refused, "http://127.0.0.1:9/mcp")  # (installing twice wraps once)
+    ours = _http1.make_error_response(502, refused)
+    assert ours.startswith(b"HTTP/1.1 502 Bad Gateway\r\n") and b"text/plain" in ours
+    assert ours.endswith(
+        b"\r\n\r\nmcptrace: cannot connect to the upstream server http://127.0.0.1:9/mcp: "
+        + refused.encode()
+        + b"\n"
+    )
+    assert _http2.format_error(502, refused).startswith(b"mcptrace: cannot connect")
+    # an equal message that is not that connection's error (a reset mid-exchange, a killed flow)
+    other = "".join(["[Errno 111] ", refused.split("] ", 1)[1]])
+    assert other == refused and other is not refused
+    assert b"<html>" in _http1.make_error_response(502, other)
+    assert b"<html>" in _http1.make_error_response(400, "bad request")
