@@ -126,7 +126,7 @@ def test_live_spans_have_the_ids_a_later_export_of_the_capture_gives(tmp_path):
     ids = {
         (s["traceId"], s["spanId"], s["name"])
         for doc in offline
-        for rs in doc["resourceSpans"]
+        for rs in doc.get("resourceSpans", ())
         for ss in rs["scopeSpans"]
         for s in ss["spans"]
     }

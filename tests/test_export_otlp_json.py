@@ -12,6 +12,7 @@ import sys
 import orjson
 import pytest
 from google.protobuf import json_format
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.cases import build_records
@@ -62,7 +63,7 @@ def spans_of(records, **kw) -> list[dict]:
     return [
         s
         for line in out.getvalue().splitlines()
-        for rs in orjson.loads(line)["resourceSpans"]
+        for rs in orjson.loads(line).get("resourceSpans", ())
         for ss in rs["scopeSpans"]
         for s in ss["spans"]
     ]
@@ -76,7 +77,12 @@ def attrs(span: dict) -> dict:
 def test_otlp_json_of_a_fixture_capture_is_byte_identical_across_runs_and_parses_as_export_request(capture):
     first, second = _export(capture, seed="1"), _export(capture, seed="2")
     assert first and first == second
-    for line in first.splitlines():
+    *lines, last = first.splitlines()
+    metrics = json_format.Parse(last, ExportMetricsServiceRequest())  # the durations, at the end
+    assert {m.name for rm in metrics.resource_metrics for sm in rm.scope_metrics for m in sm.metrics} >= {
+        "mcp.client.operation.duration"
+    }
+    for line in lines:
         json_format.Parse(line, ExportTraceServiceRequest())  # the proto3 JSON shape, as written
         req = _as_proto(line)
         spans = [s for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans]
@@ -211,7 +217,7 @@ def test_an_mrtr_operation_is_a_parent_span_over_its_rounds(tmp_path):
     spans = [
         s
         for line in _export(cap).splitlines()
-        for rs in orjson.loads(line)["resourceSpans"]
+        for rs in orjson.loads(line).get("resourceSpans", ())
         for ss in rs["scopeSpans"]
         for s in ss["spans"]
     ]
@@ -252,3 +258,60 @@ def test_sessions_of_an_appended_capture_that_reuse_seqs_each_keep_their_spans()
     names = {s["name"]: attrs(s) for s in spans}
     assert names["tools/list"]["mcptrace.end_reason"] == "end-of-capture"
     assert names["prompts/list"]["mcptrace.end_reason"] == "response"
+
+
+def test_otlp_json_ends_with_the_duration_histograms_of_the_requests_in_the_conventions_buckets():
+    legacy = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "h", "version": "1"},
+    }
+    entries = [
+        {"t_ms": 1000, "c2s": {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": legacy}},
+        {
+            "t": 1_003_000_000,
+            "s2c": {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "s", "version": "1"},
+                },
+            },
+        },
+        {"t_ms": 1004, "c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
+    ]
+    for i, ms in enumerate((5, 15, 250), start=1):  # three tools/call: 5 ms, 15 ms, 250 ms
+        t = 2000 * i
+        call = {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {}},
+        }
+        entries.append({"t_ms": t, "c2s": call})
+        entries.append({"t_ms": t + ms, "s2c": {"jsonrpc": "2.0", "id": i, "result": {"content": []}}})
+    out = io.BytesIO()
+    writer = OtlpJsonWriter(out)
+    build_spans(build_records(entries), writer, source="case", identity="case", analyser=Analyser())
+    writer.close()
+    doc = json_format.Parse(out.getvalue().splitlines()[-1], ExportMetricsServiceRequest())
+    (metric,) = [
+        m
+        for rm in doc.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "mcp.client.operation.duration"
+    ]
+    assert metric.unit == "s" and metric.histogram.aggregation_temporality == 2  # cumulative
+    calls = [
+        p
+        for p in metric.histogram.data_points
+        if {a.key: a.value.string_value for a in p.attributes}.get("gen_ai.tool.name") == "echo"
+    ]
+    (point,) = calls
+    assert list(point.explicit_bounds) == [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
+    assert point.count == 3 and abs(point.sum - 0.270) < 1e-9
+    assert list(point.bucket_counts)[:6] == [1, 1, 0, 0, 0, 1]  # <=10 ms, <=20 ms, ..., <=500 ms
+    assert point.min == 0.005 and point.max == 0.25

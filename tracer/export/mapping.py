@@ -101,6 +101,27 @@ METRIC_ATTRIBUTES = (
     SERVER_PORT,
 )
 
+OPERATION_DESCRIPTION = "MCP request duration as seen on the wire"
+SESSION_DESCRIPTION = "MCP (legacy) session duration"
+
+
+def measurement(span) -> tuple[str, float, dict] | None:
+    """(metric, seconds, attributes) a span adds to, or None: a request's own span feeds
+    OPERATION_DURATION, a legacy connection's root span SESSION_DURATION (one decision for the SDK
+    sink and the OTLP/JSON file)."""
+    attrs = span.attrs
+    seconds = max(0, span.end_ns - span.start_ns) / 1e9
+    if REQUEST_ID in attrs and KIND not in attrs:  # a request's own span (not a short one)
+        return OPERATION_DURATION, seconds, {k: attrs[k] for k in METRIC_ATTRIBUTES if k in attrs}
+    if span.name == ROOT_SPAN_NAME and attrs.get(ERA) == "legacy":
+        return (
+            SESSION_DURATION,
+            seconds,
+            {k: attrs[k] for k in (NET_TRANSPORT, PROTOCOL_VERSION) if k in attrs},
+        )
+    return None
+
+
 # -- the resource and the instrumentation scope ---------------------------------------------------------
 SERVICE_NAME = "service.name"
 DEFAULT_SERVICE = "mcptrace"

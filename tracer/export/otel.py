@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
@@ -145,13 +144,13 @@ class OtelSink:
                 M.OPERATION_DURATION,
                 unit="s",
                 explicit_bucket_boundaries_advisory=buckets,
-                description="MCP request duration as seen on the wire",
+                description=M.OPERATION_DESCRIPTION,
             )
             self._session = meter.create_histogram(
                 M.SESSION_DURATION,
                 unit="s",
                 explicit_bucket_boundaries_advisory=buckets,
-                description="MCP (legacy) session duration",
+                description=M.SESSION_DESCRIPTION,
             )
 
     def __call__(self, span: Span) -> None:
@@ -189,13 +188,10 @@ class OtelSink:
             self._measure(span)
 
     def _measure(self, span: Span) -> None:
-        attrs = span.attrs
-        seconds = max(0, span.end_ns - span.start_ns) / 1e9
-        if M.REQUEST_ID in attrs and M.KIND not in attrs:  # a request's own span (not a short one)
-            self._op.record(seconds, {k: attrs[k] for k in M.METRIC_ATTRIBUTES if k in attrs})
-        elif span.name == M.ROOT_SPAN_NAME and attrs.get(M.ERA) == "legacy":
-            point: dict[str, Any] = {k: attrs[k] for k in (M.NET_TRANSPORT, M.PROTOCOL_VERSION) if k in attrs}
-            self._session.record(seconds, point)
+        point = M.measurement(span)
+        if point is not None:
+            name, seconds, attrs = point
+            (self._op if name == M.OPERATION_DURATION else self._session).record(seconds, attrs)
 
     @property
     def dropped(self) -> int:

@@ -1,4 +1,5 @@
-"""Spans as the OTLP/JSON file encoding: one `ExportTraceServiceRequest` per line.
+"""Spans as the OTLP/JSON file encoding: one `ExportTraceServiceRequest` per line, and at the end one
+`ExportMetricsServiceRequest` line with the duration histograms (cumulative over the file).
 
 This is what an OpenTelemetry Collector's `otlpjsonfile` receiver reads. Proto3 JSON mapping with
 OTLP's exceptions: trace and span ids are lowercase hex (not base64), enums are integers, and
@@ -10,6 +11,7 @@ id), so exporting the same capture twice gives the same bytes.
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from typing import IO, Any
 
 import orjson
@@ -87,8 +89,43 @@ def span_json(span: Span) -> dict[str, Any]:
     return out
 
 
+class _Histogram:
+    """One data point of a duration histogram (explicit buckets, as the SDK aggregates them)."""
+
+    __slots__ = ("attrs", "counts", "max", "min", "n", "start_ns", "sum", "t_ns")
+
+    def __init__(self, attrs: dict[str, Any], start_ns: int):
+        self.attrs = attrs
+        self.counts = [0] * (len(M.DURATION_BUCKETS) + 1)
+        self.n, self.sum, self.min, self.max = 0, 0.0, float("inf"), float("-inf")
+        self.start_ns = self.t_ns = start_ns
+
+    def record(self, seconds: float, t_ns: int) -> None:
+        self.counts[bisect_left(M.DURATION_BUCKETS, seconds)] += 1  # (a bucket's bound is inclusive)
+        self.n += 1
+        self.sum += seconds
+        self.min, self.max = min(self.min, seconds), max(self.max, seconds)
+        self.start_ns, self.t_ns = min(self.start_ns, t_ns), max(self.t_ns, t_ns)
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "attributes": attributes(self.attrs),
+            "startTimeUnixNano": str(self.start_ns),
+            "timeUnixNano": str(self.t_ns),
+            "count": str(self.n),
+            "sum": self.sum,
+            "bucketCounts": [str(c) for c in self.counts],
+            "explicitBounds": list(M.DURATION_BUCKETS),
+            "min": self.min,
+            "max": self.max,
+        }
+
+
+METRIC_POINTS_CAP = 10_000  # data points per metric (attribute sets; tool names are many at most)
+
+
 class OtlpJsonWriter:
-    """Collects spans and writes a line per BATCH of them (and the rest at `close`)."""
+    """Collects spans and writes a line per BATCH of them (and the rest at `close`, then the metrics)."""
 
     def __init__(self, out: IO[bytes]):
         self.out = out
@@ -97,12 +134,51 @@ class OtlpJsonWriter:
         self.lines = 0
         self._resource = {"attributes": attributes({M.SERVICE_NAME: service_name()})}
         self._scope = {"name": M.SCOPE_NAME, "version": __version__}
+        # metric -> attribute set -> its point, in the order first seen (the output is the input's)
+        self._points: dict[str, dict[tuple, _Histogram]] = {M.OPERATION_DURATION: {}, M.SESSION_DURATION: {}}
 
     def __call__(self, span: Span) -> None:
         self.pending.append(span_json(span))
         self.spans += 1
+        point = M.measurement(span)
+        if point is not None:
+            self._measure(span, *point)
         if len(self.pending) >= BATCH:
             self.flush()
+
+    def _measure(self, span: Span, name: str, seconds: float, attrs: dict[str, Any]) -> None:
+        points = self._points[name]
+        key = tuple(attrs.items())
+        h = points.get(key)
+        if h is None:
+            if len(points) >= METRIC_POINTS_CAP:
+                return
+            h = points[key] = _Histogram(attrs, span.start_ns)
+        h.record(seconds, span.end_ns)
+
+    def _metrics_line(self) -> bytes | None:
+        descriptions = {
+            M.OPERATION_DURATION: M.OPERATION_DESCRIPTION,
+            M.SESSION_DURATION: M.SESSION_DESCRIPTION,
+        }
+        metrics = [
+            {
+                "name": name,
+                "description": descriptions[name],
+                "unit": "s",
+                "histogram": {"dataPoints": [h.json() for h in points.values()], "aggregationTemporality": 2},
+            }
+            for name, points in self._points.items()
+            if points
+        ]
+        if not metrics:
+            return None
+        doc = {
+            "resourceMetrics": [
+                {"resource": self._resource, "scopeMetrics": [{"scope": self._scope, "metrics": metrics}]}
+            ]
+        }
+        return orjson.dumps(doc) + b"\n"
 
     def flush(self) -> None:
         if not self.pending:
@@ -118,3 +194,7 @@ class OtlpJsonWriter:
 
     def close(self) -> None:
         self.flush()
+        line = self._metrics_line()
+        if line is not None:
+            self.out.write(line)
+            self.lines += 1
