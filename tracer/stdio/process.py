@@ -24,8 +24,6 @@ from __future__ import annotations
 import fcntl
 import os
 import select
-import signal
-import struct
 import threading
 import time
 from collections import Counter, deque
@@ -33,18 +31,13 @@ from types import SimpleNamespace
 
 import orjson
 
-from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome, CaptureSink
-from tracer.stdio.priority import background, hurried
-from tracer.stdio.splice import read_exactly
+from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome
+from tracer.stdio.capture_child import _CONN, _EOF, _EVENT, _GAP, _INLINE, _NOTE, _TEED, _child, _close_others
+from tracer.stdio.priority import background
 
-_NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
-_TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE = range(6)
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-LINGER_S = 0.002
 UNPARK_NS = 1_000_000
-ROOM_WAIT_S = 0.001
 LINGER_BELOW = 64 * _NOTE.size
-ORPHAN_GRACE_S = 3.0  # after the tee died: how long the server has after SIGTERM before SIGKILL
 # While the session runs, the capture process takes only CPU time nobody else wants (SCHED_IDLE,
 # and nice 19 where that is missing): framing a batch of records then never delays the relay, the
 # server or the host (p99 latency 4x lower here); real sessions leave plenty of idle CPU. A flood
@@ -324,192 +317,3 @@ class CaptureProcess(CaptureOutcome):
                     self.findings = Counter(r["findings"])
                     self.write_error = OSError(r["write_error"]) if r["write_error"] else None
                     self.analysis_error = r["analysis_error"]
-
-
-def _close_others(keep: set[int]) -> None:
-    try:
-        fds = [int(x) for x in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(3, 256))
-    for fd in fds:
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
-def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint: bool) -> int:
-    """The capture process: notes in, records out, until the relay closes the control pipe."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)  # the relay forwards signals; we end at EOF of the notes
-    background(True)
-
-    def tell(msg: dict) -> None:
-        try:
-            os.write(back, orjson.dumps(msg) + b"\n")
-        except OSError:
-            pass
-
-    analyser = None
-    if live_lint:
-        from tracer.analyser import Analyser
-        from tracer.rules.registry import select_rules
-
-        analyser = Analyser(select_rules(["MCP8"]))
-    sink = CaptureSink(
-        writer,
-        "stdio",
-        budget=budget,
-        analyser=analyser,
-        on_finding=lambda f: tell({"finding": [f.rule, f.severity.label, f.message]}),
-    )
-    sink.start()
-    server = _Server()
-
-    def quiet() -> None:  # nothing to do: back to the background if a flood had hurried us
-        if not sink.pending_bytes and hurried():
-            background(True)
-
-    _read_notes(ctl, caps, sink, server.note, quiet)
-    background(False)
-    server.end_if_orphaned(sink)
-    finished = sink.close(None)
-    sink.finish_analysis()
-    try:
-        writer.close()
-    except OSError:
-        pass
-    err = sink.write_error
-    tell(
-        {
-            "report": {
-                "messages": sink.messages,
-                "stderr_lines": sink.stderr_lines,
-                "dropped_bytes": sink.dropped_bytes,
-                "dropped_chunks": sink.dropped_chunks,
-                "findings": dict(sink.findings),
-                "analysis_error": sink.analysis_error,
-                "write_error": (err.strerror or str(err)) if err is not None else None,
-            }
-        }
-    )
-    return 0 if finished else 1
-
-
-class _Server:
-    """The tee's server, as the capture process learns of it from the `started` and `exit` events.
-
-    When the control pipe closes without the server's `exit`, the tee died (SIGKILL: nothing ran in
-    it). The server got SIGTERM from the kernel (PR_SET_PDEATHSIG, see tracer.stdio.tee.spawn); this
-    process, which outlives the tee, finishes the job the tee's escalation would have done: SIGTERM
-    to the server's process group (a launcher's children too), SIGKILL after ORPHAN_GRACE_S."""
-
-    def __init__(self) -> None:
-        self.pid: int | None = None
-        self.fd: int | None = None  # a pidfd: waits for the exit, never signals a reused pid
-        self.exited = False
-
-    def note(self, data: dict) -> None:
-        name = data.get("event")
-        # (pid 1 or below names no server of ours: killpg(1) would signal init's whole group)
-        if name == "started" and type(data.get("pid")) is int and data["pid"] > 1 and self.pid is None:
-            self.pid = data["pid"]
-            try:
-                self.fd = os.pidfd_open(self.pid)
-            except (AttributeError, OSError):
-                self.fd = None
-        elif name == "exit":
-            self.exited = True
-
-    def end_if_orphaned(self, sink: CaptureSink) -> None:
-        if self.pid is None or self.exited or self.fd is None:
-            return
-        try:
-            sent = []
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                if select.select([self.fd], [], [], 0 if sig == signal.SIGTERM else ORPHAN_GRACE_S)[0]:
-                    break  # the server has exited
-                try:
-                    os.killpg(self.pid, sig)
-                except OSError:
-                    break
-                sent.append(sig.name)
-            if sent:
-                sink.event_at(
-                    time.time_ns(),
-                    {
-                        "event": "tee-died",
-                        "signals": sent,
-                        "reason": "the tee ended before its server; the capture ended it",
-                    },
-                )
-        finally:
-            os.close(self.fd)
-
-
-def _wait_room(sink: CaptureSink, n: int) -> None:
-    """Leave the copies in their pipes while the writer is a budget behind: the relay then keeps
-    them in its own budget (and drops only over it), rather than this process dropping them."""
-    while sink.pending_bytes and not sink.has_room(n):
-        time.sleep(ROOM_WAIT_S)
-
-
-def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None, on_quiet=None) -> None:
-    size = _NOTE.size
-    unpack = _NOTE.unpack_from
-    buf = b""
-    os.set_blocking(ctl, False)
-    waiter = select.poll()
-    waiter.register(ctl, select.POLLIN)
-    busy = False
-    while True:
-        # While notes keep coming, read them every few ms on a timer, never woken by each one: a
-        # relay writing a note to a reader asleep in read() pays for its wake-up, on every message.
-        # Only after a quiet interval does the process block until the next note.
-        try:
-            more = os.read(ctl, 1 << 16)
-        except BlockingIOError:
-            if busy:
-                busy = False
-                time.sleep(LINGER_S)
-            else:
-                if on_quiet is not None:
-                    on_quiet()
-                waiter.poll()
-                busy = True
-                time.sleep(LINGER_S)  # (the first note of a burst: gather the rest with it)
-            continue
-        if not more:
-            return
-        busy = True
-        buf += more
-        pos, end = 0, len(buf)
-        while end - pos >= size:
-            kind, stream, n, t = unpack(buf, pos)
-            if kind == _TEED:
-                pos += size
-                _wait_room(sink, n)
-                sink.offer(stream, t, read_exactly(caps[stream], n))
-            elif kind == _GAP:
-                pos += size
-                sink.gap(stream, n, t)
-            elif kind == _EOF:
-                pos += size
-                sink.eof(stream, t)
-            else:  # an inline chunk, an event or the connection id: a payload follows
-                if end - pos < size + n:
-                    break
-                payload = buf[pos + size : pos + size + n]
-                pos += size + n
-                if kind == _INLINE:
-                    _wait_room(sink, n)
-                    sink.offer(stream, t, payload)
-                elif kind == _EVENT:
-                    data = orjson.loads(payload)
-                    if on_event is not None:
-                        on_event(data)
-                    sink.event_at(t, data)
-                else:
-                    sink.conn = payload.decode()
-        buf = buf[pos:]
