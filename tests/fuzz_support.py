@@ -25,7 +25,7 @@ from tracer.capture import ReadProblem, read_capture, record_to_dict
 from tracer.lint import LintStats
 from tracer.model import Finding
 from tracer.report import EXTRA_FORMATS, FORMATS, make_reporter
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 from tracer.view.viewdata import basics_from_line
 
 HEADER = {

@@ -15,7 +15,7 @@ from tracer import session as session_mod
 from tracer import tracking
 from tracer.analyser import Analyser, analyse_all
 from tracer.http import state as http_state
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 
 CAP = 64  # every window in these tests
 

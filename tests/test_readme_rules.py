@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from tests.cases import ROOT
+from tracer.catalog.docs import END, START, main, readme_block, table_markdown
 from tracer.cli import main as cli_main
-from tracer.rules.docs import END, START, main, readme_block, table_markdown
-from tracer.rules.registry import all_rules
+from tracer.rules import all_rules
 
 README = ROOT / "README.md"
-FIX = "python -m tracer.rules.docs --write-readme README.md"
+FIX = "python -m tracer.rules --write-readme README.md"
 
 
 def test_readme_rule_table_is_exactly_the_generated_one():
@@ -25,11 +25,11 @@ def test_write_readme_replaces_only_the_part_between_the_markers(tmp_path, capsy
     readme.write_text(
         f"# Title\n\nIntro.\n\n{START}\n| stale |\n{END}\n\n## After\nMore.\n", encoding="utf-8"
     )
-    assert main(["--write-readme", str(readme)]) == 0
+    assert main(["--write-readme", str(readme)], all_rules().values()) == 0
     once = readme.read_text(encoding="utf-8")
     assert once.startswith("# Title\n\nIntro.\n\n") and once.endswith("\n\n## After\nMore.\n")
     assert readme_block(all_rules().values()) in once and "| stale |" not in once
-    assert main(["--write-readme", str(readme)]) == 0
+    assert main(["--write-readme", str(readme)], all_rules().values()) == 0
     assert readme.read_text(encoding="utf-8") == once  # idempotent
     capsys.readouterr()
 
@@ -37,7 +37,7 @@ def test_write_readme_replaces_only_the_part_between_the_markers(tmp_path, capsy
 def test_write_readme_appends_a_section_when_the_markers_are_missing(tmp_path, capsys):
     readme = tmp_path / "README.md"
     readme.write_text("# Title\n", encoding="utf-8")
-    assert main(["--write-readme", str(readme)]) == 0
+    assert main(["--write-readme", str(readme)], all_rules().values()) == 0
     text = readme.read_text(encoding="utf-8")
     assert text.startswith("# Title\n\n## Rule catalog\n\n" + START)
     assert "appended" in capsys.readouterr().err

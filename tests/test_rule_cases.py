@@ -6,7 +6,7 @@ import pytest
 
 from tests.cases import build_records, load_rule_cases
 from tracer.analyser import analyse_all
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 
 CASES = load_rule_cases()
 

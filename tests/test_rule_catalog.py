@@ -9,7 +9,7 @@ import yaml
 
 from tests.cases import RULE_CASES
 from tracer.cli import main
-from tracer.rules.registry import all_rules
+from tracer.rules import all_rules
 
 RULES = all_rules()
 

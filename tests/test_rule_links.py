@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from tests.cases import ROOT
+from tracer.catalog.docs import spec_links
 from tracer.cli import main
-from tracer.rules.docs import spec_links
-from tracer.rules.registry import all_rules
+from tracer.rules import all_rules
 
 
 def test_rules_id_names_the_file_and_line_that_define_the_rule(capsys):

@@ -8,7 +8,7 @@ from tests.cases import build_records, load_rule_cases
 from tracer.analyser import RuleSet, analyse_all
 from tracer.model import Direction, Kind
 from tracer.protocol import ALL, MODERN
-from tracer.rules.registry import all_rules
+from tracer.rules import all_rules
 
 RULES = list(all_rules().values())
 PREFILTERED = [r for r in RULES if r.needs is not None]

@@ -17,7 +17,7 @@ import pytest
 
 from tests.cases import build_records
 from tracer.analyser import analyse_all
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 from tracer.schemas import definitions
 from tracer.schemas.dispatch import catalog
 from tracer.schemas.errors import json_path, problems

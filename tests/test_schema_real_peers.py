@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters, types
 from tests.everything_peer import REPO, everything_binary
 from tracer.analyser import analyse_all
 from tracer.capture import read_capture
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 
 CALLS = [
     ("echo", {"message": "hello"}),

@@ -16,8 +16,8 @@ from tests.cases import build_records
 from tracer.analyser import RuleSet, analyse_all
 from tracer.capture import read_capture
 from tracer.protocol import DIRECTIONS, VERSIONS
-from tracer.rules import schema as schema_rules
-from tracer.rules.registry import all_rules, select_rules
+from tracer.rules import all_rules, select_rules
+from tracer.rules import mcp15_schema as schema_rules
 from tracer.schemas import SchemaLoadError, correct_artefacts, license_text, load_schema, schema_bytes
 from tracer.schemas.dispatch import CODES_WITH_DEFINITIONS, RESULT_BY_METHOD, catalog
 from tracer.schemas.errors import json_path, problems

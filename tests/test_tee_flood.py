@@ -21,7 +21,7 @@ from tests.test_tee_relay import BOUND_S, TEE, read_records, split, stream_of
 from tracer.analyser import Analyser
 from tracer.capture import CaptureWriter, header_record
 from tracer.model import Direction, RecordType
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 from tracer.stdio import splice as tee_splice
 from tracer.stdio.capture import STDIN, STDOUT, CaptureSink
 from tracer.stdio.runs import make_run

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.cases import build_records
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Record, RecordType
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 
 JSON_TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)
 JSON_VALUES = st.recursive(

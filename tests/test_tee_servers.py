@@ -14,7 +14,7 @@ import pytest
 from tests.test_tee_relay import read_records
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Finding, Record, RecordType, Severity
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 TEE = [sys.executable, "-m", "tracer", "stdio"]

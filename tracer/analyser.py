@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from tracer.catalog.registry import OBSERVER_FAMILIES, OBSERVERS, Rule
 from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions, versions_of
 from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record, RecordType, Severity
 from tracer.pairing import PairStatus, answered_at_http_level, match_response, note_cancel, register_request
-from tracer.rules.registry import OBSERVER_FAMILIES, OBSERVERS, Rule
 from tracer.session import DiscoverState, InitState, Session
 from tracer.tracking import apply as apply_tracking
 
@@ -34,7 +34,7 @@ class Analyser:
         self.session_cells: dict[str, str] = {}  # conn -> compatibility cell, for closed sessions
         # what the sessions of one analysis share, e.g. a stateless HTTP endpoint's tools (tracer.http.state)
         self.shared: dict = {}
-        # rule families' state hooks (tracer.rules.registry), minus those no selected rule reads
+        # rule families' state hooks (tracer.catalog.registry), minus those no selected rule reads
         families = {r.family for r in self.ruleset.rules}
         self._observers = tuple(
             (transports, fn)

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from tracer.catalog.registry import Rule
 from tracer.era import versions_of
 from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind
 from tracer.protocol import ALL_METHODS, MODERN_EXTENSION_REQUESTS
-from tracer.rules.registry import Rule, all_rules
+from tracer.rules import all_rules
 
 # Runners are cached by the message's raw shape (its method and version as sent), which odd
 # traffic could vary without end; past this many shapes a runner is looked up through the bounded
@@ -61,7 +62,7 @@ class RuleSet:
         self.message_rules = sorted((r for r in rules if r.phase == "message"), key=lambda r: r.order)
         self.end_rules = [r for r in rules if r.phase == "end"]
         # rules about HTTP facts (headers, status codes, SSE streams): they see every record that
-        # has them, messages included (tracer.rules.http)
+        # has them, messages included (tracer.rules.mcp70_http)
         self.http_rules = [r for r in rules if r.phase == "http"]
         # message rules with an end-of-session check run it like an end rule, under their own id
         self.end_rules += [replace(r, fn=r.end_fn, phase="end") for r in rules if r.end_fn is not None]

@@ -404,7 +404,7 @@ def _whole(task: Task, rules: RuleSet, digests: bool, out: _Out) -> None:
 
 def _worker(conn, tasks: list[Task], k: int, n: int, rule_ids: list[str], digests: bool) -> None:
     try:
-        from tracer.rules.registry import all_rules
+        from tracer.rules import all_rules
 
         table = all_rules()
         rules = RuleSet([table[i] for i in rule_ids])

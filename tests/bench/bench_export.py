@@ -41,7 +41,7 @@ from tracer.export.otel import OtelSink  # noqa: E402
 from tracer.export.otlp_json import OtlpJsonWriter  # noqa: E402
 from tracer.inputs import open_input  # noqa: E402
 from tracer.lint import Reporter, lint_paths  # noqa: E402
-from tracer.rules.registry import select_rules  # noqa: E402
+from tracer.rules import select_rules  # noqa: E402
 
 
 class _Discard(SpanExporter):

@@ -216,7 +216,7 @@ import resource, sys, time
 sys.path.insert(0, {root!r})
 from tracer.analyser import RuleSet
 from tracer.lint import Reporter, lint_paths
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 class Null(Reporter):
     pass
 rules = RuleSet(select_rules({select!r} or None, {ignore!r} or None))
@@ -240,15 +240,15 @@ def run_lint(
 def baseline(path: Path, sample: int) -> tuple[float, float, float]:
     """(messages/s of json.loads + jsonschema, messages/s of orjson.loads + mcptrace's schema rule,
     microseconds per message of that rule alone on the parsed message) on the same sample, each message checked against the definition mcptrace's dispatch picks for it
-    (tracer.rules.schema.schema_target). Picking and compiling happen before the clock starts."""
+    (tracer.rules.mcp15_schema.schema_target). Picking and compiling happen before the clock starts."""
     import jsonschema
     from referencing import Registry, Resource
 
     from tracer.analyser import Analyser
     from tracer.capture import read_capture
     from tracer.model import Kind
-    from tracer.rules.registry import REGISTRY, select_rules
-    from tracer.rules.schema import schema_target
+    from tracer.rules import REGISTRY, select_rules
+    from tracer.rules.mcp15_schema import schema_target
     from tracer.schemas import load_schema
 
     rule_for = {

@@ -64,7 +64,7 @@ def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float]]:
     from tracer.analyser import RuleSet
     from tracer.lint import Reporter, lint_paths
     from tracer.parallel import Task, _Out, _shard
-    from tracer.rules.registry import select_rules
+    from tracer.rules import select_rules
 
     class Drop:
         redo = None
@@ -97,7 +97,7 @@ def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float]]:
 def profile(path: Path, messages: int, top: int = 25) -> None:
     from tracer.analyser import RuleSet
     from tracer.lint import Reporter, lint_paths
-    from tracer.rules.registry import select_rules
+    from tracer.rules import select_rules
 
     rules = RuleSet(select_rules(None, None))
     prof = cProfile.Profile()

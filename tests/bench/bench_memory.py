@@ -35,7 +35,7 @@ import sys
 sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
 import longsession
 from tracer.analyser import Analyser
-from tracer.rules.registry import select_rules
+from tracer.rules import select_rules
 a = Analyser({rules})
 n = 0
 sizes = {{}}

@@ -25,9 +25,19 @@ sys.path.insert(0, str(ROOT))
 from tests.bench.bench_lint import T0, legacy_session, modern_session  # noqa: E402
 from tracer.analyser import Analyser, RuleSet  # noqa: E402
 from tracer.model import Direction, Record, RecordType  # noqa: E402
-from tracer.rules.registry import all_rules  # noqa: E402
+from tracer.rules import all_rules  # noqa: E402
 
-FAMILIES = ("envelope", "correlation", "meta", "result_type", "errors", "lifecycle")
+FAMILIES = (
+    "mcp10_envelope",
+    "mcp11_envelope_members",
+    "mcp12_batch",
+    "mcp2_correlation",
+    "mcp30_meta_keys",
+    "mcp31_request_meta",
+    "mcp35_errors",
+    "mcp36_tool_errors",
+    "mcp40_lifecycle",
+)
 
 
 def records(messages: int, seed: int = 7) -> list[Record]:

@@ -20,16 +20,22 @@ sys.path.insert(0, str(ROOT))
 from tests.bench.bench_rules_core import compare_families  # noqa: E402
 
 FAMILIES = (
-    "mrtr",
-    "caching",
-    "capabilities",
-    "utilities",
-    "subscriptions",
-    "features",
-    "tool_calls",
-    "content",
-    "client_features",
-    "deprecated",
+    "mcp32_mrtr",
+    "mcp33_mrtr_retry",
+    "mcp34_caching",
+    "mcp41_capabilities",
+    "mcp42_changes_tasks",
+    "mcp43_discover",
+    "mcp50_cancellation",
+    "mcp51_progress",
+    "mcp52_ping",
+    "mcp53_logging",
+    "mcp54_subscriptions",
+    "mcp60_tools_list",
+    "mcp61_tool_calls",
+    "mcp62_features",
+    "mcp63_elicitation_resources",
+    "mcp9_legacy",
 )
 
 if __name__ == "__main__":

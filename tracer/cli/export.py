@@ -110,7 +110,7 @@ def _spans(args: argparse.Namespace, opened, emit) -> int:
 
     from tracer.analyser import Analyser, RuleSet
     from tracer.export import build_spans
-    from tracer.rules.registry import select_rules
+    from tracer.rules import select_rules
 
     rules = RuleSet(select_rules(None, None))
     messages = 0

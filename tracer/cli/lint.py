@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from tracer.lint import InputError, lint_paths
     from tracer.model import Severity
     from tracer.report import make_reporter
-    from tracer.rules.registry import SelectionError, select_rules
+    from tracer.rules import SelectionError, select_rules
 
     settings = settings_for(args)  # the project config under the flags; args now hold the effective values
     if args.show_config:

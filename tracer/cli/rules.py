@@ -17,9 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from tracer.catalog.docs import explain, table_markdown, table_text
     from tracer.cli import UsageError
-    from tracer.rules.docs import explain, table_markdown, table_text
-    from tracer.rules.registry import all_rules
+    from tracer.rules import all_rules
 
     rules = all_rules()
     if args.rule:

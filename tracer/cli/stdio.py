@@ -113,7 +113,7 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     from tracer.analyser import Analyser
     from tracer.cli import UsageError
     from tracer.paths import default_capture_path, label_for_command
-    from tracer.rules.registry import select_rules
+    from tracer.rules import select_rules
     from tracer.stdio import splice as tee_splice
     from tracer.stdio.capture import CaptureSink
     from tracer.stdio.notes import Notes

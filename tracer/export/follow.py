@@ -94,7 +94,7 @@ def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_b
     from tracer.export import SpanFeed
     from tracer.export.live import CLOSE_TIMEOUT_S, FAILING_TIMEOUT_S, capture_identity
     from tracer.export.otel import OtelSink
-    from tracer.rules.registry import select_rules
+    from tracer.rules import select_rules
 
     _scheduling(idle=True)
     sink = OtelSink(endpoint, flush_every=512)

@@ -5,7 +5,7 @@ request's `c2s` message (or, for a GET or DELETE, the first response-side record
 request headers; the first response-side record (a JSON answer, a `stream-open` event, an `http`
 record) carries the status and response headers; SSE events follow, then `stream-closed`.
 `observe` runs once per record of an HTTP connection, before the rules (see
-`tracer.rules.registry.observer`), and keeps its facts in `session.extra["http"]`: per flow (what
+`tracer.catalog.registry.observer`), and keeps its facts in `session.extra["http"]`: per flow (what
 was asked, how it was answered, the stream's progress) and per session (the Mcp-Session-Id, its
 termination, event ids, the HTTP+SSE endpoint). The rules only read them; `current` holds what the
 observer concluded about the record being analysed.
@@ -18,12 +18,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracer.catalog.registry import observer
 from tracer.classify import id_key
 from tracer.http.endpoint_rounds import endpoint_fact
 from tracer.http.headers import pairs
 from tracer.http.tools import header_problem
 from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
-from tracer.rules.registry import observer
 from tracer.session import BoundedMap, Session
 
 KEY = "http"

@@ -7,9 +7,9 @@ from typing import IO
 
 from tracer import __version__
 from tracer.capture import ReadProblem
+from tracer.catalog.docs import SPEC_SITE, spec_links
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding, Severity
-from tracer.rules.docs import SPEC_SITE, spec_links
 from tracer.safejson import dumps_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

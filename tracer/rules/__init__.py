@@ -1,36 +1,60 @@
-"""The rule catalog. Importing this package registers every rule family."""
+"""The rule catalog. Importing this package registers every rule.
 
-# Families: envelope (MCP1xx), schema (MCP150-MCP152, the official-schema safety net), correlation
-# (MCP2xx), meta (3a/3b), result_type (MCP320-MCP321), mrtr and caching (3c/3d), errors (3e), lifecycle (MCP401-MCP410),
-# stdio (MCP801-MCP809: framing, stderr, process life cycle); capabilities (MCP412-MCP432);
-# utilities (MCP501-MCP533: cancellation, progress, ping, logging), subscriptions (MCP540-MCP547);
-# features (MCP601-MCP609: tools/list), tool_calls (MCP610-MCP617), content (MCP611-MCP624), client_features (MCP625-MCP630);
-# http (MCP701-MCP706, MCP740-MCP745), http_answers (MCP746-MCP755), http_session (MCP714,
-# MCP720-MCP732), http_sse (MCP707-MCP717, MCP901-MCP904): Streamable HTTP and legacy HTTP+SSE.
-from tracer.rules import (  # noqa: F401
-    caching,
-    capabilities,
-    client_features,
-    content,
-    correlation,
-    deprecated,
-    envelope,
-    errors,
-    features,
-    http,
-    http_answers,
-    http_session,
-    http_sse,
-    lifecycle,
-    meta,
-    mrtr,
-    result_type,
-    schema,
-    stdio,
-    subscriptions,
-    tool_calls,
-    utilities,
+A rule MCPabc lives in the module whose digits are the longest prefix of "abc": MCP101 in
+mcp10_envelope.py, MCP310 in mcp31_request_meta.py, MCP2xx in mcp2_correlation.py
+(tests/test_rule_homes.py checks it). Rules run in id order whatever the module order (the schema
+safety net, MCP150-MCP152, last on each message: `Rule.order`). The registry, the docs and shared
+helpers live in tracer.catalog.
+"""
+
+from collections.abc import Iterable
+
+from tracer.catalog.registry import REGISTRY, Rule, SelectionError, rule, select_from
+from tracer.rules import (  # noqa: F401  (importing a module registers its rules)
+    mcp2_correlation,
+    mcp8_stdio,
+    mcp9_legacy,
+    mcp10_envelope,
+    mcp11_envelope_members,
+    mcp12_batch,
+    mcp15_schema,
+    mcp30_meta_keys,
+    mcp31_request_meta,
+    mcp32_mrtr,
+    mcp33_mrtr_retry,
+    mcp34_caching,
+    mcp35_errors,
+    mcp36_tool_errors,
+    mcp40_lifecycle,
+    mcp41_capabilities,
+    mcp42_changes_tasks,
+    mcp43_discover,
+    mcp50_cancellation,
+    mcp51_progress,
+    mcp52_ping,
+    mcp53_logging,
+    mcp54_subscriptions,
+    mcp60_tools_list,
+    mcp61_tool_calls,
+    mcp62_features,
+    mcp63_elicitation_resources,
+    mcp70_http,
+    mcp71_sse,
+    mcp72_http_session,
+    mcp73_version_header,
+    mcp74_http_headers,
+    mcp75_modern_http,
 )
-from tracer.rules.registry import REGISTRY, Rule, all_rules, rule, select_rules
 
-__all__ = ["REGISTRY", "Rule", "all_rules", "rule", "select_rules"]
+
+def all_rules() -> dict[str, Rule]:
+    """Every registered rule by id, in id order (the order rules run in)."""
+    return dict(sorted(REGISTRY.items()))
+
+
+def select_rules(select: Iterable[str] | None = None, ignore: Iterable[str] | None = None) -> list[Rule]:
+    """Rules chosen by ids or prefixes (`MCP1`, `MCP31`, `MCP310`); unknown tokens are an error."""
+    return select_from(all_rules(), select, ignore)
+
+
+__all__ = ["REGISTRY", "Rule", "SelectionError", "all_rules", "rule", "select_rules"]

@@ -3,7 +3,7 @@
 stdio frames messages by newlines, so the tee records one line per `message` record. Some problems
 only show across lines: a pretty-printed message is several lines that each fail to parse but parse
 when joined (MCP802); the server's stderr and the process life cycle arrive as `stderr` and `event`
-records. `observe` is registered as an analyser observer (see `tracer.rules.registry.OBSERVERS`):
+records. `observe` is registered as an analyser observer (see `tracer.catalog.registry.OBSERVERS`):
 it runs once per record of a stdio connection, before the rules, and keeps its facts in
 `session.extra["stdio"]`. The rules in `tracer.rules.stdio` only read them.
 """

@@ -60,7 +60,7 @@ def lint_capture(
     from tracer.analyser import RuleSet
     from tracer.cli.inputs import register_optional_inputs
     from tracer.lint import Reporter, lint_paths
-    from tracer.rules.registry import select_rules
+    from tracer.rules import select_rules
 
     register_optional_inputs()
     found: list = []

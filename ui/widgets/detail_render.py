@@ -31,7 +31,7 @@ THEME = "ansi_dark"
 def rule_info() -> dict[str, tuple[str, str]]:
     """rule id -> (name, spec source). Loaded on first use (the rules live in the analysis
     process; the UI needs only their names)."""
-    from tracer.rules.registry import all_rules
+    from tracer.rules import all_rules
 
     return {r.id: (r.name, r.spec) for r in all_rules().values()}
 

@@ -13,16 +13,16 @@ The multi-line facts come from `tracer.stdio.framing_state`, an analyser observe
 
 from __future__ import annotations
 
+from tracer.catalog.registry import at_end, observer, rule
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
-from tracer.rules.correlation import RACE_MS
-from tracer.rules.registry import at_end, observer, rule
+from tracer.rules.mcp2_correlation import RACE_MS
 from tracer.stdio.framing_state import KEY as STDIO_KEY
 from tracer.stdio.framing_state import observe, show_bytes, state_of, where
 
 # Its facts live in session.extra["stdio"] and only this family's rules (and the tee's live
 # diagnostics, which select them) read them.
-observer(transports=("stdio",), families=("stdio",))(observe)
+observer(transports=("stdio",), families=("mcp8_stdio",))(observe)
 
 STDIO_PAGE = "spec/2026-07-28/basic/transports/stdio.mdx"
 EVERY_KIND = (Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR, Kind.INVALID, Kind.BATCH)
@@ -72,36 +72,6 @@ def _unusual_line(m: Analysed, s) -> bool:
     return v is not None and (v.abandoned is not None or bool(v.frame) or not m.rec.eol or v.crlf_first)
 
 
-@rule(
-    "MCP801",
-    "stdio-stray-line",
-    Severity.ERROR,
-    kinds=EVERY_KIND,
-    scope="stdio",
-    gate=_unusual_line,
-    spec=f"{STDIO_PAGE}:L18-21; spec/2025-11-25/basic/transports.mdx:L33-35; "
-    "spec/2024-11-05/basic/transports.mdx:L27-29",
-)
-def stdio_stray_line(m: Analysed, s):
-    """A line on stdio is not a JSON-RPC message: a banner, a log line or a stray `print()` on the
-    server's stdout, or anything else on the client's stdin. The finding gives the stream, the byte
-    offset of the line and its bytes, so the `print()` that broke the host can be found. A bare
-    JSON scalar (`42`, `"ready"`) counts as a stray line; an empty or whitespace-only line is a
-    warning (inferred leniency). On stdio this rule replaces MCP101/MCP103 for such lines.
-
-    "The server MUST NOT write anything to its stdout that is not a valid MCP message"; "the client
-    MUST NOT write anything to the server's stdin that is not a valid MCP message".
-
-    Example: the server prints `Starting weather server v1.2` before its first response.
-    """
-    v = _verdict(m, s)
-    # a plain function on the common path (a line that parsed, nothing abandoned): it runs on every
-    # stdio message, and a generator would cost its setup each time
-    if v is None or (v.abandoned is None and v.frame not in _STRAY_FRAMES):
-        return None
-    return _stray_line_hits(m, v)
-
-
 _STRAY_FRAMES = frozenset({"stray", "blank", "unjoinable"})
 
 
@@ -138,6 +108,75 @@ def _stray_line_hits(m: Analysed, v):
             offset=g.offset,
             related_seq=g.first_seq,
         )
+
+
+def _not_one_line_hits(m: Analysed, v):
+    rec = m.rec
+    if v.frame == "joined":
+        g = v.group
+        j = g.joined
+        what = (
+            f"a {j.method} request"
+            if j.kind is Kind.REQUEST
+            else f"a {j.method} notification"
+            if j.kind is Kind.NOTIFICATION
+            else f"a response (id {j.id!r})"
+            if j.kind in (Kind.RESULT, Kind.ERROR)
+            else "a JSON value"
+        )
+        how = "a raw newline inside a string" if g.raw_newline_in_string else "pretty-printed JSON"
+        yield Hit(
+            f"{_sender(g.dir)} wrote {what} over {_span(g)} ({how}) starting {v.first_line}; "
+            f"stdio messages MUST NOT contain embedded newlines, so a reader sees {g.lines} broken "
+            f"lines instead of one message",
+            offset=g.offset,
+            related_seq=g.first_seq,
+        )
+        return
+    if v.frame:
+        return
+    if not rec.eol:
+        yield Hit(
+            f"{where(rec)}: the stream ended without the final newline of this message; a "
+            f'reader waiting for "\\n" never sees it',
+            severity=Severity.WARNING,
+        )
+    if v.crlf_first:
+        yield Hit(
+            f'{where(rec)}: {_sender(rec.dir)} ends lines with "\\r\\n" (first here); messages '
+            f'are delimited by "\\n", so a strict reader sees a trailing "\\r"',
+            severity=Severity.WARNING,
+        )
+
+
+@rule(
+    "MCP801",
+    "stdio-stray-line",
+    Severity.ERROR,
+    kinds=EVERY_KIND,
+    scope="stdio",
+    gate=_unusual_line,
+    spec=f"{STDIO_PAGE}:L18-21; spec/2025-11-25/basic/transports.mdx:L33-35; "
+    "spec/2024-11-05/basic/transports.mdx:L27-29",
+)
+def stdio_stray_line(m: Analysed, s):
+    """A line on stdio is not a JSON-RPC message: a banner, a log line or a stray `print()` on the
+    server's stdout, or anything else on the client's stdin. The finding gives the stream, the byte
+    offset of the line and its bytes, so the `print()` that broke the host can be found. A bare
+    JSON scalar (`42`, `"ready"`) counts as a stray line; an empty or whitespace-only line is a
+    warning (inferred leniency). On stdio this rule replaces MCP101/MCP103 for such lines.
+
+    "The server MUST NOT write anything to its stdout that is not a valid MCP message"; "the client
+    MUST NOT write anything to the server's stdin that is not a valid MCP message".
+
+    Example: the server prints `Starting weather server v1.2` before its first response.
+    """
+    v = _verdict(m, s)
+    # a plain function on the common path (a line that parsed, nothing abandoned): it runs on every
+    # stdio message, and a generator would cost its setup each time
+    if v is None or (v.abandoned is None and v.frame not in _STRAY_FRAMES):
+        return None
+    return _stray_line_hits(m, v)
 
 
 @at_end("MCP801")
@@ -195,45 +234,6 @@ def stdio_message_not_one_line(m: Analysed, s):
     if v is None or (v.frame != "joined" and (v.frame or (m.rec.eol and not v.crlf_first))):
         return None
     return _not_one_line_hits(m, v)
-
-
-def _not_one_line_hits(m: Analysed, v):
-    rec = m.rec
-    if v.frame == "joined":
-        g = v.group
-        j = g.joined
-        what = (
-            f"a {j.method} request"
-            if j.kind is Kind.REQUEST
-            else f"a {j.method} notification"
-            if j.kind is Kind.NOTIFICATION
-            else f"a response (id {j.id!r})"
-            if j.kind in (Kind.RESULT, Kind.ERROR)
-            else "a JSON value"
-        )
-        how = "a raw newline inside a string" if g.raw_newline_in_string else "pretty-printed JSON"
-        yield Hit(
-            f"{_sender(g.dir)} wrote {what} over {_span(g)} ({how}) starting {v.first_line}; "
-            f"stdio messages MUST NOT contain embedded newlines, so a reader sees {g.lines} broken "
-            f"lines instead of one message",
-            offset=g.offset,
-            related_seq=g.first_seq,
-        )
-        return
-    if v.frame:
-        return
-    if not rec.eol:
-        yield Hit(
-            f"{where(rec)}: the stream ended without the final newline of this message; a "
-            f'reader waiting for "\\n" never sees it',
-            severity=Severity.WARNING,
-        )
-    if v.crlf_first:
-        yield Hit(
-            f'{where(rec)}: {_sender(rec.dir)} ends lines with "\\r\\n" (first here); messages '
-            f'are delimited by "\\n", so a strict reader sees a trailing "\\r"',
-            severity=Severity.WARNING,
-        )
 
 
 @rule(

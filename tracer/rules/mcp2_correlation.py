@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from tracer.catalog.registry import RESPONSES, by_client, by_server, rule
 from tracer.era import possible_versions
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.pairing import PairStatus
@@ -14,17 +15,113 @@ from tracer.protocol import (
     MODERN,
     MODERN_EXTENSION_REQUESTS,
 )
-from tracer.rules.registry import RESPONSES, by_client, by_server, rule
 from tracer.tracking import token_key
 
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
+
 _UNMATCHED = frozenset({PairStatus.UNKNOWN_ID, PairStatus.WRONG_DIRECTION, PairStatus.TYPE_MISMATCH})
+
 _MISPAIRED = _UNMATCHED | {PairStatus.DUPLICATE, PairStatus.ANSWERS_NOTIFICATION}
 
 
 def _mispaired(m: Analysed, s) -> bool:
     """The gate of MCP203-MCP205: a response that paired plainly (nearly all) concerns none of them."""
     return m.pair_status in _MISPAIRED
+
+
+def _allowed(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
+    out: set[str] = set()
+    for v in versions:
+        d = DIRECTIONS[v]
+        out |= (d[0] if request else d[1]) if c2s else (d[2] if request else d[3])
+    if c2s and request and "2026-07-28" in versions:
+        out |= MODERN_EXTENSION_REQUESTS
+    return frozenset(out)
+
+
+def _known(versions: frozenset[str]) -> frozenset[str]:
+    out: set[str] = set()
+    for v in versions:
+        for part in DIRECTIONS[v]:
+            out |= part
+    if "2026-07-28" in versions:
+        out |= MODERN_EXTENSION_REQUESTS
+    return frozenset(out)
+
+
+_KNOWN_CACHE: dict[frozenset[str], frozenset[str]] = {}
+
+_ALLOWED_CACHE: dict[tuple, frozenset[str]] = {}
+
+
+def known_methods(versions: frozenset[str]) -> frozenset[str]:
+    k = _KNOWN_CACHE.get(versions)
+    if k is None:
+        k = _KNOWN_CACHE[versions] = _known(versions)
+    return k
+
+
+_FINE: set[tuple] = set()  # (versions, method, c2s, request) a known method may travel as
+
+
+def allowed_methods(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
+    key = (versions, c2s, request)
+    a = _ALLOWED_CACHE.get(key)
+    if a is None:
+        a = _ALLOWED_CACHE[key] = _allowed(versions, c2s, request)
+    return a
+
+
+def _wrong_direction_possible(kind, method, direction, versions) -> bool:
+    """MCP208 cannot fire on a method every version allows in that direction and kind."""
+    if direction is None or method is None:
+        return direction is not None
+    return method in known_methods(versions) and method not in allowed_methods(
+        versions, direction is Direction.C2S, kind is Kind.REQUEST
+    )
+
+
+def _unknown_method_possible(kind, method, direction, versions) -> bool:
+    return method is None or (method not in known_methods(versions) and not method.startswith("rpc."))
+
+
+_REMOVED_IN_MODERN = frozenset(
+    {
+        "initialize",
+        "notifications/initialized",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "notifications/roots/list_changed",
+        "notifications/elicitation/complete",
+        "tasks/list",
+        "tasks/result",
+        "notifications/tasks/status",
+        "sampling/createMessage",
+        "elicitation/create",
+        "roots/list",
+    }
+)
+
+NEVER_ANSWERED_GRACE_NS = 0
+
+RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire
+
+
+def _cancelled_progress_request(m: Analysed, s):
+    """The cancelled request a `notifications/progress` reports on (by its progressToken), or None."""
+    params = m.params
+    tok = token_key(params.get("progressToken")) if params is not None else None
+    if tok is None or m.rec.dir is None:
+        return None
+    requester = m.rec.dir.other
+    for req in s.pending.values():
+        if req.cancelled_seq is not None and req.dir is requester:
+            meta = req.meta
+            if meta is not None and token_key(meta.get("progressToken")) == tok:
+                return req
+    return None
 
 
 @rule(
@@ -189,57 +286,6 @@ def modern_server_sends_request(m: Analysed, s):
     )
 
 
-def _allowed(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
-    out: set[str] = set()
-    for v in versions:
-        d = DIRECTIONS[v]
-        out |= (d[0] if request else d[1]) if c2s else (d[2] if request else d[3])
-    if c2s and request and "2026-07-28" in versions:
-        out |= MODERN_EXTENSION_REQUESTS
-    return frozenset(out)
-
-
-def _known(versions: frozenset[str]) -> frozenset[str]:
-    out: set[str] = set()
-    for v in versions:
-        for part in DIRECTIONS[v]:
-            out |= part
-    if "2026-07-28" in versions:
-        out |= MODERN_EXTENSION_REQUESTS
-    return frozenset(out)
-
-
-_KNOWN_CACHE: dict[frozenset[str], frozenset[str]] = {}
-_ALLOWED_CACHE: dict[tuple, frozenset[str]] = {}
-
-
-def known_methods(versions: frozenset[str]) -> frozenset[str]:
-    k = _KNOWN_CACHE.get(versions)
-    if k is None:
-        k = _KNOWN_CACHE[versions] = _known(versions)
-    return k
-
-
-_FINE: set[tuple] = set()  # (versions, method, c2s, request) a known method may travel as
-
-
-def allowed_methods(versions: frozenset[str], c2s: bool, request: bool) -> frozenset[str]:
-    key = (versions, c2s, request)
-    a = _ALLOWED_CACHE.get(key)
-    if a is None:
-        a = _ALLOWED_CACHE[key] = _allowed(versions, c2s, request)
-    return a
-
-
-def _wrong_direction_possible(kind, method, direction, versions) -> bool:
-    """MCP208 cannot fire on a method every version allows in that direction and kind."""
-    if direction is None or method is None:
-        return direction is not None
-    return method in known_methods(versions) and method not in allowed_methods(
-        versions, direction is Direction.C2S, kind is Kind.REQUEST
-    )
-
-
 @rule(
     "MCP208",
     "method-wrong-direction",
@@ -283,10 +329,6 @@ def method_wrong_direction(m: Analysed, s):
     )
 
 
-def _unknown_method_possible(kind, method, direction, versions) -> bool:
-    return method is None or (method not in known_methods(versions) and not method.startswith("rpc."))
-
-
 @rule(
     "MCP209",
     "unknown-method",
@@ -307,26 +349,6 @@ def unknown_method(m: Analysed, s):
         return None
     which = "any MCP version" if versions == ALL else ", ".join(sorted(versions))
     return Hit(f"{method} is not a method of {which} (custom or extension method?)", path="$.method")
-
-
-_REMOVED_IN_MODERN = frozenset(
-    {
-        "initialize",
-        "notifications/initialized",
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "notifications/roots/list_changed",
-        "notifications/elicitation/complete",
-        "tasks/list",
-        "tasks/result",
-        "notifications/tasks/status",
-        "sampling/createMessage",
-        "elicitation/create",
-        "roots/list",
-    }
-)
 
 
 @rule(
@@ -351,9 +373,6 @@ def removed_method_with_modern_meta(m: Analysed, s):
     if meta is None or META_PROTOCOL_VERSION not in meta:
         return None
     return Hit(f"{m.method} was removed in 2026-07-28 but is sent with modern _meta", path="$.method")
-
-
-NEVER_ANSWERED_GRACE_NS = 0
 
 
 @rule(
@@ -386,61 +405,3 @@ def request_never_answered(s, end_t_ns: int):
         # an input without times (bare NDJSON) gets no made-up age
         age = f" {max(0, end_t_ns - req.t_ns) / 1e6:.0f} ms" if req.t_ns and end_t_ns else ""
         yield req, Hit(f"{req.method} id {req.id!r} was never answered; pending{age} when the capture ended")
-
-
-RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire
-
-
-def _cancelled_progress_request(m: Analysed, s):
-    """The cancelled request a `notifications/progress` reports on (by its progressToken), or None."""
-    params = m.params
-    tok = token_key(params.get("progressToken")) if params is not None else None
-    if tok is None or m.rec.dir is None:
-        return None
-    requester = m.rec.dir.other
-    for req in s.pending.values():
-        if req.cancelled_seq is not None and req.dir is requester:
-            meta = req.meta
-            if meta is not None and token_key(meta.get("progressToken")) == tok:
-                return req
-    return None
-
-
-@rule(
-    "MCP504",
-    "message-after-cancel",
-    Severity.WARNING,
-    kinds=(Kind.RESULT, Kind.ERROR, Kind.NOTIFICATION),
-    scope="pairing",
-    spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L37-40; spec/2026-07-28/basic/transports/stdio.mdx:L78-83",
-)
-def message_after_cancel(m: Analysed, s):
-    """The receiver keeps sending messages for a request after receiving its
-    `notifications/cancelled`: a response, or progress notifications for its progressToken.
-    Legacy: SHOULD NOT respond (warning). Modern: MUST NOT send anything more for it (error).
-    Races are expected, so a message sent within 50 ms of the cancel is not flagged.
-
-    Example: `notifications/cancelled` for id 4, then a result for id 4 a second later.
-    """
-    if m.kind is Kind.NOTIFICATION:
-        if m.method != "notifications/progress":
-            return None
-        req = _cancelled_progress_request(m, s)
-        what = "progress reported"
-    elif m.pair_status == PairStatus.AFTER_CANCEL:
-        req = m.request
-        what = "answered"
-    else:
-        return None
-    if req is None:
-        return None
-    gap_ms = (m.rec.t_ns - (req.cancelled_t_ns or m.rec.t_ns)) / 1e6
-    if gap_ms < RACE_MS:
-        return None
-    sev = Severity.ERROR if m.era is Era.MODERN else Severity.WARNING
-    return Hit(
-        f"{what} {gap_ms:.0f} ms after the requester cancelled {req.method} id {req.id!r} "
-        f"(seq {req.cancelled_seq})",
-        severity=sev,
-        related_seq=req.cancelled_seq,
-    )

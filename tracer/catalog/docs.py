@@ -1,7 +1,7 @@
 """Rule documentation, rendered from the registry (the README's rule table is generated from here).
 
-python -m tracer.rules.docs --write-readme README.md   # rewrite the table between the markers
-python -m tracer.rules.docs                            # print the Markdown table
+python -m tracer.rules --write-readme README.md   # rewrite the table between the markers
+python -m tracer.rules                            # print the Markdown table
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from tracer.catalog.registry import Rule
 from tracer.protocol import M as LATEST
-from tracer.rules.registry import Rule
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 # Per-rule cases live beside the package in a source checkout (they are not installed).
@@ -155,10 +155,9 @@ def explain(r: Rule) -> str:
     return "\n".join(out) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    from tracer.rules.registry import all_rules
-
-    ap = argparse.ArgumentParser(prog="python -m tracer.rules.docs", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None, rules: Iterable[Rule]) -> int:
+    """`python -m tracer.rules` (tracer/rules/__main__.py passes the whole catalog as `rules`)."""
+    ap = argparse.ArgumentParser(prog="python -m tracer.rules", description=__doc__.splitlines()[0])
     ap.add_argument(
         "--write-readme",
         metavar="README",
@@ -166,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{START} and {END} (appended as a new section when the markers are missing)",
     )
     args = ap.parse_args(argv)
-    rules = all_rules().values()
+    rules = list(rules)
     if not args.write_readme:
         sys.stdout.write(table_markdown(rules))
         return 0
@@ -185,7 +184,3 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(new, encoding="utf-8")
     sys.stderr.write(f"{path}: rule table with {len(rules)} rules is up to date\n")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

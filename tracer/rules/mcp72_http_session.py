@@ -1,7 +1,6 @@
-"""MCP714, MCP720-MCP725, MCP730-MCP732: Streamable HTTP of 2025-03-26..2025-11-25: the GET
-stream, `Mcp-Session-Id` sessions, and the `MCP-Protocol-Version` header after `initialize`.
+"""MCP720-MCP725: Streamable HTTP sessions of 2025-03-26..2025-11-25 (`Mcp-Session-Id`).
 
-HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the facts come from
+HTTP rules (`fn(rec, m, session)`, see mcp70_http.py); the facts come from
 `tracer.http.state`. A request's headers are judged on the record that carries them (the POST's
 `c2s` message, or the first record of a GET/DELETE); how it was answered, on the record that
 carries the response head.
@@ -9,15 +8,17 @@ carries the response head.
 
 from __future__ import annotations
 
-from tracer.http.headers import accept_lists, is_sse
+from tracer.catalog.registry import rule
 from tracer.http.state import current, req_header, resp_header, state
 from tracer.model import Analysed, Hit, Record, Severity
-from tracer.protocol import L3, L4, VERSIONS, between
-from tracer.rules.registry import rule
+from tracer.protocol import L3, L4, between
 
 ST = "spec/2025-11-25/basic/transports.mdx"
+
 L2_L4 = between("2025-03-26", "2025-11-25")
+
 L3_L4 = frozenset({L3, L4})
+
 HTTP = "http"
 
 
@@ -27,43 +28,17 @@ def _cur(rec: Record, s):
     return current(rec, s)
 
 
-@rule(
-    "MCP714",
-    "get-stream-negotiation",
-    Severity.ERROR,
-    versions=L2_L4,
-    phase="http",
-    scope="http",
-    spec=f"{ST}:L135-142",
-)
-def get_stream_negotiation(rec: Record, m: Analysed | None, s):
-    """A GET to the MCP endpoint lacks `Accept: text/event-stream`, or the server answers a GET with
-    something other than `text/event-stream` or `405 Method Not Allowed`.
-
-    "The client MUST include an Accept header, listing text/event-stream"; "The server MUST either
-    return Content-Type: text/event-stream in response to this HTTP GET, or else return HTTP 405".
-    Example: a GET answered `200` with `application/json`.
-    """
-    cur = _cur(rec, s)
-    if cur is None or cur.flow.method != "GET":
+def _minted(s) -> tuple[str, int, int] | None:
+    """(session id, seq, time) of the session the InitializeResult's answer assigned."""
+    st = state(s)
+    if st is None or st.session_id is None or not st.session_with_initialize:
         return None
-    f = cur.flow
-    out = []
-    if cur.first_of_flow and not accept_lists(req_header(f, "accept"), "text/event-stream"):
-        out.append(Hit(f"the GET's Accept ({req_header(f, 'accept')!r}) does not list text/event-stream"))
-    if (
-        cur.head
-        and f.status is not None
-        and f.status != 405
-        and not (200 <= f.status < 300 and is_sse(f.content_type))
-    ):
-        out.append(
-            Hit(
-                f"the GET was answered {f.status} {f.content_type or '(no Content-Type)'}; "
-                "it must be text/event-stream or 405"
-            )
-        )
-    return out
+    return st.session_id, st.session_seq, st.session_t_ns
+
+
+def _after_handshake(rec: Record, s) -> bool:
+    init = s.init
+    return init is not None and init.result_seq is not None and rec.seq > init.result_seq
 
 
 @rule(
@@ -88,14 +63,6 @@ def session_id_characters(rec: Record, m: Analysed | None, s):
     if sid is not None and (not sid or any(not 0x21 <= ord(c) <= 0x7E for c in sid)):
         return Hit(f"Mcp-Session-Id {sid[:40]!r} has characters outside visible ASCII (0x21-0x7E)")
     return None
-
-
-def _minted(s) -> tuple[str, int, int] | None:
-    """(session id, seq, time) of the session the InitializeResult's answer assigned."""
-    st = state(s)
-    if st is None or st.session_id is None or not st.session_with_initialize:
-        return None
-    return st.session_id, st.session_seq, st.session_t_ns
 
 
 @rule(
@@ -254,89 +221,4 @@ def session_id_not_on_initialize(rec: Record, m: Analysed | None, s):
     f = cur.flow
     return Hit(
         f"the first Mcp-Session-Id came with the answer to {f.rpc_method or f.method}, not to initialize"
-    )
-
-
-def _after_handshake(rec: Record, s) -> bool:
-    init = s.init
-    return init is not None and init.result_seq is not None and rec.seq > init.result_seq
-
-
-@rule(
-    "MCP730",
-    "version-header-missing",
-    Severity.ERROR,
-    versions=L3_L4,
-    phase="http",
-    scope="http/lifecycle",
-    spec=f"spec/2025-06-18/basic/transports.mdx:L242-244; {ST}:L265-267, :L274-277",
-)
-def version_header_missing(rec: Record, m: Analysed | None, s):
-    """An HTTP request after the `initialize` handshake lacks `MCP-Protocol-Version` (the
-    `initialize` POST itself is exempt).
-
-    "If using HTTP, the client MUST include the MCP-Protocol-Version: <protocol-version> HTTP header
-    on all subsequent requests to the MCP server." Example: `tools/list` POSTed without it.
-    """
-    cur = _cur(rec, s)
-    if cur is None or not cur.first_of_flow or not _after_handshake(rec, s):
-        return None
-    f = cur.flow
-    if f.rpc_method == "initialize" or req_header(f, "mcp-protocol-version") is not None:
-        return None
-    what = f"{f.rpc_method} POST" if f.rpc_method else f.method
-    return Hit(f"the {what} after initialize has no MCP-Protocol-Version header")
-
-
-@rule(
-    "MCP731",
-    "version-header-not-negotiated",
-    Severity.WARNING,
-    versions=L3_L4,
-    phase="http",
-    scope="http/lifecycle",
-    spec=f"{ST}:L271-272",
-)
-def version_header_not_negotiated(rec: Record, m: Analysed | None, s):
-    """`MCP-Protocol-Version` differs from the version negotiated at `initialize`.
-
-    "The protocol version sent by the client SHOULD be the one negotiated during initialization."
-    Example: negotiated `2025-06-18`, header `2025-11-25`.
-    """
-    cur = _cur(rec, s)
-    if cur is None or not cur.first_of_flow or not _after_handshake(rec, s):
-        return None
-    got = req_header(cur.flow, "mcp-protocol-version")
-    want = s.init.negotiated_version
-    if got is not None and want is not None and got != want:
-        return Hit(f"MCP-Protocol-Version {got!r} differs from the negotiated {want!r}")
-    return None
-
-
-@rule(
-    "MCP732",
-    "bad-version-header-served",
-    Severity.ERROR,
-    versions=L3_L4,
-    phase="http",
-    scope="http/pairing",
-    spec=f"spec/2025-06-18/basic/transports.mdx:L256-257; {ST}:L279-280",
-)
-def bad_version_header_served(rec: Record, m: Analysed | None, s):
-    """A request with an invalid `MCP-Protocol-Version` (not a protocol version at all) is answered
-    with something other than 400.
-
-    "If the server receives a request with an invalid or unsupported MCP-Protocol-Version, it MUST
-    respond with 400 Bad Request." Example: `MCP-Protocol-Version: latest` answered 200.
-    """
-    cur = _cur(rec, s)
-    if cur is None or not cur.head:
-        return None
-    f = cur.flow
-    got = req_header(f, "mcp-protocol-version")
-    if got is None or got in VERSIONS or f.status in (None, 400):
-        return None
-    return Hit(
-        f"MCP-Protocol-Version {got!r} is not a protocol version, yet the request was answered {f.status}",
-        related_seq=f.first_seq,
     )

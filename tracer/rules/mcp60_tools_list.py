@@ -1,4 +1,5 @@
-"""MCP601-MCP609: tools. `tools/list` payloads and tool schemas (`tools/call` is in tool_calls.py).
+"""MCP601-MCP609: tools. `tools/list` payloads and tool schemas (`tools/call` is in
+mcp61_tool_calls.py).
 
 The last `tools/list` of a session (all its pages) is kept by the analyser (tracer.tracking);
 JSON Schemas are compiled once per distinct schema (a bounded cache keyed by the schema's text).
@@ -13,18 +14,24 @@ from functools import lru_cache
 
 import jsonschema_rs
 
+from tracer.catalog.registry import rule
 from tracer.era import possible_versions
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL, L3, L4, MODERN, between, since
-from tracer.rules.registry import rule
 from tracer.tracking import MISSING, canonical, member
 
 RESULT = (Kind.RESULT,)
+
 REQUEST = (Kind.REQUEST,)
+
 LIST = ("tools/list",)
+
 CALL = ("tools/call",)
+
 TOOLS = "spec/2026-07-28/server/tools.mdx"
+
 LEGACY_DIALECT = "http://json-schema.org/draft-07/schema#"
+
 KNOWN_DIALECTS = frozenset(
     f"{scheme}://json-schema.org/{path}{hash_}"
     for scheme in ("http", "https")
@@ -52,9 +59,6 @@ def tools_of(m: Analysed) -> list | None:
     r = complete(m)
     tools = r.get("tools") if r is not None else None
     return tools if type(tools) is list else None
-
-
-# -- JSON Schema helpers (compiled once per distinct schema) -------------------------------------
 
 
 @lru_cache(maxsize=512)
@@ -123,7 +127,62 @@ def validation_error(schema: dict, instance) -> str | None:
     return None
 
 
-# -- tools/list -------------------------------------------------------------------------------------
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def _page_names(m: Analysed) -> list[str]:
+    return [t["name"] for t in tools_of(m) or () if type(t) is dict and type(t.get("name")) is str]
+
+
+def _continued(m: Analysed, s):
+    req = m.request
+    if req is None or req.params is None:
+        return None
+    return s.track.chain_for("tools/list", req.params.get("cursor"))
+
+
+_TCHAR = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+_HEADER_TYPES = ("string", "integer", "boolean")
+
+_MAX_SCHEMA_DEPTH = 64
+
+
+def _header_problems(schema, path: str, direct: bool, seen: dict, out: list, depth: int = 0) -> None:
+    """Walk a JSON Schema; `direct`: reached from the root through `properties` only. A schema nested
+    deeper than `_MAX_SCHEMA_DEPTH` is not walked further (a peer may send 1,000 levels)."""
+    if depth > _MAX_SCHEMA_DEPTH:
+        return
+    depth += 1
+    if type(schema) is dict:
+        if "x-mcp-header" in schema and path != "$":
+            value = schema["x-mcp-header"]
+            where = f"{path}.x-mcp-header"
+            if not direct:
+                out.append((where, "is not reachable from the root through properties only"))
+            elif type(value) is not str or not value:
+                out.append((where, "must be a non-empty string"))
+            elif not _TCHAR.fullmatch(value):
+                out.append((where, f"{value!r} is not an HTTP token (letters, digits, !#$%&'*+-.^_`|~)"))
+            else:
+                low = value.lower()
+                if low in seen:
+                    out.append((where, f"{value!r} repeats {seen[low]!r} (names compare case-insensitively)"))
+                seen[low] = value
+                t = schema.get("type")
+                if t is not None and t not in _HEADER_TYPES:
+                    out.append(
+                        (where, f"is on a {t!r} property; only string, integer and boolean may be mirrored")
+                    )
+        for key, sub in schema.items():
+            if key == "properties" and type(sub) is dict:
+                for name, prop in sub.items():
+                    _header_problems(prop, member(f"{path}.properties", name), direct, seen, out, depth)
+            elif key != "x-mcp-header" and type(sub) in (dict, list):
+                _header_problems(sub, f"{path}.{key}", False, seen, out, depth)
+    elif type(schema) is list:
+        for i, sub in enumerate(schema):
+            _header_problems(sub, f"{path}[{i}]", False, seen, out, depth)
 
 
 @rule(
@@ -272,9 +331,6 @@ def output_schema_not_object(m: Analysed, s):
     return out
 
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
-
-
 @rule(
     "MCP606",
     "tool-name-format",
@@ -300,17 +356,6 @@ def tool_name_format(m: Analysed, s):
                 )
             )
     return out
-
-
-def _page_names(m: Analysed) -> list[str]:
-    return [t["name"] for t in tools_of(m) or () if type(t) is dict and type(t.get("name")) is str]
-
-
-def _continued(m: Analysed, s):
-    req = m.request
-    if req is None or req.params is None:
-        return None
-    return s.track.chain_for("tools/list", req.params.get("cursor"))
 
 
 @rule(
@@ -365,48 +410,6 @@ def tools_order_unstable(m: Analysed, s):
     return Hit(
         "the same tools are listed in another order than in the previous tools/list", path="$.result.tools"
     )
-
-
-_TCHAR = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_HEADER_TYPES = ("string", "integer", "boolean")
-_MAX_SCHEMA_DEPTH = 64
-
-
-def _header_problems(schema, path: str, direct: bool, seen: dict, out: list, depth: int = 0) -> None:
-    """Walk a JSON Schema; `direct`: reached from the root through `properties` only. A schema nested
-    deeper than `_MAX_SCHEMA_DEPTH` is not walked further (a peer may send 1,000 levels)."""
-    if depth > _MAX_SCHEMA_DEPTH:
-        return
-    depth += 1
-    if type(schema) is dict:
-        if "x-mcp-header" in schema and path != "$":
-            value = schema["x-mcp-header"]
-            where = f"{path}.x-mcp-header"
-            if not direct:
-                out.append((where, "is not reachable from the root through properties only"))
-            elif type(value) is not str or not value:
-                out.append((where, "must be a non-empty string"))
-            elif not _TCHAR.fullmatch(value):
-                out.append((where, f"{value!r} is not an HTTP token (letters, digits, !#$%&'*+-.^_`|~)"))
-            else:
-                low = value.lower()
-                if low in seen:
-                    out.append((where, f"{value!r} repeats {seen[low]!r} (names compare case-insensitively)"))
-                seen[low] = value
-                t = schema.get("type")
-                if t is not None and t not in _HEADER_TYPES:
-                    out.append(
-                        (where, f"is on a {t!r} property; only string, integer and boolean may be mirrored")
-                    )
-        for key, sub in schema.items():
-            if key == "properties" and type(sub) is dict:
-                for name, prop in sub.items():
-                    _header_problems(prop, member(f"{path}.properties", name), direct, seen, out, depth)
-            elif key != "x-mcp-header" and type(sub) in (dict, list):
-                _header_problems(sub, f"{path}.{key}", False, seen, out, depth)
-    elif type(schema) is list:
-        for i, sub in enumerate(schema):
-            _header_problems(sub, f"{path}[{i}]", False, seen, out, depth)
 
 
 @rule(

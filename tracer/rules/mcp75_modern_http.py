@@ -1,62 +1,20 @@
-"""MCP746-MCP755, Streamable HTTP: how a modern server answers (status codes with their JSON-RPC
-errors, GET/DELETE, session ids, SSE headers, `subscriptions/listen`), and the dual-era fallback.
+"""MCP750-MCP755, Streamable HTTP: how a modern server answers (session ids, SSE resumability
+fields and headers, `subscriptions/listen`), and the dual-era fallback.
 
-HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the flow facts come from
+HTTP rules (`fn(rec, m, session)`, see mcp70_http.py); the flow facts come from
 `tracer.http.state`.
 """
 
 from __future__ import annotations
 
+from tracer.catalog.registry import rule
 from tracer.http.state import current, req_header, state
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, MODERN
-from tracer.rules.registry import rule
 
 SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
+
 HTTP = "http"
-
-
-@rule(
-    "MCP746",
-    "header-failure-not-rejected",
-    Severity.ERROR,
-    versions=MODERN,
-    phase="http",
-    scope="http/pairing",
-    spec=f"{SH_M}:L552-559, :L580-638; schema/2026-07-28/schema.ts:L452-468",
-)
-def header_failure_not_rejected(rec: Record, m: Analysed | None, s):
-    """A modern request whose headers fail validation (missing or mismatched
-    `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` / `Mcp-Param-*`, or invalid characters) is
-    not rejected with HTTP 400 and JSON-RPC -32020. (An intermediary may answer 400 without a
-    JSON-RPC body.)
-
-    "Servers MUST reject requests with a 400 Bad Request HTTP status and JSON-RPC error code -32020
-    (HeaderMismatch) if any validation fails." Example: `Mcp-Method: tools/list` on a `tools/call`
-    body, answered 200 with the tool's result.
-    """
-    cur = current(rec, s)
-    if cur is None or not cur.head or rec.transport != HTTP:
-        return None
-    f = cur.flow
-    problem = f.header_problem
-    if problem is None or f.status is None:
-        return None
-    if f.status != 400:
-        return Hit(
-            f"the request's headers fail validation ({problem}) but it was answered {f.status}, not 400",
-            related_seq=f.first_seq,
-        )
-    err = m.error if m is not None and m.kind is Kind.ERROR else None
-    if err is not None and err.get("code") != -32020:
-        return Hit(
-            f"the request's headers fail validation ({problem}); the 400's JSON-RPC error is "
-            f"{err.get('code')}, not -32020 (HeaderMismatch)",
-            path="$.error.code",
-            related_seq=f.first_seq,
-        )
-    return None
-
 
 _MUST_BE_400 = {
     -32020: "HeaderMismatch",
@@ -65,84 +23,18 @@ _MUST_BE_400 = {
 }
 
 
-@rule(
-    "MCP747",
-    "modern-error-status",
-    Severity.ERROR,
-    versions=MODERN,
-    phase="http",
-    scope="http/pairing",
-    spec="spec/2026-07-28/basic/index.mdx:L380-382, :L387-392; "
-    f"{SH_M}:L263-267; schema/2026-07-28/schema.ts:L452-530",
-)
-def modern_error_status(rec: Record, m: Analysed | None, s):
-    """A -32020, -32021 or -32022 error travels with an HTTP status other than 400 (inside a 200 SSE
-    stream, for example).
-
-    "it MUST respond with 400 Bad Request and an UnsupportedProtocolVersionError". Example: a
-    `-32022` error in a `200 OK` JSON body.
-    """
-    if m is None or m.kind is not Kind.ERROR or rec.dir is not Direction.S2C or rec.transport != HTTP:
-        return None
-    code = (m.error or {}).get("code")
-    status = rec.http.get("status")
-    if type(code) is int and code in _MUST_BE_400 and status != 400:
-        return Hit(
-            f"error {code} ({_MUST_BE_400[code]}) sent with HTTP {status}; it must come with 400",
-            path="$.error.code",
-        )
-    return None
-
-
-@rule(
-    "MCP748",
-    "unknown-method-status",
-    Severity.ERROR,
-    versions=MODERN,
-    phase="http",
-    scope="http/pairing",
-    spec=f"{SH_M}:L271-275",
-)
-def unknown_method_status(rec: Record, m: Analysed | None, s):
-    """An unknown method is not answered with HTTP 404 plus JSON-RPC -32601: a -32601 with another
-    status. (The JSON-RPC body is what tells a modern 404 from a legacy server's.)
-
-    "If the server does not implement the requested RPC method, it MUST respond with 404 Not Found
-    and a JSON-RPC error with code -32601." Example: -32601 in a `200 OK` body.
-    """
-    if m is None or m.kind is not Kind.ERROR or rec.dir is not Direction.S2C or rec.transport != HTTP:
-        return None
-    status = rec.http.get("status")
-    if (m.error or {}).get("code") == -32601 and status != 404:
-        return Hit(
-            f"-32601 (method not found) sent with HTTP {status}; it must come with 404", path="$.error.code"
-        )
-    return None
-
-
-@rule(
-    "MCP749",
-    "modern-get-delete-not-405",
-    Severity.WARNING,
-    versions=MODERN,
-    phase="http",
-    scope="http",
-    spec=f"{SH_M}:L680-684",
-)
-def modern_get_delete_not_405(rec: Record, m: Analysed | None, s):
-    """A modern-only server answers GET or DELETE on the MCP endpoint with something other than
-    405 (the GET stream and sessions were removed in 2026-07-28).
-
-    "HTTP GET or DELETE to the MCP endpoint: respond with 405 Method Not Allowed." Example: a GET
-    answered `200` with an SSE stream in a modern session.
-    """
-    cur = current(rec, s)
-    if cur is None or not cur.head or rec.transport != HTTP:
-        return None
-    f = cur.flow
-    if f.method in ("GET", "DELETE") and f.status is not None and f.status != 405:
-        return Hit(f"{f.method} on the MCP endpoint answered {f.status}; a modern-only server answers 405")
-    return None
+def _modern_success_since(s, seq: int) -> bool:
+    """Whether a modern request was answered with a result after the message at SEQ (the answered
+    table is in answer order, so the walk stops at the first answer older than SEQ)."""
+    for req in reversed(s.answered.values()):
+        rseq = req.response_seq
+        if rseq is None:  # ended without an answer (a stream the client closed)
+            continue
+        if rseq < seq:
+            return False
+        if req.era is Era.MODERN and req.response_kind is Kind.RESULT:
+            return True
+    return False
 
 
 @rule(
@@ -248,20 +140,6 @@ def listen_answered_json(rec: Record, m: Analysed | None, s):
     if rec.sse is None and rec.transport == HTTP:
         return Hit("subscriptions/listen was answered with application/json, not an SSE stream")
     return None
-
-
-def _modern_success_since(s, seq: int) -> bool:
-    """Whether a modern request was answered with a result after the message at SEQ (the answered
-    table is in answer order, so the walk stops at the first answer older than SEQ)."""
-    for req in reversed(s.answered.values()):
-        rseq = req.response_seq
-        if rseq is None:  # ended without an answer (a stream the client closed)
-            continue
-        if rseq < seq:
-            return False
-        if req.era is Era.MODERN and req.response_kind is Kind.RESULT:
-            return True
-    return False
 
 
 @rule(

@@ -1,27 +1,37 @@
-"""SSE streams of Streamable HTTP (MCP707-MCP717) and the legacy HTTP+SSE transport of 2024-11-05
-(MCP901-MCP904).
+"""MCP710-MCP717: SSE streams of Streamable HTTP (streams unrelated to a request, responses on the
+GET stream, broadcasts, the GET stream's negotiation, event ids, priming, reconnects).
 
-HTTP rules (`fn(rec, m, session)`, see `tracer.rules.http`); the facts come from
+HTTP rules (`fn(rec, m, session)`, see mcp70_http.py); the facts come from
 `tracer.http.state`. Events arrive as `s2c` messages (events with data), `sse-event` events
 (priming, retry, bare ids), an `endpoint` event (HTTP+SSE), and `stream-open` / `stream-closed`.
 """
 
 from __future__ import annotations
 
+from tracer.catalog.registry import rule
 from tracer.classify import id_key
+from tracer.http.headers import accept_lists, is_sse
 from tracer.http.state import current, req_header, state
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
-from tracer.protocol import ALL, L4, MODERN, between, since
-from tracer.rules.registry import rule
+from tracer.protocol import L4, MODERN, between, since
+from tracer.rules.mcp72_http_session import _cur
 
 ST = "spec/2025-11-25/basic/transports.mdx"
+
 SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
+
 SSE_L1 = "spec/2024-11-05/basic/transports.mdx"
+
 L2_UP = since("2025-03-26")
+
 L2_L4 = between("2025-03-26", "2025-11-25")
+
 HTTP, HTTP_SSE = "http", "http+sse"
+
 STAYS_OPEN_MS = 1000  # a stream still open this long after its final response "stays open" (MCP709)
+
 NOT_A_MESSAGE = frozenset({"not-json", "not-utf8", "not-object", "too-deep"})
+
 LISTEN_NOTES = frozenset(
     {
         "notifications/subscriptions/acknowledged",
@@ -45,39 +55,6 @@ def _stream_cur(rec: Record, s, transport: str = HTTP):
     return cur if cur is not None and cur.flow is not None and cur.flow.stream else None
 
 
-@rule(
-    "MCP707",
-    "sse-data-not-one-message",
-    Severity.ERROR,
-    versions=L2_UP,
-    phase="http",
-    scope="http",
-    spec=f"WHATWG HTML §9.2 (event stream interpretation); {SH_M}:L144-155; {SSE_L1}:L71-72",
-)
-def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
-    """(Inferred.) An SSE event's data (its `data:` lines joined) is not a single JSON-RPC message:
-    not JSON, an array, or an event cut off by the end of the stream. Comment lines (`:`) are
-    keep-alives and are not judged.
-
-    Each SSE event carries one JSON-RPC message (2025-11-25 "The server MAY send JSON-RPC requests
-    and notifications before sending the JSON-RPC response"). Example: `data: hello`.
-    """
-    if rec.transport != HTTP:
-        return None
-    if m is not None and rec.sse is not None:
-        if m.kind is Kind.BATCH:
-            return Hit("the SSE event carries a JSON array (a batch), not a single JSON-RPC message")
-        if m.kind is Kind.INVALID and m.problem in NOT_A_MESSAGE:
-            return Hit(f"the SSE event's data is not a JSON-RPC message ({m.reason})")
-        return None
-    if _event_name(rec) == "stream-closed" and "unterminated" in (rec.data or {}):
-        return Hit(
-            "the stream ended in the middle of an event (no blank line after its data), so it is lost: "
-            f"{rec.data['unterminated'][:60]!r}"
-        )
-    return None
-
-
 def _cancelled(f, s) -> bool:
     """Whether the client cancelled the request of flow F (`notifications/cancelled`): then the
     server SHOULD NOT (2026-07-28: MUST NOT) answer it, so a stream ending without its response is
@@ -87,79 +64,6 @@ def _cancelled(f, s) -> bool:
     if req is None or req.seq != f.first_seq:
         req = s.answered.get(key)
     return req is not None and req.seq == f.first_seq and req.cancelled_seq is not None
-
-
-@rule(
-    "MCP708",
-    "stream-ended-without-response",
-    Severity.WARNING,
-    versions=L2_UP,
-    phase="http",
-    scope="http/pairing",
-    spec=f"{ST}:L117-118; spec/2025-03-26/basic/transports.mdx:L115-117; "
-    f"{SH_M}:L33-36; spec/2026-07-28/changelog.mdx:L28",
-)
-def stream_ended_without_response(rec: Record, m: Analysed | None, s):
-    """A request's SSE response stream ends (the server finished or dropped it) without that
-    request's JSON-RPC response. Streams the client closed, streams of a request the client
-    cancelled (`notifications/cancelled`), and streams where the server announced `retry` (it may
-    close the connection and let the client resume), are not judged.
-
-    "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request sent in
-    the POST body." In 2026-07-28 the request is lost and must be re-issued. Example: a
-    `tools/call` stream that carries two progress notifications and ends.
-    """
-    if _event_name(rec) != "stream-closed":
-        return None
-    cur = _stream_cur(rec, s)
-    if cur is None:
-        return None
-    f = cur.flow
-    reason = rec.data.get("reason")
-    if f.body_kind is not Kind.REQUEST or f.answered_seq is not None or f.retry_seen:
-        return None
-    if reason not in ("end", "server-closed") or _cancelled(f, s):
-        return None
-    how = "the server ended it" if reason == "end" else "the server dropped the connection"
-    return Hit(
-        f"the SSE stream of {f.rpc_method} (seq {f.first_seq}) closed without its response ({how})",
-        related_seq=f.first_seq,
-    )
-
-
-@rule(
-    "MCP709",
-    "stream-continues-after-response",
-    Severity.WARNING,
-    versions=L2_UP,
-    phase="http",
-    scope="http",
-    spec=f"{ST}:L124-125; {SH_M}:L125",
-)
-def stream_continues_after_response(rec: Record, m: Analysed | None, s):
-    """A request's SSE stream carries more events after the final response, or stays open more than
-    a second after it (the server ended it late).
-
-    "After the JSON-RPC response has been sent, the server SHOULD terminate the SSE stream."
-    Example: a progress notification after the result, on the same stream.
-    """
-    cur = _stream_cur(rec, s)
-    if cur is None or cur.flow.method != "POST":
-        return None
-    f = cur.flow
-    if cur.after_answer:
-        return Hit(
-            f"an SSE event after the final response (seq {f.answered_seq}) on the same stream",
-            related_seq=f.answered_seq,
-        )
-    if _event_name(rec) == "stream-closed" and f.answered_seq is not None and rec.data.get("reason") == "end":
-        late = (rec.t_ns - f.t_answered) / 1e6
-        if late > STAYS_OPEN_MS:
-            return Hit(
-                f"the stream stayed open {late:.0f} ms after the final response (seq {f.answered_seq})",
-                related_seq=f.answered_seq,
-            )
-    return None
 
 
 def unrelated(m: Analysed, f) -> str | None:
@@ -308,6 +212,45 @@ def message_broadcast(rec: Record, m: Analysed | None, s):
 
 
 @rule(
+    "MCP714",
+    "get-stream-negotiation",
+    Severity.ERROR,
+    versions=L2_L4,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L135-142",
+)
+def get_stream_negotiation(rec: Record, m: Analysed | None, s):
+    """A GET to the MCP endpoint lacks `Accept: text/event-stream`, or the server answers a GET with
+    something other than `text/event-stream` or `405 Method Not Allowed`.
+
+    "The client MUST include an Accept header, listing text/event-stream"; "The server MUST either
+    return Content-Type: text/event-stream in response to this HTTP GET, or else return HTTP 405".
+    Example: a GET answered `200` with `application/json`.
+    """
+    cur = _cur(rec, s)
+    if cur is None or cur.flow.method != "GET":
+        return None
+    f = cur.flow
+    out = []
+    if cur.first_of_flow and not accept_lists(req_header(f, "accept"), "text/event-stream"):
+        out.append(Hit(f"the GET's Accept ({req_header(f, 'accept')!r}) does not list text/event-stream"))
+    if (
+        cur.head
+        and f.status is not None
+        and f.status != 405
+        and not (200 <= f.status < 300 and is_sse(f.content_type))
+    ):
+        out.append(
+            Hit(
+                f"the GET was answered {f.status} {f.content_type or '(no Content-Type)'}; "
+                "it must be text/event-stream or 405"
+            )
+        )
+    return out
+
+
+@rule(
     "MCP715",
     "sse-id-reused",
     Severity.ERROR,
@@ -397,114 +340,3 @@ def reconnect_before_retry(rec: Record, m: Analysed | None, s):
             f"the server asked for retry {cur.retry_ms} ms"
         )
     return None
-
-
-# -- HTTP+SSE (2024-11-05) ----------------------------------------------------------------------------
-
-
-@rule(
-    "MCP901",
-    "sse-first-event-not-endpoint",
-    Severity.ERROR,
-    versions=ALL,
-    phase="http",
-    scope="http",
-    spec=f"{SSE_L1}:L67-69",
-)
-def sse_first_event_not_endpoint(rec: Record, m: Analysed | None, s):
-    """On the HTTP+SSE transport, the first event of the GET stream is not an `endpoint` event whose
-    data is the URI to POST to. (Judged by transport, whatever version the session negotiated.)
-
-    "When a client connects, the server MUST send an endpoint event containing a URI for the client
-    to use for sending messages." Example: a `message` event before the `endpoint` event.
-    """
-    if rec.transport != HTTP_SSE or _event_name(rec) != "endpoint":
-        return None
-    uri = rec.data.get("uri") or ""
-    if not rec.data.get("first", True):
-        return Hit("the endpoint event is not the first event of the SSE stream")
-    if not uri.strip() or any(c.isspace() for c in uri):
-        return Hit(f"the endpoint event's data {uri!r} is not a URI")
-    return None
-
-
-@rule(
-    "MCP902",
-    "sse-post-elsewhere",
-    Severity.ERROR,
-    versions=ALL,
-    phase="http",
-    scope="http",
-    spec=f"{SSE_L1}:L67-69",
-)
-def sse_post_elsewhere(rec: Record, m: Analysed | None, s):
-    """On the HTTP+SSE transport, the client sends a message other than as a POST to the URI the
-    `endpoint` event announced.
-
-    "All subsequent client messages MUST be sent as HTTP POST requests to this endpoint." Example: POST `/message` without the announced `?sessionId=...`.
-    """
-    if m is None or rec.transport != HTTP_SSE or rec.dir is not Direction.C2S:
-        return None
-    st = state(s)
-    method, url = rec.http.get("method"), rec.http.get("url")
-    if method != "POST":
-        return Hit(f"a message sent with HTTP {method}; HTTP+SSE clients POST to the announced endpoint")
-    if st is not None and st.endpoint is not None and url != st.endpoint:
-        return Hit(
-            f"a message POSTed to {url}, not to the announced endpoint {st.endpoint}",
-            related_seq=st.endpoint_seq,
-        )
-    return None
-
-
-@rule(
-    "MCP903",
-    "sse-server-message-form",
-    Severity.ERROR,
-    versions=ALL,
-    phase="http",
-    scope="http",
-    spec=f"{SSE_L1}:L71-72",
-)
-def sse_server_message_form(rec: Record, m: Analysed | None, s):
-    """On the HTTP+SSE transport, a server message is not an SSE `message` event carrying a JSON
-    encoded JSON-RPC message in its data (for example it came as the body of a POST's answer, or
-    as another event type).
-
-    "Server messages are sent as SSE message events, with the message content encoded as JSON in
-    the event data." Example: `event: response` + `data: {...}`.
-    """
-    if m is None or rec.transport != HTTP_SSE or rec.dir is not Direction.S2C:
-        return None
-    if rec.sse is None:
-        return Hit("a server message in the body of an HTTP answer, not as an event on the SSE stream")
-    name = rec.sse.get("event")
-    if name != "message":
-        return Hit(f"a server message sent as an SSE {name!r} event; it must be a 'message' event")
-    if m.kind is Kind.INVALID and m.problem in NOT_A_MESSAGE:
-        return Hit(f"the message event's data is not JSON-encoded JSON-RPC ({m.reason})")
-    return None
-
-
-@rule(
-    "MCP904",
-    "http-sse-deprecated",
-    Severity.INFO,
-    versions=ALL,
-    phase="http",
-    scope="http",
-    spec=f"{SH_M}:L695-708; spec/2026-07-28/deprecated.mdx:L31",
-)
-def http_sse_deprecated(rec: Record, m: Analysed | None, s):
-    """The deprecated HTTP+SSE transport (2024-11-05) is in use. It is deprecated since 2025-03-26
-    and eligible for removal (SEP-2596). Reported once per session, at its `endpoint` event.
-
-    "New implementations SHOULD NOT adopt it; existing implementations SHOULD migrate to Streamable
-    HTTP." Example: a GET `/sse` stream whose first event is `endpoint`.
-    """
-    if rec.transport != HTTP_SSE or _event_name(rec) != "endpoint":
-        return None
-    st = state(s)
-    if st is not None and st.endpoint_seq not in (None, rec.seq):
-        return None
-    return Hit("the deprecated HTTP+SSE transport (2024-11-05) is in use; Streamable HTTP replaces it")

@@ -1,5 +1,5 @@
-"""Support for the `_meta` rules (tracer.rules.meta): key verdicts, the `_meta` objects of a
-message, and the W3C Trace Context / Baggage syntax checks. No rules are registered here.
+"""Support for the `_meta` rules (tracer.rules.mcp30_meta_keys, mcp31_request_meta): key
+verdicts, the `_meta` objects of a message, and the W3C Trace Context / Baggage syntax checks. No rules are registered here.
 
 Traffic repeats the same few keys, so each distinct key is judged once and its verdict cached; the
 `_meta` objects of a message (and the keys with a problem) are computed once per message and shared

@@ -1,4 +1,6 @@
-"""MCP322-MCP332: Multi Round-Trip Requests (2026-07-28 `InputRequiredResult` and its retries).
+"""MCP320-MCP329: `resultType` on results that answer modern requests (MCP320-MCP321), and Multi
+Round-Trip Requests (2026-07-28 `InputRequiredResult` and its retries); the retries' responses,
+MCP330-MCP332, are in mcp33_mrtr_retry.py.
 
 Retries are linked to the round that asked for input once, by the analyser (tracer.tracking
 .link_retry): by an exactly echoed `requestState`, else by method plus name/uri plus arguments.
@@ -9,15 +11,47 @@ from __future__ import annotations
 
 import json
 
-from tracer.model import Analysed, Hit, Kind, Severity
-from tracer.protocol import MODERN
-from tracer.rules.registry import rule
+from tracer.catalog.registry import rule
+from tracer.model import Analysed, Direction, Hit, Kind, Severity
+from tracer.protocol import META_CLIENT_CAPS, META_PROTOCOL_VERSION, MODERN
+from tracer.rules.mcp30_meta_keys import BASIC, legacy_server
 from tracer.session import PendingRequest, Session
 from tracer.tracking import MISSING, MRTR_METHODS, is_input_required, member, request_client_caps
 
 RESULT = (Kind.RESULT,)
+
+CORE_RESULT_TYPES = frozenset({"complete", "input_required"})
+
+# resultType values added by official extensions, and the extension that must be advertised.
+EXTENSION_RESULT_TYPES = {"task": "io.modelcontextprotocol/tasks"}
+
+KNOWN_EXTENSIONS = frozenset(EXTENSION_RESULT_TYPES.values()) | {
+    "io.modelcontextprotocol/ui",
+    "io.modelcontextprotocol/oauth-client-credentials",
+}
+
+
+def _modern_request(m: Analysed):
+    req = m.request
+    if req is None:
+        return None
+    meta = req.meta
+    if meta is None or META_PROTOCOL_VERSION not in meta:
+        return None
+    return req
+
+
+def _advertised_extensions(req) -> dict | None:
+    meta = req.meta
+    caps = meta.get(META_CLIENT_CAPS) if meta is not None else None
+    ext = caps.get("extensions") if type(caps) is dict else None
+    return ext if type(ext) is dict else None
+
+
 REQUEST = (Kind.REQUEST,)
+
 MRTR = "spec/2026-07-28/basic/patterns/mrtr.mdx"
+
 INPUT_METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
 
 
@@ -40,6 +74,142 @@ def retried_round(m: Analysed, s: Session):
         return None
     req = own_pending(m, s)
     return req.retry_of if req is not None else None
+
+
+def _needs(caps: dict, method: str, params: dict) -> str | None:
+    """What a client capability set lacks for one input request, or None."""
+    if method == "elicitation/create":
+        el = caps.get("elicitation")
+        if type(el) is not dict:
+            return "elicitation"
+        if params.get("mode") == "url":
+            return None if "url" in el else "elicitation.url"
+        return None if (not el or "form" in el) else "elicitation.form"
+    if method == "sampling/createMessage":
+        sm = caps.get("sampling")
+        if type(sm) is not dict:
+            return "sampling"
+        if ("tools" in params or "toolChoice" in params) and "tools" not in sm:
+            return "sampling.tools"
+        return None
+    if method == "roots/list":
+        return None if type(caps.get("roots")) is dict else "roots"
+    return None
+
+
+class _Obj(dict):
+    __slots__ = ("dups",)
+
+
+def _pairs(pairs: list) -> _Obj:
+    d = _Obj(pairs)
+    d.dups = (
+        [k for i, (k, _) in enumerate(pairs) if any(k == k2 for k2, _ in pairs[:i])]
+        if len(d) != len(pairs)
+        else []
+    )
+    return d
+
+
+def _fits(method: str, value) -> str | None:
+    if type(value) is not dict:
+        return "is not an object"
+    if method == "elicitation/create":
+        if value.get("action") not in ("accept", "decline", "cancel"):
+            return "is not an ElicitResult (action accept, decline or cancel)"
+    elif method == "sampling/createMessage":
+        lack = [k for k in ("role", "content", "model") if k not in value]
+        if lack:
+            return f"is not a CreateMessageResult (lacks {', '.join(lack)})"
+    elif method == "roots/list" and type(value.get("roots")) is not list:
+        return "is not a ListRootsResult (no roots array)"
+    return None
+
+
+__all__ = ["input_required", "is_input_required", "own_pending"]
+
+
+@rule(
+    "MCP320",
+    "modern-result-missing-result-type",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=RESULT,
+    scope="pairing",
+    spec=f"{BASIC}:L73, :L85; schema/2026-07-28/schema.ts:L223-235 (Result.required resultType)",
+)
+def modern_result_missing_result_type(m: Analysed, s: Session):
+    """A result answering a modern request (one that carried `_meta` protocolVersion) has no
+    `resultType`. An absent `resultType` from a legacy server is fine (clients read it as
+    "complete"), so a server that rejected the `server/discover` probe is not judged.
+
+    "The result MUST include a resultType field to indicate the type of the result." Example:
+    `{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}` answering a modern `tools/list`.
+    """
+    res = m.result
+    if res is None or "resultType" in res or m.rec.dir is Direction.C2S:
+        return None
+    req = _modern_request(m)
+    if req is None or legacy_server(s):
+        return None
+    return [
+        Hit(
+            f"result to the modern {req.method} request (seq {req.seq}) has no resultType",
+            path="$.result",
+            related_seq=req.seq,
+        )
+    ]
+
+
+@rule(
+    "MCP321",
+    "unknown-result-type",
+    Severity.ERROR,
+    versions=MODERN,
+    kinds=RESULT,
+    scope="pairing",
+    spec=f"{BASIC}:L81-84; seps/2663-tasks-extension.md:L128",
+)
+def unknown_result_type(m: Analysed, s: Session):
+    """`resultType` is neither "complete" nor "input_required", and no extension the request
+    advertised in `clientCapabilities.extensions` adds it (e.g. "task" needs
+    `io.modelcontextprotocol/tasks`). When the request advertised an extension this inspector does
+    not know, an unknown value is given the benefit of the doubt.
+
+    "A resultType of any value unrecognized by the client MUST be considered invalid." Example:
+    `"resultType": "partial"`.
+    """
+    res = m.result
+    if res is None or "resultType" not in res:
+        return None
+    rt = res["resultType"]
+    if type(rt) is str and rt in CORE_RESULT_TYPES:
+        return None
+    if type(rt) is not str:
+        return [Hit(f"resultType is {type(rt).__name__}, not a string", path="$.result.resultType")]
+    req = m.request
+    ext = _advertised_extensions(req) if req is not None else None
+    needed = EXTENSION_RESULT_TYPES.get(rt)
+    if needed is not None:
+        if ext is not None and needed in ext:
+            return None
+        return [
+            Hit(
+                f"resultType {rt!r} belongs to the {needed} extension, which the request did not "
+                "advertise in clientCapabilities.extensions",
+                path="$.result.resultType",
+                related_seq=req.seq if req is not None else None,
+            )
+        ]
+    if ext is not None and any(k not in KNOWN_EXTENSIONS for k in ext):
+        return None  # an extension we do not know may define it
+    return [
+        Hit(
+            f'resultType {rt!r} is not "complete" or "input_required", and no advertised '
+            "extension defines it",
+            path="$.result.resultType",
+        )
+    ]
 
 
 @rule(
@@ -147,27 +317,6 @@ def input_request_malformed(m: Analysed, s):
     return out
 
 
-def _needs(caps: dict, method: str, params: dict) -> str | None:
-    """What a client capability set lacks for one input request, or None."""
-    if method == "elicitation/create":
-        el = caps.get("elicitation")
-        if type(el) is not dict:
-            return "elicitation"
-        if params.get("mode") == "url":
-            return None if "url" in el else "elicitation.url"
-        return None if (not el or "form" in el) else "elicitation.form"
-    if method == "sampling/createMessage":
-        sm = caps.get("sampling")
-        if type(sm) is not dict:
-            return "sampling"
-        if ("tools" in params or "toolChoice" in params) and "tools" not in sm:
-            return "sampling.tools"
-        return None
-    if method == "roots/list":
-        return None if type(caps.get("roots")) is dict else "roots"
-    return None
-
-
 @rule(
     "MCP325",
     "input-request-capability-missing",
@@ -209,20 +358,6 @@ def input_request_capability_missing(m: Analysed, s):
                 )
             )
     return out
-
-
-class _Obj(dict):
-    __slots__ = ("dups",)
-
-
-def _pairs(pairs: list) -> _Obj:
-    d = _Obj(pairs)
-    d.dups = (
-        [k for i, (k, _) in enumerate(pairs) if any(k == k2 for k2, _ in pairs[:i])]
-        if len(d) != len(pairs)
-        else []
-    )
-    return d
 
 
 @rule(
@@ -351,122 +486,3 @@ def retry_request_state_not_echoed(m: Analysed, s):
             related_seq=rnd.result_seq,
         )
     return None
-
-
-@rule(
-    "MCP330",
-    "retry-input-responses-incomplete",
-    Severity.ERROR,
-    kinds=REQUEST,
-    versions=MODERN,
-    scope="pairing",
-    spec=f"{MRTR}:L251-253, :L264; schema/2026-07-28/schema.ts:L600-606",
-)
-def retry_input_responses_incomplete(m: Analysed, s):
-    """A retry's `inputResponses` lacks keys that were in `inputRequests`: the client MUST construct
-    every requested input before retrying. Extra keys are allowed (servers ignore them).
-
-    Example: `inputRequests` had `login` and `city`; the retry's `inputResponses` has only `login`.
-    """
-    rnd = retried_round(m, s)
-    if rnd is None or not rnd.input_requests:
-        return None
-    got = m.params.get("inputResponses")
-    have = got.keys() if type(got) is dict else ()
-    missing = [k for k in rnd.input_requests if k not in have]
-    if missing:
-        return Hit(
-            f"inputResponses lacks {', '.join(map(repr, missing))}, requested at seq {rnd.result_seq}",
-            path="$.params.inputResponses",
-            related_seq=rnd.result_seq,
-        )
-    return None
-
-
-def _fits(method: str, value) -> str | None:
-    if type(value) is not dict:
-        return "is not an object"
-    if method == "elicitation/create":
-        if value.get("action") not in ("accept", "decline", "cancel"):
-            return "is not an ElicitResult (action accept, decline or cancel)"
-    elif method == "sampling/createMessage":
-        lack = [k for k in ("role", "content", "model") if k not in value]
-        if lack:
-            return f"is not a CreateMessageResult (lacks {', '.join(lack)})"
-    elif method == "roots/list" and type(value.get("roots")) is not list:
-        return "is not a ListRootsResult (no roots array)"
-    return None
-
-
-@rule(
-    "MCP331",
-    "input-response-wrong-type",
-    Severity.WARNING,
-    kinds=REQUEST,
-    versions=MODERN,
-    scope="pairing",
-    spec=f"{MRTR}:L101-102, :L261",
-)
-def input_response_wrong_type(m: Analysed, s):
-    """An `inputResponses` value does not fit the input request it answers: an `ElicitResult`
-    for elicitation, a `CreateMessageResult` for sampling, a `ListRootsResult` for roots.
-
-    Example: the server asked `roots/list` under key `r`; the retry sends `"r": {"action": "accept"}`.
-    """
-    rnd = retried_round(m, s)
-    got = m.params.get("inputResponses") if rnd is not None else None
-    if rnd is None or not rnd.input_requests or type(got) is not dict:
-        return None
-    out = []
-    for key, value in got.items():
-        asked = rnd.input_requests.get(key)
-        method = asked.get("method") if type(asked) is dict else None
-        why = _fits(method, value) if method in INPUT_METHODS else None
-        if why:
-            out.append(
-                Hit(
-                    f"inputResponses[{key!r}] answers {method} but {why}",
-                    path=member("$.params.inputResponses", key),
-                    related_seq=rnd.result_seq,
-                )
-            )
-    return out
-
-
-@rule(
-    "MCP332",
-    "input-responses-without-round",
-    Severity.WARNING,
-    kinds=REQUEST,
-    versions=MODERN,
-    scope="pairing",
-    spec=f"{MRTR}:L257; schema/2026-07-28/schema.ts:L600",
-)
-def input_responses_without_round(m: Analysed, s):
-    """(inferred) `inputResponses` or `requestState` appears on a request that is not the retry of
-    an `InputRequiredResult` seen earlier, or on a method that does not support MRTR. They "MUST NOT
-    be used for any other request".
-
-    Example: a `tools/list` request carrying `"requestState": "abc"`.
-    """
-    params = m.params
-    if params is None or ("inputResponses" not in params and "requestState" not in params):
-        return None
-    which = "inputResponses" if "inputResponses" in params else "requestState"
-    if m.method not in MRTR_METHODS:
-        return Hit(
-            f"{m.method} does not take part in MRTR; {which} belongs only on a retried "
-            f"tools/call, prompts/get or resources/read",
-            path=f"$.params.{which}",
-        )
-    req = own_pending(m, s)
-    if req is not None and req.retry_of is None:
-        return Hit(
-            f"{which} is sent, but no earlier InputRequiredResult for this {m.method} "
-            f"(same name/uri and arguments) was seen",
-            path=f"$.params.{which}",
-        )
-    return None
-
-
-__all__ = ["input_required", "is_input_required", "own_pending"]

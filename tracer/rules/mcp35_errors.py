@@ -1,33 +1,37 @@
-"""MCP350-MCP361 (RULES.md 3e): error codes. Which codes an era may emit, the `data` the
-MCP-defined errors carry, and the pairing heuristics on resource and tool errors."""
+"""MCP350-MCP359 (RULES.md 3e): error codes. Which codes an era may emit and the `data` the
+MCP-defined errors carry (tool errors answered in the wrong form, MCP360-MCP361, are in
+mcp36_tool_errors.py).
+"""
 
 from __future__ import annotations
 
 import re
 
-from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.catalog.registry import RESPONSES, not_by_client, rule
+from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import (
     LEG,
     LEGACY_VERSIONS,
-    META_CLIENT_CAPS,
     META_PROTOCOL_VERSION,
     MODERN,
     MODERN_VERSION,
-    since,
 )
-from tracer.rules.meta import legacy_server
-from tracer.rules.registry import RESPONSES, not_by_client, rule
+from tracer.rules.mcp30_meta_keys import legacy_server
 from tracer.session import Session
 
 ERROR = (Kind.ERROR,)
+
 BASIC = "spec/2026-07-28/basic/index.mdx"
 
 HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
+
 MCP_CODES = frozenset({HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION})
+
 RETIRED_CODES = {
     -32002: "resource not found (2025-11-25 and earlier; use -32602)",
     -32042: "URL elicitation required (2025-11-25 only)",
 }
+
 JSONRPC_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
 
 
@@ -66,6 +70,68 @@ def _legacy_rejection(m: Analysed, s: Session) -> bool:
         return True
     http = m.rec.http
     return http is not None and http.get("status") == 400 and s.modern_requests <= 1
+
+
+def _data(m: Analysed) -> dict | None:
+    err = m.error
+    data = err.get("data") if err is not None else None
+    return data if type(data) is dict else None
+
+
+def _requested_version(m: Analysed):
+    req = m.request
+    meta = req.meta if req is not None else None
+    if meta is None or META_PROTOCOL_VERSION not in meta:
+        return None, None
+    return req, meta[META_PROTOCOL_VERSION]
+
+
+_VERSION_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+
+# Errors that may legitimately come before (or instead of) the version check.
+_NOT_VERSION_ANSWERS = frozenset({UNSUPPORTED_VERSION, HEADER_MISMATCH, -32700, -32600})
+
+
+def _unsupported_version(asked, s: Session) -> str | None:
+    """Why the server cannot implement the requested version, or None when it may."""
+    if type(asked) is not str:
+        return f"{asked!r} is not a version string"
+    disc = s.discover
+    if disc is None and asked == MODERN_VERSION:
+        return None  # the common case
+    res = disc.result if disc is not None else None
+    sup = res.get("supportedVersions") if res is not None else None
+    if type(sup) is list and sup:
+        if asked not in sup:
+            return f"{asked!r} is not in the server's server/discover supportedVersions {sup}"
+        return None
+    if asked in LEGACY_VERSIONS:
+        return f"{asked!r} is a handshake-era version, which no request can carry in _meta"
+    if _VERSION_SHAPE.match(asked) is None or asked < MODERN_VERSION:
+        return f"{asked!r} is not a protocol version"
+    return None
+
+
+_NOT_FOUND = re.compile(r"not\s*found", re.I)
+
+
+def _known_tool(m: Analysed, s: Session):
+    """(request params, tool) when the call names a tool of the last tools/list, else (params, None)."""
+    req = m.request
+    params = req.params if req is not None else None
+    if params is None:
+        return None, None
+    track = getattr(s, "track", None)
+    if track is None:
+        return params, None
+    return params, track.tool(params.get("name"))
+
+
+_VALIDATION = re.compile(
+    r"validat|invalid (?:argument|input|param)|required (?:argument|property)|"
+    r"missing (?:argument|required)|schema",
+    re.I,
+)
 
 
 @rule(
@@ -182,12 +248,6 @@ def application_code_in_reserved_range(m: Analysed, s: Session):
     ]
 
 
-def _data(m: Analysed) -> dict | None:
-    err = m.error
-    data = err.get("data") if err is not None else None
-    return data if type(data) is dict else None
-
-
 @rule(
     "MCP354",
     "unsupported-version-error-data",
@@ -248,14 +308,6 @@ def missing_capability_error_data(m: Analysed, s: Session):
     ]
 
 
-def _requested_version(m: Analysed):
-    req = m.request
-    meta = req.meta if req is not None else None
-    if meta is None or META_PROTOCOL_VERSION not in meta:
-        return None, None
-    return req, meta[META_PROTOCOL_VERSION]
-
-
 @rule(
     "MCP356",
     "unsupported-version-error-mismatch",
@@ -299,31 +351,6 @@ def unsupported_version_error_mismatch(m: Analysed, s: Session):
             )
         )
     return out
-
-
-_VERSION_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
-# Errors that may legitimately come before (or instead of) the version check.
-_NOT_VERSION_ANSWERS = frozenset({UNSUPPORTED_VERSION, HEADER_MISMATCH, -32700, -32600})
-
-
-def _unsupported_version(asked, s: Session) -> str | None:
-    """Why the server cannot implement the requested version, or None when it may."""
-    if type(asked) is not str:
-        return f"{asked!r} is not a version string"
-    disc = s.discover
-    if disc is None and asked == MODERN_VERSION:
-        return None  # the common case
-    res = disc.result if disc is not None else None
-    sup = res.get("supportedVersions") if res is not None else None
-    if type(sup) is list and sup:
-        if asked not in sup:
-            return f"{asked!r} is not in the server's server/discover supportedVersions {sup}"
-        return None
-    if asked in LEGACY_VERSIONS:
-        return f"{asked!r} is a handshake-era version, which no request can carry in _meta"
-    if _VERSION_SHAPE.match(asked) is None or asked < MODERN_VERSION:
-        return f"{asked!r} is not a protocol version"
-    return None
 
 
 @rule(
@@ -394,9 +421,6 @@ def url_elicitation_error_data(m: Analysed, s: Session):
     return out
 
 
-_NOT_FOUND = re.compile(r"not\s*found", re.I)
-
-
 @rule(
     "MCP359",
     "resource-not-found-code",
@@ -423,107 +447,5 @@ def resource_not_found_code(m: Analysed, s: Session):
         Hit(
             f'resources/read "not found" error uses code {code}; legacy revisions give -32002',
             path="$.error.code",
-        )
-    ]
-
-
-def _known_tool(m: Analysed, s: Session):
-    """(request params, tool) when the call names a tool of the last tools/list, else (params, None)."""
-    req = m.request
-    params = req.params if req is not None else None
-    if params is None:
-        return None, None
-    track = getattr(s, "track", None)
-    if track is None:
-        return params, None
-    return params, track.tool(params.get("name"))
-
-
-_VALIDATION = re.compile(
-    r"validat|invalid (?:argument|input|param)|required (?:argument|property)|"
-    r"missing (?:argument|required)|schema",
-    re.I,
-)
-
-
-@rule(
-    "MCP360",
-    "tool-input-error-as-protocol-error",
-    Severity.WARNING,
-    versions=since("2025-11-25"),
-    kinds=ERROR,
-    methods=("tools/call",),
-    scope="pairing",
-    spec="spec/2025-11-25/server/tools.mdx:L460-476 (SEP-1303); spec/2026-07-28/server/tools.mdx:L740-763",
-)
-def tool_input_error_as_protocol_error(m: Analysed, s: Session):
-    """(heuristic) `tools/call` of a tool the last `tools/list` advertised, with well-formed
-    params, is answered with a JSON-RPC error for what looks like an input validation failure
-    (-32602, or a message about validation). Unknown tools and malformed requests stay protocol
-    errors.
-
-    Input validation errors "should be reported as tool execution errors" (`isError: true`), so
-    the model can see them and retry. Example: `{"code": -32602, "message": "Invalid arguments:
-    'city' is required"}` answering a call to a listed tool.
-    """
-    params, tool = _known_tool(m, s)
-    if tool is None:
-        return None
-    args = params.get("arguments")
-    if args is not None and type(args) is not dict:
-        return None  # a malformed request: a protocol error is right
-    if m.era is Era.MODERN:
-        meta = params.get("_meta")
-        if type(meta) is not dict or META_PROTOCOL_VERSION not in meta or META_CLIENT_CAPS not in meta:
-            return None  # a modern request missing its _meta MUST get -32602 (MCP311)
-    err = m.error
-    msg = err.get("message") if err is not None else None
-    code = _code(m)
-    if code != -32602 and (type(msg) is not str or _VALIDATION.search(msg) is None):
-        return None
-    return [
-        Hit(
-            f"tools/call {params.get('name')!r} input error answered as JSON-RPC error {code}; "
-            "report input validation failures as a result with isError: true",
-            path="$.error",
-            related_seq=m.partner_seq,
-        )
-    ]
-
-
-@rule(
-    "MCP361",
-    "unknown-tool-answered-as-success",
-    Severity.WARNING,
-    kinds=(Kind.RESULT,),
-    methods=("tools/call",),
-    scope="pairing",
-    spec="spec/2026-07-28/server/tools.mdx:L742-757; spec/2025-11-25/server/tools.mdx:L465, :L486-487 (inferred)",
-)
-def unknown_tool_answered_as_success(m: Analysed, s: Session):
-    """`tools/call` names a tool absent from the last complete `tools/list`, and the server answers
-    with a successful result instead of a protocol error (-32602 "Unknown tool"). A result with
-    `isError: true` is not flagged: the call did fail, visibly.
-
-    Unknown tools are protocol errors, not results. Example: `tools/list` lists only `echo`, then
-    `tools/call` `{"name": "ehco"}` gets `{"content": [...], "isError": false}`.
-    """
-    res = m.result
-    if res is None or res.get("isError") is True or res.get("resultType", "complete") != "complete":
-        return None
-    track = getattr(s, "track", None)
-    if track is None or track.tools is None:
-        return None  # no complete tools/list seen: nothing to compare with
-    req = m.request
-    params = req.params if req is not None else None
-    name = params.get("name") if params is not None else None
-    if type(name) is not str or track.tool(name) is not None:
-        return None
-    return [
-        Hit(
-            f"tools/call {name!r}: no such tool in the last tools/list, yet the call succeeded "
-            "(expected a -32602 Unknown tool error)",
-            path="$.result",
-            related_seq=req.seq,
         )
     ]

@@ -3,17 +3,20 @@ filters). The listens of a session are tracked once by the analyser (tracer.trac
 
 from __future__ import annotations
 
+from tracer.catalog.registry import rule
 from tracer.classify import id_key
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import META_SUBSCRIPTION_ID, MODERN
-from tracer.rules.capabilities import subscribed
-from tracer.rules.registry import rule
+from tracer.rules.mcp41_capabilities import subscribed
 from tracer.session import find_pending_any_type
 from tracer.tracking import MISSING, flow_of, listen_of
 
 NOTE = (Kind.NOTIFICATION,)
+
 SUBS = "spec/2026-07-28/basic/patterns/subscriptions.mdx"
+
 ACK = "notifications/subscriptions/acknowledged"
+
 # notification -> the filter field that opts in to it
 OPT_IN = {
     "notifications/tools/list_changed": "toolsListChanged",
@@ -21,7 +24,9 @@ OPT_IN = {
     "notifications/resources/list_changed": "resourcesListChanged",
     "notifications/resources/updated": "resourceSubscriptions",
 }
+
 STREAM_NOTES = (ACK, *OPT_IN)
+
 FILTER_FLAGS = ("toolsListChanged", "promptsListChanged", "resourcesListChanged")
 
 

@@ -1,16 +1,72 @@
-"""MCP401-MCP410: the legacy initialize lifecycle (handshake order, its messages, what may travel
-before it completes). The handshake state is kept by the analyser in `Session.init` (InitState)."""
+"""MCP401-MCP409: the legacy initialize lifecycle (handshake order, its messages, what may travel
+before it completes). The handshake state is kept by the analyser in `Session.init` (InitState).
+MCP410 (an `initialize` cancelled) opens the capabilities block, mcp41_capabilities.py.
+"""
 
 from __future__ import annotations
 
-from tracer.classify import id_key
+from tracer.catalog.registry import by_client, rule
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import LEG, LEGACY_VERSIONS
-from tracer.rules.registry import by_client, rule
 from tracer.session import Session
 
 LIFECYCLE = "spec/2025-11-25/basic/lifecycle.mdx"
+
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
+
+
+def _implementation_problem(value) -> str | None:
+    if type(value) is not dict:
+        return "is missing" if value is None else "is not an object"
+    missing = [k for k in ("name", "version") if type(value.get(k)) is not str]
+    return f"lacks string {' and '.join(missing)}" if missing else None
+
+
+def _handshake_problems(obj: dict, info_key: str, base: str) -> list[Hit]:
+    out = []
+    pv = obj.get("protocolVersion")
+    if type(pv) is not str:
+        what = "missing" if pv is None else f"{type(pv).__name__}, not a string"
+        out.append(
+            Hit(
+                f"protocolVersion is {what}",
+                path=f"{base}.protocolVersion" if "protocolVersion" in obj else base,
+            )
+        )
+    if type(obj.get("capabilities")) is not dict:
+        out.append(
+            Hit(
+                "capabilities is missing" if "capabilities" not in obj else "capabilities is not an object",
+                path=f"{base}.capabilities" if "capabilities" in obj else base,
+            )
+        )
+    why = _implementation_problem(obj.get(info_key))
+    if why is not None:
+        out.append(
+            Hit(
+                f"{info_key} {why} (an Implementation needs name and version strings)",
+                path=f"{base}.{info_key}" if info_key in obj else base,
+            )
+        )
+    return out
+
+
+def _requested(m: Analysed):
+    req = m.request
+    params = req.params if req is not None else None
+    pv = params.get("protocolVersion") if params is not None else None
+    return pv if type(pv) is str else None
+
+
+def _early_request_possible(kind, method, direction, versions) -> bool:
+    return direction is Direction.C2S and method not in ("ping", "initialize")
+
+
+_SERVER_ALLOWED_EARLY = frozenset({"ping", "notifications/message", "notifications/cancelled"})
+
+
+def _early_server_message_possible(kind, method, direction, versions) -> bool:
+    return direction is Direction.S2C and method not in _SERVER_ALLOWED_EARLY
 
 
 @rule(
@@ -79,42 +135,6 @@ def second_initialize(m: Analysed, s: Session):
     ]
 
 
-def _implementation_problem(value) -> str | None:
-    if type(value) is not dict:
-        return "is missing" if value is None else "is not an object"
-    missing = [k for k in ("name", "version") if type(value.get(k)) is not str]
-    return f"lacks string {' and '.join(missing)}" if missing else None
-
-
-def _handshake_problems(obj: dict, info_key: str, base: str) -> list[Hit]:
-    out = []
-    pv = obj.get("protocolVersion")
-    if type(pv) is not str:
-        what = "missing" if pv is None else f"{type(pv).__name__}, not a string"
-        out.append(
-            Hit(
-                f"protocolVersion is {what}",
-                path=f"{base}.protocolVersion" if "protocolVersion" in obj else base,
-            )
-        )
-    if type(obj.get("capabilities")) is not dict:
-        out.append(
-            Hit(
-                "capabilities is missing" if "capabilities" not in obj else "capabilities is not an object",
-                path=f"{base}.capabilities" if "capabilities" in obj else base,
-            )
-        )
-    why = _implementation_problem(obj.get(info_key))
-    if why is not None:
-        out.append(
-            Hit(
-                f"{info_key} {why} (an Implementation needs name and version strings)",
-                path=f"{base}.{info_key}" if info_key in obj else base,
-            )
-        )
-    return out
-
-
 @rule(
     "MCP403",
     "initialize-params-incomplete",
@@ -166,13 +186,6 @@ def initialize_result_incomplete(m: Analysed, s: Session):
     if res is None:
         return None  # not an object: MCP114
     return _handshake_problems(res, "serverInfo", "$.result") or None
-
-
-def _requested(m: Analysed):
-    req = m.request
-    params = req.params if req is not None else None
-    pv = params.get("protocolVersion") if params is not None else None
-    return pv if type(pv) is str else None
 
 
 @rule(
@@ -283,10 +296,6 @@ def initialized_never_sent(s: Session, end_t_ns: int):
     ]
 
 
-def _early_request_possible(kind, method, direction, versions) -> bool:
-    return direction is Direction.C2S and method not in ("ping", "initialize")
-
-
 @rule(
     "MCP408",
     "request-before-initialize-result",
@@ -319,13 +328,6 @@ def request_before_initialize_result(m: Analysed, s: Session):
             related_seq=init.request_seq,
         )
     ]
-
-
-_SERVER_ALLOWED_EARLY = frozenset({"ping", "notifications/message", "notifications/cancelled"})
-
-
-def _early_server_message_possible(kind, method, direction, versions) -> bool:
-    return direction is Direction.S2C and method not in _SERVER_ALLOWED_EARLY
 
 
 @rule(
@@ -361,41 +363,6 @@ def server_message_before_initialized(m: Analysed, s: Session):
         Hit(
             f"the server sent the {m.method} {what} before receiving notifications/initialized",
             path="$.method",
-            related_seq=init.request_seq,
-        )
-    ]
-
-
-@rule(
-    "MCP410",
-    "initialize-cancelled",
-    Severity.ERROR,
-    versions=LEG,
-    kinds=(Kind.NOTIFICATION,),
-    methods=("notifications/cancelled",),
-    scope="pairing",
-    spec="spec/2025-11-25/basic/utilities/cancellation.mdx:L35; "
-    "spec/2024-11-05/basic/utilities/cancellation.mdx:L34; schema/2025-11-25/schema.ts:L238",
-)
-def initialize_cancelled(m: Analysed, s: Session):
-    """`notifications/cancelled` names the `initialize` request.
-
-    "The initialize request MUST NOT be cancelled by clients." Example:
-    `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}` where id 1 is
-    the initialize.
-    """
-    init = s.init
-    params = m.params
-    if init is None or params is None or m.rec.dir is not Direction.C2S:
-        return None
-    key = id_key(params.get("requestId"))
-    if key is None or key != id_key(init.request_id):
-        return None
-    return [
-        Hit(
-            f"the client cancels its initialize request (seq {init.request_seq}), which must not "
-            "be cancelled",
-            path="$.params.requestId",
             related_seq=init.request_seq,
         )
     ]

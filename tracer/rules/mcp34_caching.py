@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from tracer.catalog.registry import rule
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import MODERN
-from tracer.rules.registry import rule
 from tracer.tracking import MISSING
 
 RESULT = (Kind.RESULT,)
+
 CACHING = "spec/2026-07-28/server/utilities/caching.mdx"
+
 CACHEABLE = frozenset(
     {
         "server/discover",
@@ -24,6 +26,15 @@ CACHEABLE = frozenset(
 def _complete(m: Analysed) -> dict | None:
     r = m.result
     return r if r is not None and r.get("resultType") != "input_required" else None
+
+
+def _bad_ttl(v) -> bool:
+    t = type(v)
+    if t is int:
+        return v < 0
+    if t is float:
+        return not v.is_integer() or v < 0
+    return True
 
 
 @rule(
@@ -50,15 +61,6 @@ def cacheable_result_without_hints(m: Analysed, s):
     if lack:
         return Hit(f"a complete {m.answers_method} result must carry {' and '.join(lack)}", path="$.result")
     return None
-
-
-def _bad_ttl(v) -> bool:
-    t = type(v)
-    if t is int:
-        return v < 0
-    if t is float:
-        return not v.is_integer() or v < 0
-    return True
 
 
 @rule(

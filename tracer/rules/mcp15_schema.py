@@ -25,21 +25,28 @@ the precise rule (`--ignore MCP617`) hands its problems back to the net: nothing
 
 from __future__ import annotations
 
+from tracer.catalog.registry import rule
 from tracer.model import Analysed, Era, Hit, Kind, Severity
 from tracer.protocol import ALL_NOTIFICATION_METHODS, ALL_REQUEST_METHODS, LEGACY_VERSIONS, MODERN_VERSION
-from tracer.rules.registry import rule
 from tracer.safejson import tame
 from tracer.schemas.dispatch import CODES_WITH_DEFINITIONS, COMPLETE, INPUT_REQUIRED, Catalog, Target, catalog
 from tracer.schemas.errors import SchemaProblem, explained_by, loose_path, problems
 from tracer.session import Session
 
 SCHEMA_RULES = frozenset({"MCP150", "MCP151", "MCP152"})
+
 _MODERN = (MODERN_VERSION,)
+
 _LEGACY_NEWEST_FIRST = tuple(reversed(LEGACY_VERSIONS))
+
 _UNKNOWN_ORDER = (*_LEGACY_NEWEST_FIRST, MODERN_VERSION)  # report the newest legacy view first
+
 _NONE: tuple[str, ...] = ()
+
 _ONE = {v: (v,) for v in LEGACY_VERSIONS}
+
 _ERA_MODERN, _ERA_LEGACY = Era.MODERN, Era.LEGACY
+
 _SOURCE = (
     "the official schema/<version>/schema.json (vendored in tracer/schemas/, commit b0f60ba); "
     "JSON-RPC 2.0 §4-§5"
@@ -177,6 +184,7 @@ def _as_shown(target: Target, key: tuple, m: Analysed) -> Target:
 # label (era, version). A shape checked against one version maps straight to that validator's
 # `is_valid`: one lookup, no key building. Bounded, so made-up methods cannot grow it.
 _FAST: dict[tuple, object] = {}
+
 _FAST_CAP = 1024
 
 

@@ -1,39 +1,46 @@
-"""MCP7xx, Streamable HTTP: what a POST must carry and how each kind of POST must be answered.
+"""MCP701-MCP709, Streamable HTTP: what a POST must carry, how each kind of POST must be answered,
+and the SSE stream that answers a POST.
 
 HTTP rules (`phase="http"`) see every record of an HTTP connection, messages included, as
-`fn(rec, m, session)`; the flow facts come from `tracer.http.state` (its observer ran first). The
-session rules (MCP72x/MCP73x) are in `http_session`, the SSE stream rules and the legacy HTTP+SSE
-transport (MCP901-MCP904) in `http_sse`, how a modern server answers (MCP746-MCP755) in
-`http_answers`.
-
-Guard (RULES.md section 7): header requirements are not defined for modern notification POSTs, so
-MCP740-MCP744 judge requests only.
+`fn(rec, m, session)`; the flow facts come from `tracer.http.state`. The other SSE stream rules
+are in mcp71_sse.py, the sessions in mcp72_http_session.py, the version header in
+mcp73_version_header.py, modern headers in mcp74_http_headers.py, how a modern server answers in
+mcp75_modern_http.py, the legacy HTTP+SSE transport (MCP901-MCP904) in mcp9_legacy.py.
 """
 
 from __future__ import annotations
 
+from tracer.catalog.registry import rule
 from tracer.http.headers import (
     accept_lists,
-    decode_header_value,
-    header,
-    headers_with_prefix,
     is_json,
     is_sse,
     media_type,
-    needs_encoding,
 )
 from tracer.http.origin import foreign_origin
-from tracer.http.state import current, endpoint_tool, req_header
-from tracer.http.tools import NAMED_METHODS, param_header_problems
+from tracer.http.state import current, req_header
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
-from tracer.protocol import ALL, L3, META_PROTOCOL_VERSION, MODERN, since
-from tracer.rules.registry import rule
+from tracer.protocol import ALL, L3, MODERN, since
+from tracer.rules.mcp71_sse import (
+    NOT_A_MESSAGE,
+    SSE_L1,
+    ST,
+    STAYS_OPEN_MS,
+    _cancelled,
+    _event_name,
+    _stream_cur,
+)
 
 ST_L2 = "spec/2025-11-25/basic/transports.mdx"
+
 SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
+
 L2_UP = since("2025-03-26")
+
 HTTP = "http"
+
 RESPONSES = (Kind.RESULT, Kind.ERROR)
+
 MODERN_VERSION = "2026-07-28"
 
 
@@ -45,6 +52,23 @@ def _post_message(rec: Record, m: Analysed | None) -> bool:
 def _flow(rec, s):
     cur = current(rec, s)
     return cur.flow if cur is not None else None
+
+
+def _modern_request(rec: Record, m: Analysed | None) -> bool:
+    return _post_message(rec, m) and m.kind is Kind.REQUEST and "req_headers" in rec.http
+
+
+def _req(rec: Record, s) -> dict[str, str]:
+    """The request's headers, lowercased names (from the HTTP observer)."""
+    cur = current(rec, s)
+    return cur.flow.req_map if cur is not None else {}
+
+
+def _name_source(m: Analysed) -> tuple[str, object] | None:
+    params = m.params or {}
+    if m.method == "resources/read":
+        return "uri", params.get("uri")
+    return "name", params.get("name")
 
 
 @rule(
@@ -250,189 +274,107 @@ def cross_origin_served(rec: Record, m: Analysed | None, s):
     return None
 
 
-# -- modern request metadata headers (MCP740-MCP745) ------------------------------------------------
-
-
-def _modern_request(rec: Record, m: Analysed | None) -> bool:
-    return _post_message(rec, m) and m.kind is Kind.REQUEST and "req_headers" in rec.http
-
-
-def _req(rec: Record, s) -> dict[str, str]:
-    """The request's headers, lowercased names (from the HTTP observer)."""
-    cur = current(rec, s)
-    return cur.flow.req_map if cur is not None else {}
-
-
 @rule(
-    "MCP740",
-    "modern-post-missing-version-header",
+    "MCP707",
+    "sse-data-not-one-message",
     Severity.ERROR,
-    versions=MODERN,
+    versions=L2_UP,
     phase="http",
     scope="http",
-    spec=f"{SH_M}:L252-253, :L277-281",
+    spec=f"WHATWG HTML §9.2 (event stream interpretation); {SH_M}:L144-155; {SSE_L1}:L71-72",
 )
-def modern_post_missing_version_header(rec: Record, m: Analysed | None, s):
-    """A modern request POST lacks `MCP-Protocol-Version`. (Notification POSTs are not judged:
-    their header requirements are not defined by 2026-07-28.)
+def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
+    """(Inferred.) An SSE event's data (its `data:` lines joined) is not a single JSON-RPC message:
+    not JSON, an array, or an event cut off by the end of the stream. Comment lines (`:`) are
+    keep-alives and are not judged.
 
-    "Every POST request to the MCP endpoint MUST include an MCP-Protocol-Version header." Example:
-    a `tools/list` POST whose body has `_meta` protocolVersion but no header.
+    Each SSE event carries one JSON-RPC message (2025-11-25 "The server MAY send JSON-RPC requests
+    and notifications before sending the JSON-RPC response"). Example: `data: hello`.
     """
-    if _modern_request(rec, m) and _req(rec, s).get("mcp-protocol-version") is None:
-        return Hit(f"the {m.method} POST has no MCP-Protocol-Version header")
-    return None
-
-
-@rule(
-    "MCP741",
-    "version-header-mismatch",
-    Severity.ERROR,
-    versions=MODERN,
-    phase="http",
-    scope="http",
-    spec=f"{SH_M}:L257-261; schema/2026-07-28/schema.ts:L70-75",
-)
-def version_header_mismatch(rec: Record, m: Analysed | None, s):
-    """The `MCP-Protocol-Version` header differs from the body's
-    `_meta["io.modelcontextprotocol/protocolVersion"]`.
-
-    "The header value MUST match the io.modelcontextprotocol/protocolVersion field carried in the
-    request body's _meta." Example: header `2025-11-25`, body `_meta` `2026-07-28`.
-    """
-    if not _modern_request(rec, m):
+    if rec.transport != HTTP:
         return None
-    got = _req(rec, s).get("mcp-protocol-version")
-    meta = m.meta or {}
-    want = meta.get(META_PROTOCOL_VERSION)
-    if got is not None and want is not None and got != want:
+    if m is not None and rec.sse is not None:
+        if m.kind is Kind.BATCH:
+            return Hit("the SSE event carries a JSON array (a batch), not a single JSON-RPC message")
+        if m.kind is Kind.INVALID and m.problem in NOT_A_MESSAGE:
+            return Hit(f"the SSE event's data is not a JSON-RPC message ({m.reason})")
+        return None
+    if _event_name(rec) == "stream-closed" and "unterminated" in (rec.data or {}):
         return Hit(
-            f"MCP-Protocol-Version {got!r} differs from _meta protocolVersion {want!r}",
-            path=f"$.params._meta[{META_PROTOCOL_VERSION!r}]",
+            "the stream ended in the middle of an event (no blank line after its data), so it is lost: "
+            f"{rec.data['unterminated'][:60]!r}"
         )
     return None
 
 
 @rule(
-    "MCP742",
-    "method-header",
-    Severity.ERROR,
-    versions=MODERN,
-    phase="http",
-    scope="http",
-    spec=f"{SH_M}:L286-293, :L570-576, :L622-630",
-)
-def method_header(rec: Record, m: Analysed | None, s):
-    """A modern request POST lacks `Mcp-Method`, or its value differs from the body's `method`.
-    Header names compare case-insensitively, values case-sensitively.
-
-    "These headers are REQUIRED for compliance" (Mcp-Method: all requests). Example: `Mcp-Method:
-    tools/list` on a `tools/call` body.
-    """
-    if not _modern_request(rec, m):
-        return None
-    got = _req(rec, s).get("mcp-method")
-    if got is None:
-        return Hit(f"the {m.method} POST has no Mcp-Method header")
-    if got != m.method:
-        return Hit(f"Mcp-Method {got!r} differs from the body's method {m.method!r}", path="$.method")
-    return None
-
-
-def _name_source(m: Analysed) -> tuple[str, object] | None:
-    params = m.params or {}
-    if m.method == "resources/read":
-        return "uri", params.get("uri")
-    return "name", params.get("name")
-
-
-@rule(
-    "MCP743",
-    "name-header",
-    Severity.ERROR,
-    versions=MODERN,
-    phase="http",
-    scope="http",
-    spec=f"{SH_M}:L288-296, :L490-504",
-)
-def name_header(rec: Record, m: Analysed | None, s):
-    """A modern `tools/call`, `prompts/get` or `resources/read` POST lacks `Mcp-Name`, or its value
-    (after Base64-sentinel decoding) differs from `params.name` / `params.uri`.
-
-    "Mcp-Name: params.name or params.uri, required for tools/call, resources/read, prompts/get
-    requests." Example: `Mcp-Name: add` on a call of the tool `echo`.
-    """
-    if not _modern_request(rec, m) or m.method not in NAMED_METHODS:
-        return None
-    field, want = _name_source(m)
-    got = _req(rec, s).get("mcp-name")
-    if got is None:
-        return Hit(f"the {m.method} POST has no Mcp-Name header (params.{field} {want!r})")
-    decoded, problem = decode_header_value(got)
-    if problem is None and decoded != want:
-        return Hit(f"Mcp-Name {decoded!r} differs from params.{field} {want!r}", path=f"$.params.{field}")
-    return None
-
-
-@rule(
-    "MCP744",
-    "header-value-encoding",
-    Severity.ERROR,
-    versions=MODERN,
-    phase="http",
-    scope="http",
-    spec=f"{SH_M}:L467-508",
-)
-def header_value_encoding(rec: Record, m: Analysed | None, s):
-    """An `Mcp-Name` or `Mcp-Param-*` value that needs encoding (non-ASCII, control characters,
-    leading/trailing whitespace, or a literal that looks like the sentinel) is sent raw; or the
-    sentinel is not exactly lowercase `=?base64?…?=`; or its Base64 is invalid.
-
-    "When a value cannot be safely represented as a plain ASCII header value ... clients MUST use
-    Base64 encoding of the UTF-8 representation." Example: `Mcp-Param-City: Zürich` sent raw.
-    """
-    if not _modern_request(rec, m):
-        return None
-    out = []
-    headers = rec.http["req_headers"]
-    named = [("Mcp-Name", v) for v in [header(headers, "mcp-name")] if v is not None]
-    for name, value in named + headers_with_prefix(headers, "mcp-param-"):
-        decoded, problem = decode_header_value(value)
-        if problem is not None:
-            out.append(Hit(f"{name}: {problem}"))
-        elif decoded == value and needs_encoding(value):
-            out.append(
-                Hit(f"{name} value {value[:40]!r} must be Base64-encoded (=?base64?…?=), not sent raw")
-            )
-    return out
-
-
-@rule(
-    "MCP745",
-    "param-headers",
-    Severity.ERROR,
-    versions=MODERN,
+    "MCP708",
+    "stream-ended-without-response",
+    Severity.WARNING,
+    versions=L2_UP,
     phase="http",
     scope="http/pairing",
-    spec=f"{SH_M}:L467-476, :L522-537, :L561-566, :L589-595",
+    spec=f"{ST}:L117-118; spec/2025-03-26/basic/transports.mdx:L115-117; "
+    f"{SH_M}:L33-36; spec/2026-07-28/changelog.mdx:L28",
 )
-def param_headers(rec: Record, m: Analysed | None, s):
-    """A `tools/call` of a tool whose `inputSchema` marks properties with `x-mcp-header` (as listed
-    by the last `tools/list`) does not mirror them: `Mcp-Param-{Name}` missing although the argument
-    is present and not null, sent although it is null or absent, or its decoded value differs from
-    the body (integers compare numerically, booleans as `true`/`false`).
+def stream_ended_without_response(rec: Record, m: Analysed | None, s):
+    """A request's SSE response stream ends (the server finished or dropped it) without that
+    request's JSON-RPC response. Streams the client closed, streams of a request the client
+    cancelled (`notifications/cancelled`), and streams where the server announced `retry` (it may
+    close the connection and let the client resume), are not judged.
 
-    "When a server's tool definition includes x-mcp-header annotations, conforming clients MUST
-    mirror the designated parameter values into HTTP headers." Example: `region: "us-west1"` in
-    the arguments, no `Mcp-Param-Region` header.
+    "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request sent in
+    the POST body." In 2026-07-28 the request is lost and must be re-issued. Example: a
+    `tools/call` stream that carries two progress notifications and ends.
     """
-    if not _modern_request(rec, m) or m.method != "tools/call":
+    if _event_name(rec) != "stream-closed":
         return None
-    params = m.params or {}
-    tool = endpoint_tool(s, _flow(rec, s), params.get("name"))
-    if tool is None:
+    cur = _stream_cur(rec, s)
+    if cur is None:
         return None
-    return [
-        Hit(p, path="$.params.arguments")
-        for p in param_header_problems(tool, params.get("arguments"), rec.http["req_headers"])
-    ]
+    f = cur.flow
+    reason = rec.data.get("reason")
+    if f.body_kind is not Kind.REQUEST or f.answered_seq is not None or f.retry_seen:
+        return None
+    if reason not in ("end", "server-closed") or _cancelled(f, s):
+        return None
+    how = "the server ended it" if reason == "end" else "the server dropped the connection"
+    return Hit(
+        f"the SSE stream of {f.rpc_method} (seq {f.first_seq}) closed without its response ({how})",
+        related_seq=f.first_seq,
+    )
+
+
+@rule(
+    "MCP709",
+    "stream-continues-after-response",
+    Severity.WARNING,
+    versions=L2_UP,
+    phase="http",
+    scope="http",
+    spec=f"{ST}:L124-125; {SH_M}:L125",
+)
+def stream_continues_after_response(rec: Record, m: Analysed | None, s):
+    """A request's SSE stream carries more events after the final response, or stays open more than
+    a second after it (the server ended it late).
+
+    "After the JSON-RPC response has been sent, the server SHOULD terminate the SSE stream."
+    Example: a progress notification after the result, on the same stream.
+    """
+    cur = _stream_cur(rec, s)
+    if cur is None or cur.flow.method != "POST":
+        return None
+    f = cur.flow
+    if cur.after_answer:
+        return Hit(
+            f"an SSE event after the final response (seq {f.answered_seq}) on the same stream",
+            related_seq=f.answered_seq,
+        )
+    if _event_name(rec) == "stream-closed" and f.answered_seq is not None and rec.data.get("reason") == "end":
+        late = (rec.t_ns - f.t_answered) / 1e6
+        if late > STAYS_OPEN_MS:
+            return Hit(
+                f"the stream stayed open {late:.0f} ms after the final response (seq {f.answered_seq})",
+                related_seq=f.answered_seq,
+            )
+    return None

@@ -1,0 +1,261 @@
+"""MCP101-MCP109: the JSON-RPC envelope (JSON, `jsonrpc`, object, kind, method, params, ids). Each
+rule reads one message on its own.
+"""
+
+from __future__ import annotations
+
+from tracer.catalog.registry import method_starts, rule
+from tracer.classify import exact_json
+from tracer.era import possible_versions
+from tracer.http.state import current
+from tracer.model import Analysed, Hit, Kind, Severity
+from tracer.protocol import ALL_REQUEST_METHODS, L1, L2, MODERN_EXTENSION_REQUESTS, since
+
+INVALID = (Kind.INVALID,)
+
+REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
+
+JSONRPC = "JSON-RPC 2.0 §4; spec/2026-07-28/basic/index.mdx:L27"
+
+_L3_UP = since("2025-06-18")
+
+_L1_ONLY, _L2_ONLY = frozenset({L1}), frozenset({L2})
+
+
+def _a_batch_rule_runs(m: Analysed) -> bool:
+    """MCP120 (2025-06-18 on), MCP121 (2024-11-05) or MCP123 (2025-03-26) covers every version the
+    message may speak."""
+    versions = possible_versions(m)
+    return versions <= _L3_UP or versions <= _L1_ONLY or versions <= _L2_ONLY
+
+
+def _json_type(v) -> str:
+    if v is None:
+        return "null"
+    t = type(v)
+    if t is list:
+        return "an array"
+    if t is dict:
+        return "an object"
+    return {str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(t, t.__name__)
+
+
+def _integral_float(v) -> bool:
+    return type(v) is float and v.is_integer()
+
+
+def _really_float(m: Analysed, *path: str) -> bool:
+    """orjson reads integers beyond 64 bits as floats: re-read the message exactly to tell
+    `1.0` (written with a fraction) from 18446744073709551617 (a plain integer)."""
+    if m.batch_seq is not None:
+        return True
+    value = exact_json(m.rec.raw, None)
+    for key in path:
+        value = value.get(key) if type(value) is dict else None
+    return type(value) is float
+
+
+_REQUEST_METHODS = ALL_REQUEST_METHODS | MODERN_EXTENSION_REQUESTS
+
+_AN_OBJECT: dict = {}
+
+
+def _is_int(v) -> bool:
+    return (type(v) is int) or (type(v) is float and v.is_integer())
+
+
+MAX_ERROR_MESSAGE = 300
+
+_UNREADABLE_ID_CODES = (-32700, -32600)
+
+_TRANSPORT_REJECTED_BODIES = (Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR)
+
+
+def _no_id_by_transport(m: Analysed, s) -> bool:
+    """Streamable HTTP lets an error without id answer an HTTP-level rejection: a foreign `Origin`
+    ("MUST respond with HTTP 403 Forbidden. The HTTP response body MAY comprise a JSON-RPC error
+    response that has no id") and a notification or response the server cannot accept (an HTTP error
+    status whose body "MAY comprise a JSON-RPC error response that has no id"). A request rejected by
+    the transport is answered by the HTTP status too: a legacy server's 400 to a modern request
+    ("rejected per server validation with 400 Bad Request", 2026-07-28 versioning), a 400 for a
+    missing session, a 404 for an expired one (2025-11-25 transports). The body of such an answer
+    is the transport's, not a JSON-RPC response to the request, so it may lack the id too. So is
+    the error body of a refused GET or DELETE (a server without a GET stream "MUST ... return HTTP
+    405 Method Not Allowed", 2025-11-25 transports): that HTTP request carried no JSON-RPC message
+    whose id it could name."""
+    http = m.rec.http
+    if http is None or m.rec.sse is not None:
+        return False
+    status = http.get("status")
+    if type(status) is not int or status < 400:
+        return False
+    cur = current(m.rec, s)
+    flow = cur.flow if cur is not None else None
+    if flow is None:
+        return False
+    if status == 403 and "origin" in flow.req_map:
+        return True
+    if flow.body_kind is None and flow.method in ("GET", "DELETE"):
+        return True
+    return flow.body_kind in _TRANSPORT_REJECTED_BODIES or flow.body_kind is Kind.REQUEST
+
+
+BATCH = (Kind.BATCH,)
+
+
+@rule(
+    "MCP101",
+    "not-json",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec="JSON-RPC §4/§5.1 (Parse error); spec/2026-07-28/basic/transports/index.mdx:L29",
+)
+def not_json(m: Analysed, s):
+    """The message is not parseable JSON, or not UTF-8.
+
+    Every MCP message MUST be a JSON-RPC 2.0 message encoded in UTF-8; a receiver answers what it
+    cannot parse with -32700 (Parse error). On stdio, lines that are not JSON (or too deep, or not
+    UTF-8) are reported by MCP801/MCP802/MCP803 instead, with the stream offset and the bytes, so
+    a banner line is one finding, not two.
+    Example: `{"jsonrpc": "2.0", "id": 1,` (cut short).
+    """
+    if m.problem in ("not-json", "not-utf8", "too-deep"):
+        if m.rec.transport == "stdio":
+            return
+        yield f"{m.reason} (a receiver answers -32700 Parse error)"
+
+
+@rule(
+    "MCP102",
+    "bad-jsonrpc-version",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec='JSON-RPC §4, §5; schema `jsonrpc: {"const": "2.0"}`',
+)
+def bad_jsonrpc_version(m: Analysed, s):
+    """`jsonrpc` is missing or is not exactly the string "2.0".
+
+    Example: `{"jsonrpc": "1.0", "id": 1, "method": "tools/list"}`.
+    """
+    if m.problem == "bad-jsonrpc":
+        yield Hit(m.reason or 'jsonrpc is not "2.0"', path="$.jsonrpc")
+
+
+@rule(
+    "MCP103",
+    "not-an-object",
+    Severity.ERROR,
+    kinds=(Kind.INVALID, Kind.BATCH),
+    spec="JSON-RPC §4, §6 (an empty array is an Invalid Request); JSONRPCMessage union in "
+    "schema/2026-07-28/schema.ts:L26",
+)
+def not_an_object(m: Analysed, s):
+    """The top-level JSON value (or a batch member) is not an object.
+
+    Arrays at the top level are batches (MCP120-MCP123); anything else is no JSON-RPC message.
+    An empty array `[]` is no message in any version: where the version is known MCP120, MCP121 or
+    MCP123 reports it, else (traffic of unknown version) this rule does.
+    On stdio a bare scalar line is MCP801's (a stray line), so only batch members are reported here.
+    Example: `"hello"` or `42`.
+    """
+    if m.kind is Kind.BATCH:
+        if m.obj == [] and not _a_batch_rule_runs(m):
+            yield "an empty array is no batch and no message in any JSON-RPC version (Invalid Request)"
+        return
+    if m.problem == "not-object":
+        if m.rec.transport == "stdio" and m.batch_seq is None:
+            return
+        yield m.reason or "not a JSON object"
+
+
+@rule("MCP104", "unclassifiable", Severity.ERROR, kinds=INVALID, spec="JSON-RPC §4, §4.1, §5")
+def unclassifiable(m: Analysed, s):
+    """The object has no `method` and neither `result` nor `error`, so it is no request,
+    notification or response.
+
+    Example: `{"jsonrpc": "2.0", "id": 3}`.
+    """
+    if m.problem == "unclassifiable":
+        yield m.reason or "cannot classify"
+
+
+@rule(
+    "MCP105",
+    "method-not-string",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec='JSON-RPC §4; schema `"method": {"type": "string"}`',
+)
+def method_not_string(m: Analysed, s):
+    """`method` is not a string. Example: `{"jsonrpc": "2.0", "id": 1, "method": 7}`."""
+    if m.problem == "method-not-string":
+        yield Hit(f"method is {type(m.obj.get('method')).__name__}, not a string", path="$.method")
+
+
+@rule(
+    "MCP106",
+    "reserved-rpc-method",
+    Severity.ERROR,
+    kinds=REQ_NOTE,
+    spec="JSON-RPC §4",
+    possible=method_starts("rpc."),
+)
+def reserved_rpc_method(m: Analysed, s):
+    """The method name begins with `rpc.`, which JSON-RPC reserves for rpc-internal methods.
+
+    Example: `{"jsonrpc": "2.0", "id": 1, "method": "rpc.discover"}`.
+    """
+    if m.method is None or not m.method.startswith("rpc."):
+        return None
+    return Hit(f"method {m.method!r} uses the reserved prefix 'rpc.'", path="$.method")
+
+
+@rule(
+    "MCP107",
+    "params-not-object",
+    Severity.ERROR,
+    kinds=REQ_NOTE,
+    spec='schema `JSONRPCRequest.params.type = "object"`; spec/2026-07-28/basic/index.mdx:L40-42',
+)
+def params_not_object(m: Analysed, s):
+    """`params` is present but is not a JSON object. MCP never uses by-position (array) params.
+
+    Example: `{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": ["echo"]}`.
+    """
+    obj = m.obj
+    if "params" not in obj or type(obj["params"]) is dict:
+        return None
+    return Hit(f"params is {_json_type(obj['params'])}, not an object", path="$.params")
+
+
+@rule(
+    "MCP108",
+    "null-request-id",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec="spec/2026-07-28/basic/index.mdx:L47; spec/2025-11-25/basic/index.mdx:L47",
+)
+def null_request_id(m: Analysed, s):
+    """A request `id` is `null`. MCP request ids MUST NOT be null.
+
+    Example: `{"jsonrpc": "2.0", "id": null, "method": "tools/list"}`.
+    """
+    if m.problem == "null-id" and m.method is not None:
+        yield Hit("request id is null", path="$.id")
+
+
+@rule(
+    "MCP109",
+    "bad-id-type",
+    Severity.ERROR,
+    kinds=INVALID,
+    spec='spec/2026-07-28/basic/index.mdx:L46; schema `RequestId.type = ["string", "integer"]`',
+)
+def bad_id_type(m: Analysed, s):
+    """A request or result `id` is not a string or an integer: a boolean, an object, an array, a
+    number with a fractional part such as `1.5`, or (for a result) null or missing.
+
+    Example: `{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}`.
+    """
+    if m.problem == "bad-id" or (m.problem == "null-id" and m.method is None):
+        yield Hit(m.reason or "id is not a string or an integer", path="$.id")
