@@ -35,3 +35,99 @@ def test_an_unknown_subcommand_is_one_line_on_stderr_and_exit_2():
     p = subprocess.run([sys.executable, "-m", "tracer", "frobnicate"], capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+
+
+# -- `mcptrace help TOPIC`: the pages behind the README -----------------------------------------
+
+
+def test_top_level_help_points_at_the_help_topics(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "mcptrace help " in out and "'mcptrace help TOPIC'" in out
+
+
+def test_help_lists_every_topic_with_one_line_each(capsys):
+    from tracer import help as pages
+
+    assert main(["help"]) == 0
+    out = capsys.readouterr().out
+    names = pages.names()
+    assert {"view", "keys", "filter", "stdio", "proxy", "lint", "ci", "capture-format", "rules"} <= set(names)
+    for name in names:
+        (line,) = [x for x in out.splitlines() if x.split()[:1] == [name]]
+        assert pages.summary(name) in line and len(line) <= 100
+
+
+@pytest.mark.parametrize("topic", __import__("tracer.help", fromlist=["names"]).names())
+def test_each_topic_prints_its_page_with_its_tables_filled_in(topic, capsys):
+    assert main(["help", topic]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# {topic}: ") and "{{table:" not in out
+    assert out.count("```") % 2 == 0, "an unclosed code block"
+
+
+def test_the_keys_and_filter_pages_carry_the_tables_the_viewer_uses(capsys):
+    from tracer.filter_terms import text as filter_text
+    from ui.keys import text as keys_text
+
+    main(["help", "keys"])
+    assert keys_text().strip() in capsys.readouterr().out
+    main(["help", "filter"])
+    assert filter_text().strip() in capsys.readouterr().out
+
+
+def test_an_unknown_topic_is_one_line_naming_the_close_matches_and_exit_2():
+    p = subprocess.run([sys.executable, "-m", "tracer", "help", "filtr"], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "unknown help topic 'filtr'" in p.stderr
+    assert "did you mean filter" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_help_on_a_rule_id_explains_the_rule(capsys):
+    assert main(["help", "MCP310"]) == 0
+    assert "MCP310" in capsys.readouterr().out
+
+
+def test_the_topic_pages_are_declared_package_data():
+    """A non-editable install has them: pyproject's package-data covers every page and the order."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    import tracer.help
+
+    root = Path(tracer.help.__file__).parent
+    data = tomllib.loads((root.parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = data["tool"]["setuptools"]["package-data"]["tracer.help"]
+    files = [p.relative_to(root).as_posix() for p in (root / "topics").iterdir()]
+    assert "topics/ORDER" in files
+    for f in files:
+        assert any(fnmatch.fnmatch(f, g) for g in globs), f
+
+
+def test_every_command_and_topic_a_page_names_exists():
+    """`mcptrace X` and `mcptrace help X` in a page name a real subcommand / topic."""
+    import re
+
+    from tracer import help as pages
+
+    for topic in pages.names():
+        text = pages.raw(topic)
+        for name in re.findall(r"`mcptrace help ([a-z-]+)`", text):
+            assert name in pages.names(), (topic, name)
+        fenced = "\n".join(text.split("```")[1::2])
+        named = re.findall(r"`mcptrace ([a-z]+)\b", text) + re.findall(
+            r"^\s*(?:\$ )?mcptrace ([a-z]+)\b", fenced, re.M
+        )
+        for name in named:
+            assert name in ALL, (topic, name)
+
+
+def test_the_keys_page_does_not_start_the_ui():
+    code = (
+        "import sys, io, contextlib; from tracer.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()): assert main(['help', 'keys']) == 0\n"
+        "assert 'textual' not in sys.modules, 'mcptrace help keys imported textual'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,19 +4,10 @@
 
 Terms separated by spaces are ANDed, `|` is OR (binding looser than AND), `!` negates the term or
 group after it, and parentheses group. A bare word or a quoted string is free text: a
-case-insensitive substring of the message's raw bytes. Field terms:
-
-    method:GLOB     the method, or for a response the method it answers (`tools/*` globs)
-    kind:K          request notification result error invalid batch | response (result or
-                    error) | message (any JSON-RPC) | stderr http event header broken
-    dir:D           c2s (host → server) or s2c (server → host); → and ← too
-    era:E           modern legacy unknown
-    rule:ID         a finding of that rule id or id prefix (rule:MCP3), or a rule name
-    sev:S           a finding at least that severe (info warning error)
-    has:W           findings, partner, latency
-    id:X            the JSON-RPC id as text (id:5 matches 5 and "5")
-    latency OP N    OP is > >= < <= = ; N with a unit ns us ms s m (default ms)
-    conn:C transport:T status:N (HTTP status) seq OP N
+case-insensitive substring of the message's raw bytes. The terms are documented once, in
+tracer/filter_terms.py: the help screen, the filter bar's hint and `mcptrace help filter` render
+that table, the parser takes its field names from it, and tests/test_filter_terms.py holds every
+documented value to this parser (and every value the parser accepts to the table).
 
 The matcher reads a `Fields` object: anything with the attributes below. `AnalysedFields` adapts an
 analysed message; the viewer adapts its compact per-row summaries the same way.
@@ -30,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tracer.filter_terms import field_names
 from tracer.model import Analysed, Severity
 
 
@@ -101,24 +93,18 @@ DIR_ALIASES = {
     "down": "s2c",
 }
 ERAS = ("modern", "legacy", "unknown")
+HAS_ALIASES = {
+    "findings": "findings",
+    "finding": "findings",
+    "partner": "partner",
+    "pair": "partner",
+    "paired": "partner",
+    "latency": "latency",
+}
 UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
 COMPARE_FIELDS = ("latency", "seq", "status")
-FIELDS = (
-    "method",
-    "kind",
-    "dir",
-    "era",
-    "rule",
-    "sev",
-    "severity",
-    "has",
-    "id",
-    "latency",
-    "conn",
-    "transport",
-    "status",
-    "seq",
-)
+# The fields come from the documented table, so a field cannot be added without its documentation.
+FIELDS = field_names()
 
 _OPS = {
     ">": lambda a, b: a > b,
@@ -362,11 +348,12 @@ class _Parser:
                 raise FilterError(str(exc), t.pos) from None
             return lambda f: f.severity >= sev
         if name == "has":
-            if low in ("finding", "findings"):
+            what = HAS_ALIASES.get(low)
+            if what == "findings":
                 return lambda f: f.nfindings > 0
-            if low in ("partner", "pair", "paired"):
+            if what == "partner":
                 return lambda f: f.partner
-            if low == "latency":
+            if what == "latency":
                 return lambda f: f.latency_ns is not None
             raise FilterError(f"unknown has:{value} (findings, partner, latency)", t.pos)
         if name == "id":

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import App
-from textual.binding import Binding
 
+from ui.keys import bindings
 from ui.screens.picker import PickerScreen
 from ui.screens.viewer import ViewerScreen
 
@@ -19,7 +19,7 @@ from ui.screens.viewer import ViewerScreen
 class McpTraceApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "mcptrace"
-    BINDINGS = [Binding("q", "quit", "Quit"), Binding("ctrl+c", "quit", "Quit", show=False)]
+    BINDINGS = bindings("app")  # the one keys table, ui/keys.py
     ENABLE_COMMAND_PALETTE = False
 
     def __init__(

@@ -17,7 +17,7 @@ from typing import NoReturn
 from tracer import __version__
 
 # Subcommand modules, in the order `mcptrace --help` lists them.
-COMMANDS = ["lint", "rules"]
+COMMANDS = ["lint", "rules", "help"]
 OPTIONAL_COMMANDS = ["stdio", "proxy", "view", "demo", "replay", "mock", "export", "wrap", "unwrap", "doctor"]
 
 
@@ -58,7 +58,8 @@ def build_parser() -> Parser:
             "  mcptrace wrap                         put the tee in front of the servers of every host config found\n"
             "  mcptrace lint capture.jsonl           check recorded traffic against the spec\n"
             "  mcptrace rules MCP310                 explain one rule\n"
-            "\nrun 'mcptrace COMMAND --help' for a command's options and examples."
+            "  mcptrace help                         list the topics in depth (help view, help filter, help ci...)\n"
+            "\nrun 'mcptrace COMMAND --help' for a command's options and examples, 'mcptrace help TOPIC' for a topic."
         ),
     )
     parser.add_argument("--version", action="version", version=f"mcptrace {__version__}")

@@ -14,12 +14,12 @@ import os
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
 from tracer.view.viewdata import CaptureView
+from ui.keys import bindings
 from ui.widgets.detail_render import hexdump, pretty_body
 
 PRETTY_MAX = 8 << 20  # bytes of a capture line formatted whole; longer ones are paged raw
@@ -64,13 +64,7 @@ def raw_page(view: CaptureView, row: int, page: int) -> tuple[str, str, int]:
 
 
 class BodyScreen(Screen):
-    BINDINGS = [
-        Binding("escape,q,e", "app.pop_screen", "Back"),
-        Binding("n,pagedown", "page(1)", "Next page", show=False),
-        Binding("p,pageup", "page(-1)", "Previous page", show=False),
-        Binding("g", "first", "First page", show=False),
-        Binding("G", "last", "Last page", show=False),
-    ]
+    BINDINGS = bindings("body")  # the one keys table, ui/keys.py
 
     def __init__(self, view: CaptureView, row: int) -> None:
         super().__init__()

@@ -1,49 +1,23 @@
-"""The help screen (`?`): keys and the filter language."""
+"""The help screen (`?`): keys and the filter language, rendered from their one table each (ui/keys.py,
+tracer/filter_terms.py), which `mcptrace help keys` / `mcptrace help filter` print too."""
 
 from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEYS = [
-    ("↑ ↓  j k", "move the selection"),
-    ("PgUp PgDn  space", "a page up / down"),
-    ("g  Home", "first row"),
-    ("G  End", "last row (waits for the index on a huge file)"),
-    ("enter", "move into the detail pane (escape: back to the list)"),
-    ("/", "filter (enter applies, an empty filter shows everything, escape closes)"),
-    ("n  N", "next / previous message with findings"),
-    ("p", "jump to the partner: a request's response, a response's request"),
-    ("f", "follow: load what is appended to the capture; stay at the bottom if you are there"),
-    ("s", "session summary: eras, versions, capabilities, counts, latency"),
-    ("e", "the whole body of the selected message (bodies are capped in the pane)"),
-    ("?", "this help"),
-    ("q", "quit"),
-]
-FILTER = [
-    ("method:tools/call", "the method, or the method a response answers (globs: tools/*)"),
-    ("kind:error", "request notification result error invalid batch response stderr http event"),
-    ("dir:s2c", "c2s host → server, s2c server → host"),
-    ("era:legacy", "modern legacy unknown"),
-    ("rule:MCP310", "has a finding of that rule (or prefix: rule:MCP3)"),
-    ("sev:warning", "has a finding at least that severe"),
-    ("has:findings", "findings, partner or latency"),
-    ("id:5", 'JSON-RPC id (5 and "5")'),
-    ("latency>500ms", "> >= < <= =; units ns us ms s m"),
-    ('"free text"', "case-insensitive text in the raw message"),
-    ("a b", "both (terms are ANDed)"),
-    ("a | b", "either"),
-    ("!a  !(a | b)", "not"),
-]
+from tracer.filter_terms import rows as filter_rows
+from ui.keys import SECTIONS, bindings, key_names
+
+MAIN = ("list", "viewer", "app")  # the sections shown before the filter language
 
 
 class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,question_mark,q", "app.pop_screen", "Close")]
+    BINDINGS = bindings("help")
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 100; max-width: 95%; height: 90%; border: round $accent;
@@ -51,18 +25,23 @@ class HelpScreen(ModalScreen):
     """
 
     def compose(self) -> ComposeResult:
-        keys = Table(title="Keys", title_justify="left", box=None, show_header=False, padding=(0, 2))
-        keys.add_column(style="bold cyan", no_wrap=True)
-        keys.add_column()
-        for k, what in KEYS:
-            keys.add_row(k, what)
+        width = max(len(key_names(r)) for section in SECTIONS for r in section.rows)
+        keys = []
+        for i, section in enumerate(SECTIONS):
+            title = "Keys: " + section.title.lower() if i == 0 else section.title
+            table = Table(title=title, title_justify="left", box=None, show_header=False, padding=(0, 2))
+            table.add_column(style="bold cyan", no_wrap=True, min_width=width)
+            table.add_column()
+            for row in section.rows:
+                table.add_row(key_names(row), row.does)
+            keys.append(table)
         flt = Table(
             title="Filter language", title_justify="left", box=None, show_header=False, padding=(0, 2)
         )
         flt.add_column(style="bold magenta", no_wrap=True)
         flt.add_column()
-        for k, what in FILTER:
-            flt.add_row(k, what)
+        for term, what in filter_rows():
+            flt.add_row(term, what)
         legend = Text.assemble(
             ("\nList: ", "bold"),
             "→ host to server, ← server to host; ",
@@ -73,9 +52,14 @@ class HelpScreen(ModalScreen):
             (" ? ", "white on grey37"),
             " era unknown, · not analysed yet; ",
             "↳ the method a response answers; ● findings (colour of the worst); ↔ the selection's partner; ",
-            "⟲ rounds of the selection's MRTR operation; dimmed rows: stderr, HTTP-only exchanges, events.",
+            "⟲ rounds of the selection's MRTR operation; dimmed rows: stderr, HTTP-only exchanges, events.\n",
         )
-        with VerticalScroll():
-            yield Static(keys)
+        main = [t for t, section in zip(keys, SECTIONS, strict=True) if section.name in MAIN]
+        others = [t for t, section in zip(keys, SECTIONS, strict=True) if section.name not in MAIN]
+        with VerticalScroll():  # the capture screen's keys and the filter first; other screens after
+            for table in main:
+                yield Static(table)
             yield Static(flt)
             yield Static(legend)
+            for table in others:
+                yield Static(table)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import orjson
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from ui.format import size
+from ui.keys import bindings
 
 
 def describe(path: Path) -> str:
@@ -31,7 +31,7 @@ def describe(path: Path) -> str:
 
 
 class PickerScreen(Screen):
-    BINDINGS = [Binding("q,escape", "app.quit", "Quit")]
+    BINDINGS = bindings("picker")  # the one keys table, ui/keys.py
 
     def __init__(self, captures: list[Path], directory: str) -> None:
         super().__init__()

@@ -10,13 +10,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tracer.safejson import dumps_text
 from ui.format import duration, when
+from ui.keys import bindings
 from ui.widgets.detail_render import rule_info
 
 
@@ -132,9 +132,7 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
 
 
 class SummaryScreen(Screen):
-    BINDINGS = [
-        Binding("escape,s,q", "app.pop_screen", "Back"),
-    ]
+    BINDINGS = bindings("summary")  # the one keys table, ui/keys.py
 
     def __init__(self, summary: dict[str, Any] | None, *, done: bool, name: str = "") -> None:
         super().__init__()

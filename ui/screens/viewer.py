@@ -14,7 +14,6 @@ from array import array
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.timer import Timer
@@ -24,6 +23,7 @@ from tracer.filter import FilterError, compile_filter
 from tracer.index import CHUNK, IndexReset
 from tracer.view.viewdata import CaptureView, open_view
 from tracer.view.viewfilter import FilterJob
+from ui.keys import bindings, short_labels
 from ui.messages import AnalysisProgress, FilterProgress, IndexProgress, OpenFailed, RowSelected, ViewReady
 from ui.widgets.detail import DetailPane
 from ui.widgets.detail_render import rule_names
@@ -38,30 +38,11 @@ FIRST_SCREEN_WAIT = 2.0  # the indexer waits at most this long for the first scr
 
 
 class ViewerScreen(Screen):
-    BINDINGS = [
-        Binding("end,G", "last_when_ready", "Last", show=False),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("n", "next_finding", "Next finding"),
-        Binding("N", "prev_finding", "Prev finding", key_display="N"),
-        Binding("p", "partner", "Partner"),
-        Binding("f", "toggle_follow", "Follow"),
-        Binding("s", "summary", "Summary"),
-        Binding("e", "expand", "Expand body"),
-        Binding("enter", "focus_detail", "Detail", show=False),
-        Binding("escape", "focus_list", "List", show=False),
-        Binding("question_mark", "help", "Help", key_display="?"),
-    ]
-    # What the footer keeps in view first (the filter bar's Close, then Help and Quit), and its labels
-    # when the full ones do not fit (80 columns)
+    # The keys and their footer labels come from the one table (ui/keys.py) the help screen renders.
+    BINDINGS = bindings("viewer")
+    # What the footer keeps in view first (the filter bar's Close, then Help and Quit)
     FOOTER_FIRST = ("cancel", "help", "quit", "filter", "next_finding", "prev_finding", "partner", "summary")
-    FOOTER_SHORT = {
-        "next_finding": "Next",
-        "prev_finding": "Prev",
-        "expand": "Expand",
-        "toggle_follow": "Follow",
-        "summary": "Summary",
-        "partner": "Pair",
-    }
+    FOOTER_SHORT = short_labels("viewer", "app", "filter")
 
     def __init__(self, path: str, *, follow: bool = False, fmt: str | None = None, hint: str = "") -> None:
         super().__init__()

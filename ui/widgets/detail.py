@@ -6,6 +6,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from tracer.view.viewdata import RowDetail
+from ui.keys import bindings
 from ui.widgets.detail_render import render_detail
 
 
@@ -14,7 +15,7 @@ class DetailPane(VerticalScroll, can_focus=True):
     DetailPane { padding: 0 1; }
     DetailPane > Static { width: 1fr; }
     """
-    BINDINGS = [("j", "scroll_down", "Down"), ("k", "scroll_up", "Up")]
+    BINDINGS = bindings("detail")  # the one keys table, ui/keys.py
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Static
 
 from tracer.filter import FilterError, compile_filter
+from tracer.filter_terms import placeholder
+from ui.keys import bindings
 from ui.widgets.detail_render import rule_names
 
-PLACEHOLDER = (
-    'method:tools/call kind:error dir:s2c era:legacy rule:MCP310 id:5 latency>500ms "text"  (| or, ! not)'
-)
+# The hint is the filter language's own table (tracer/filter_terms.py), never a copy of it.
+PLACEHOLDER = placeholder()
 
 
 class FilterBar(Horizontal):
@@ -23,7 +23,7 @@ class FilterBar(Horizontal):
     FilterBar > Input, FilterBar > Input:focus { border: none; height: 1; padding: 0; width: 1fr; }
     FilterBar > #filter-error { width: auto; max-width: 60; color: $error; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Close filter", show=True)]
+    BINDINGS = bindings("filter")  # the one keys table, ui/keys.py
 
     class Applied(Message):
         def __init__(self, source: str) -> None:

@@ -13,7 +13,6 @@ from bisect import bisect_left
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
 from textual.events import Click
 from textual.geometry import Size
 from textual.reactive import reactive
@@ -33,6 +32,7 @@ from ui.format import (
     duration,
     id_repr,
 )
+from ui.keys import bindings
 from ui.messages import RowSelected
 
 # column widths; the method column takes up to W_METHOD, the preview what is left
@@ -74,13 +74,7 @@ def column_header(width: int) -> str:
 
 
 class MessageList(ScrollView, can_focus=True):
-    BINDINGS = [
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("down,j", "cursor_down", "Down", show=False),
-        Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
-        Binding("pagedown,ctrl+f,space", "page_down", "Page down", show=False),
-        Binding("home,g", "first", "First", show=False),
-    ]
+    BINDINGS = bindings("list")  # the one keys table, ui/keys.py
     COMPONENT_CLASSES = {
         "message-list--cursor",
         "message-list--partner",

@@ -1,0 +1,46 @@
+"""`mcptrace help [TOPIC]`: the pages behind the README (capture format, each command in depth,
+viewer keys, the filter language, config, CI...), shipped in the package (tracer/help)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+NAME = "help"
+HELP = "topics in depth: list them, or print one (mcptrace help view, help filter, help capture-format...)"
+EXAMPLE = """  mcptrace help                  # every topic with one line each
+  mcptrace help filter           # the viewer's filter language
+  mcptrace help stdio | less     # the stdio tee in depth"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topic", nargs="?", metavar="TOPIC", help="a topic (mcptrace help lists them)")
+
+
+def tables() -> dict:
+    """The generated tables pages may hold: each from the code that owns it."""
+    from tracer.filter_terms import text as filter_text
+    from ui.keys import text as keys_text  # plain data: this does not start textual
+
+    return {"keys": keys_text, "filter": filter_text}
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracer import help as pages
+    from tracer.cli import UsageError
+
+    if not args.topic:
+        sys.stdout.write(pages.listing())
+        return 0
+    topic = args.topic.strip().lower()
+    if topic in pages.names():
+        sys.stdout.write(pages.render(topic, tables()))
+        return 0
+    if re.fullmatch(r"mcp\d{3}", topic):  # a rule id: that is `mcptrace rules ID`
+        from tracer.cli import main
+
+        return main(["rules", topic.upper()])
+    close = pages.close_matches(topic)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise UsageError(f"unknown help topic {args.topic!r} ({hint}'mcptrace help' lists the topics)")
