@@ -1,8 +1,6 @@
-"""The viewer opens what lint reads: NDJSON and host logs are converted to a temporary capture."""
+"""The viewer opens what lint reads: NDJSON and host logs read lazily as the rows of their conversion."""
 
 from __future__ import annotations
-
-import os
 
 import orjson
 
@@ -31,9 +29,8 @@ async def test_an_ndjson_log_opens_with_directions_guessed_and_pairs_found(tmp_p
             pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == messages[0].row, "detail"
         )
         assert "guessed from content" in plain(scr.detail.body)
-        tmp_capture = scr.view.path
-        assert tmp_capture != str(path) and os.path.exists(tmp_capture)
-    assert not os.path.exists(tmp_capture)  # the converted copy goes away with the viewer
+        # read lazily from the log itself, no converted copy (tracer.inputs.lazy)
+        assert scr.view.lazy and scr.view.path == str(path)
 
 
 async def test_an_unreadable_input_says_why_on_screen(tmp_path):

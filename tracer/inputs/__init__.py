@@ -32,6 +32,10 @@ class InputFormat:
     # whether the file's record order is the wire order: only mcptrace's own captures (the tee and
     # the proxy number records as they happen); the others are settled (tracer.inputs.settle)
     exact_order: bool = False
+    # the viewer's lazy rows (tracer.inputs.lazy): what a record needs beyond its line, and the
+    # record made again from its line and that; None: the viewer converts the input first
+    context: Callable[[Record], int] | None = None
+    rebuild: Callable[[bytes, int, str, int, str, int], Record] | None = None
 
 
 FORMATS: list[InputFormat] = []
@@ -265,8 +269,18 @@ def _ensure_builtin() -> None:
             hostlog.sniff,
             hostlog.read,
             priority=30,
+            context=hostlog.context,
+            rebuild=hostlog.rebuild,
         )
     )
     register(
-        InputFormat("ndjson", "NDJSON: one JSON-RPC message per line", ndjson.sniff, ndjson.read, priority=90)
+        InputFormat(
+            "ndjson",
+            "NDJSON: one JSON-RPC message per line",
+            ndjson.sniff,
+            ndjson.read,
+            priority=90,
+            context=ndjson.context,
+            rebuild=ndjson.rebuild,
+        )
     )

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import partial
 from typing import IO
+
+import orjson
 
 from tracer.capture import ReadProblem, iter_lines
 from tracer.model import Direction, Record, RecordType
@@ -27,6 +30,7 @@ LINE_RE = re.compile(
 MSG_RE = re.compile(rb"^Message from (?P<who>client|server):\s?(?P<json>.*)$")
 RESTART_RE = re.compile(rb"Initializing server", re.I)
 _decoder = json.JSONDecoder()
+_loads = orjson.loads
 
 
 def sniff(head: bytes) -> bool:
@@ -38,6 +42,10 @@ def sniff(head: bytes) -> bool:
         ):
             return True
     return False
+
+
+_SECONDS: dict[str, int | None] = {}  # "YYYY-MM-DDTHH:MM:SS+zone" -> seconds (None: no time)
+_SECONDS_CAP = 4096  # log lines share their second with many others: a small cache saves the parse
 
 
 def _ts_ns(ts: bytes) -> int:
@@ -53,14 +61,40 @@ def _ts_ns(ts: bytes) -> int:
         frac_ns = int((digits[:n] + "000000000")[:9])
         text = text[:19] + digits[n:]
     try:
-        return int(datetime.fromisoformat(text).timestamp()) * 1_000_000_000 + frac_ns
-    except ValueError:
-        return 0
+        secs = _SECONDS[text]
+    except KeyError:
+        try:
+            secs = int(datetime.fromisoformat(text).timestamp())
+        except ValueError:
+            secs = None
+        if len(_SECONDS) >= _SECONDS_CAP:
+            _SECONDS.clear()
+        _SECONDS[text] = secs
+    return 0 if secs is None else secs * 1_000_000_000 + frac_ns
+
+
+# A payload that is one JSON value and nothing else (or that and the suffix Claude Desktop adds) is
+# read by orjson, which accepts no more than the standard library's decoder does; orjson refuses
+# the rest (NaN, integers beyond 64 bits, text after the value...), which the decoder then reads.
+# (Deeply nested payloads go to the decoder straight away: its recursion limit is part of what a
+# payload it cannot read means.)
+_SUFFIX = b" { metadata: undefined }"
+_JSON_WS = b" \t\n\r"
+_FAST_NESTING = 200
 
 
 def _json_part(payload: bytes) -> bytes | None:
     """The JSON text at the start of the payload (hosts append things like `{ metadata: undefined }`),
     or None when the payload does not start with JSON: such a line is host text, never a message."""
+    if payload.count(b"{") + payload.count(b"[") < _FAST_NESTING:
+        for value in (payload, payload[: -len(_SUFFIX)] if payload.endswith(_SUFFIX) else None):
+            if value is None:
+                break
+            try:
+                _loads(value)
+            except orjson.JSONDecodeError:
+                continue
+            return value.strip(_JSON_WS)
     try:
         text = payload.decode("utf-8").lstrip()
     except UnicodeDecodeError:
@@ -70,6 +104,12 @@ def _json_part(payload: bytes) -> bytes | None:
     except ValueError:
         return None
     return text[:end].encode("utf-8")
+
+
+def _restarts(rest: bytes) -> bool:
+    """RESTART_RE.search(rest), sooner: a case-insensitive bytes pattern folds ASCII only, as
+    bytes.lower() does, and a plain search of the lowered line is several times cheaper."""
+    return b"initializing server" in rest.lower()
 
 
 def _conn(server: str, generation: int) -> str:
@@ -112,6 +152,82 @@ class _Streams:
         return None
 
 
+def _host_text(line: bytes, seq: int, n: int, source: str) -> Record:
+    """A line that is no log entry of its own (a stack trace's continuation...): host text."""
+    return Record(
+        RecordType.EVENT,
+        seq=seq,
+        transport="hostlog",
+        conn="host",
+        data={"event": "host-log", "text": line.decode("utf-8", "replace")},
+        line=n,
+        source=source,
+    )
+
+
+def _fields(m: re.Match[bytes]) -> tuple[str, str, int, bytes]:
+    """(level, server, t_ns, rest) of a log entry line."""
+    a, b = m.group("a").decode("utf-8", "replace"), m.group("b").decode("utf-8", "replace")
+    level, server = (a, b) if a.lower() in LEVELS else (b, a)
+    return level, server, _ts_ns(m.group("ts")), m.group("rest")
+
+
+def _closed(seq: int, t_ns: int, conn: str, n: int, source: str) -> Record:
+    return Record(
+        RecordType.EVENT,
+        seq=seq,
+        t_ns=t_ns,
+        transport="hostlog",
+        conn=conn,
+        data={"event": "closed", "reason": "server restarted"},
+        line=n,
+        source=source,
+    )
+
+
+def _entry(
+    seq: int,
+    fields: tuple[str, str, int, bytes],
+    conn: str,
+    offset_of: Callable[[Direction], int | None],
+    n: int,
+    source: str,
+) -> Record:
+    """The record of a log entry: a message when its payload starts with JSON, else host text."""
+    level, server, t_ns, rest = fields
+    mm = MSG_RE.match(rest)
+    raw = _json_part(mm.group("json")) if mm else None
+    if raw is not None:
+        direction = Direction.C2S if mm.group("who") == b"client" else Direction.S2C
+        return Record(
+            RecordType.MESSAGE,
+            seq=seq,
+            t_ns=t_ns,
+            dir=direction,
+            raw=raw,
+            transport="hostlog",
+            conn=conn,
+            offset=offset_of(direction),
+            line=n,
+            source=source,
+        )
+    return Record(
+        RecordType.EVENT,
+        seq=seq,
+        t_ns=t_ns,
+        transport="hostlog",
+        conn=conn,
+        data={
+            "event": "host-log",
+            "level": level,
+            "server": server,
+            "text": rest.decode("utf-8", "replace"),
+        },
+        line=n,
+        source=source,
+    )
+
+
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     seq = 0
     streams = _Streams()
@@ -123,63 +239,44 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
         if not m:
             # Continuation of a multi-line log entry (stack traces...): keep it as host text.
             seq += 1
-            yield Record(
-                RecordType.EVENT,
-                seq=seq,
-                transport="hostlog",
-                conn="host",
-                data={"event": "host-log", "text": line.decode("utf-8", "replace")},
-                line=n,
-                source=source,
-            )
+            yield _host_text(line, seq, n, source)
             continue
-        a, b = m.group("a").decode("utf-8", "replace"), m.group("b").decode("utf-8", "replace")
-        level, server = (a, b) if a.lower() in LEVELS else (b, a)
-        t_ns = _ts_ns(m.group("ts"))
-        rest = m.group("rest")
-        conn, closed = streams.line(server, bool(server and RESTART_RE.search(rest)))
+        fields = _fields(m)
+        server, rest = fields[1], fields[3]
+        conn, closed = streams.line(server, bool(server and _restarts(rest)))
         if closed is not None:  # the server restarts: its earlier session is over
             seq += 1
-            yield Record(
-                RecordType.EVENT,
-                seq=seq,
-                t_ns=t_ns,
-                transport="hostlog",
-                conn=closed,
-                data={"event": "closed", "reason": "server restarted"},
-                line=n,
-                source=source,
-            )
+            yield _closed(seq, fields[2], closed, n, source)
         seq += 1
-        mm = MSG_RE.match(rest)
-        raw = _json_part(mm.group("json")) if mm else None
-        if raw is not None:
-            direction = Direction.C2S if mm.group("who") == b"client" else Direction.S2C
-            yield Record(
-                RecordType.MESSAGE,
-                seq=seq,
-                t_ns=t_ns,
-                dir=direction,
-                raw=raw,
-                transport="hostlog",
-                conn=conn,
-                offset=streams.offset(server, direction),
-                line=n,
-                source=source,
-            )
-        else:
-            yield Record(
-                RecordType.EVENT,
-                seq=seq,
-                t_ns=t_ns,
-                transport="hostlog",
-                conn=conn,
-                data={
-                    "event": "host-log",
-                    "level": level,
-                    "server": server,
-                    "text": rest.decode("utf-8", "replace"),
-                },
-                line=n,
-                source=source,
-            )
+        yield _entry(seq, fields, conn, partial(streams.offset, server), n, source)
+
+
+# -- the viewer's lazy rows (tracer.inputs.lazy): what a record needs beyond its own line ---------
+
+CLOSING = 1  # the "closed" event a restart line yields before its own record
+OFFSET0 = 2  # the first message each way of a stream (offset 0)
+
+
+def context(rec: Record) -> int:
+    """The bits of RECORD that its line alone does not say (its conn is kept beside them)."""
+    data = rec.data
+    if rec.type is RecordType.EVENT and data is not None and data.get("event") == "closed":
+        return CLOSING
+    if rec.offset is not None:
+        if rec.offset != 0:
+            raise ValueError(f"a host-log record with offset {rec.offset}")
+        return OFFSET0
+    return 0
+
+
+def rebuild(line: bytes, n: int, source: str, seq: int, conn: str, ctx: int) -> Record:
+    """The record `read` made of line N, from the line and its context (see `context`)."""
+    line = line.rstrip(b"\r")
+    m = LINE_RE.match(line)
+    if not m:
+        return _host_text(line, seq, n, source)
+    fields = _fields(m)
+    if ctx & CLOSING:
+        return _closed(seq, fields[2], conn, n, source)
+    offset = 0 if ctx & OFFSET0 else None
+    return _entry(seq, fields, conn, lambda _d: offset, n, source)

@@ -91,3 +91,32 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
             line=n,
             source=source,
         )
+
+
+# -- the viewer's lazy rows (tracer.inputs.lazy): what a record needs beyond its own line ---------
+
+C2S, S2C, NO_EOL = 1, 2, 4
+
+
+def context(rec: Record) -> int:
+    """The guessed direction (settled: an early answer takes the other side of its request) and
+    whether the line was the unterminated last one."""
+    d = C2S if rec.dir is Direction.C2S else S2C if rec.dir is Direction.S2C else 0
+    return d | (0 if rec.eol else NO_EOL)
+
+
+def rebuild(line: bytes, n: int, source: str, seq: int, conn: str, ctx: int) -> Record:
+    """The record `read` made of line N, from the line and its context (see `context`)."""
+    return Record(
+        RecordType.MESSAGE,
+        seq=seq,
+        t_ns=0,
+        dir=Direction.C2S if ctx & C2S else Direction.S2C if ctx & S2C else None,
+        raw=line,
+        transport="ndjson",
+        conn=conn,
+        eol=not ctx & NO_EOL,
+        dir_inferred=True,
+        line=n,
+        source=source,
+    )

@@ -27,7 +27,8 @@ from tracer.capture import record_from_dict
 from tracer.classify import classify_raw
 from tracer.filter import id_text
 from tracer.index import LineIndex
-from tracer.model import Record, RecordType
+from tracer.inputs.lazy import RecordIndex, converted_header, converted_records, record_line
+from tracer.model import Record
 from tracer.safejson import dumps_text, safe_text
 from tracer.view.annotations import Annotations, RowSummary
 
@@ -285,7 +286,7 @@ def _raw_of(obj: dict[str, Any]) -> bytes:
 
 
 class CaptureView:
-    """Rows of one capture file (our JSONL; other inputs are converted first, see open_view)."""
+    """Rows of one capture file (our JSONL; other inputs read lazily or converted, see open_view)."""
 
     DETAIL_CAP = 16 << 20  # bytes of a line read for the detail pane before "expand"
     ROW_CAP = 1 << 20  # a list row parses at most this much; longer lines show their envelope only
@@ -299,11 +300,14 @@ class CaptureView:
         on_analysis: Callable[[Annotations], None] | None = None,
         source: str | None = None,
         cleanup: Callable[[], None] | None = None,
+        index: LineIndex | RecordIndex | None = None,
     ):
         self.path = path
         self.source = source or path  # what the user opened (differs for converted inputs)
         self.follow = follow
-        self.index = LineIndex(path, final=not follow)
+        # rows read lazily from another format (tracer.inputs.lazy): the rows of its conversion
+        self.lazy = index is not None
+        self.index = index if index is not None else LineIndex(path, final=not follow)
         self.ann = Annotations(path, follow=follow, on_progress=on_analysis) if analyse else None
         self._basics: OrderedDict[int, RowBasics] = OrderedDict()
         self.parsed = 0  # rows parsed from raw so far (the laziness test reads it)
@@ -377,8 +381,9 @@ class CaptureView:
 
     @property
     def converted(self) -> bool:
-        """The rows come from another format (NDJSON, host log...) written as a temporary capture."""
-        return self.source != self.path
+        """The rows come from another format (NDJSON, host log...): written as a temporary capture,
+        or read lazily as the rows of that conversion."""
+        return self.lazy or self.source != self.path
 
     def _line_of(self, row: int, obj: dict[str, Any]) -> int:
         if self.converted:
@@ -419,25 +424,11 @@ def converted_capture(path: str, fmt_name: str, records) -> tuple[str, Callable[
     original file (`line`, which only the viewer reads) so the viewer points where lint points."""
     import tempfile
 
-    from tracer.capture import ReadProblem, header_record, record_to_dict
-
     fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")  # (mode 0600)
-    head = header_record("file", label=f"{fmt_name}: {os.path.basename(path)}")
-    head["t_ns"] = 0  # the conversion's clock is no time of the input's
-    head.pop("started", None)
-    head["redacted"] = False
-    dumps = orjson.dumps
-    last_seq = 0
     with os.fdopen(fd, "wb") as fh:
-        fh.write(dumps(head) + b"\n")
-        for item in records:
-            if isinstance(item, ReadProblem) or item.type is RecordType.HEADER:
-                continue
-            item.seq = last_seq = item.seq if item.seq > last_seq else last_seq + 1
-            obj = record_to_dict(item, redact=False)
-            if item.line:
-                obj["line"] = item.line
-            fh.write(dumps(obj) + b"\n")
+        fh.write(converted_header(path, fmt_name) + b"\n")
+        for rec in converted_records(records):
+            fh.write(record_line(rec) + b"\n")
 
     def cleanup() -> None:
         try:
@@ -462,6 +453,7 @@ def open_view(
     """A CaptureView of any input lint reads: our captures directly, other formats (NDJSON, host
     logs, HAR, .mitm) converted to a temporary capture first. Raises tracer.inputs.InputError."""
     from tracer.inputs import open_input
+    from tracer.inputs.lazy import lazy_rows
 
     if follow and fmt in (None, "capture") and os.path.isfile(path) and os.path.getsize(path) == 0:
         return CaptureView(path, follow=True, on_analysis=on_analysis)  # the writer has not begun
@@ -469,6 +461,10 @@ def open_view(
     if inp.format.name == "capture":
         inp.fh.close()
         return CaptureView(path, follow=follow, on_analysis=on_analysis)
+    if lazy_rows(inp, fmt):
+        # rows straight from the input, the same as its conversion's; the analysis process reads
+        # them the same way (tracer.inputs.lazy.open_rows)
+        return CaptureView(path, follow=False, on_analysis=on_analysis, index=RecordIndex(inp))
     try:
         tmp, cleanup = converted_capture(path, inp.format.name, inp.records)
     finally:
