@@ -35,7 +35,8 @@ import orjson
 
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import record_from_dict
-from tracer.index import IndexReset, LineIndex
+from tracer.index import IndexReset
+from tracer.inputs.lazy import open_rows
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
 from tracer.safejson import dumps as safe_dumps
@@ -81,7 +82,8 @@ class Annotator:
         self.capture = capture
         self.workdir = workdir
         self.follow = follow
-        self.index = LineIndex(capture, final=not follow)
+        # a capture's lines, or the rows the viewer reads lazily from another input (the same rows)
+        self.index = open_rows(capture, final=not follow)
         self.analyser = Analyser(rules)
         self.summary = SummaryBuilder()
         self.emit = emit or (lambda msg: None)
