@@ -12,10 +12,11 @@ import pytest
 from tests import longsession
 from tests.cases import build_records
 from tracer import session as session_mod
-from tracer import tracking
 from tracer.analyser import Analyser, analyse_all
-from tracer.http import state as http_state
 from tracer.rules import select_rules
+from tracer.state import http as http_state
+from tracer.state import tables, tracking
+from tracer.update import pairing as pairing_writer
 
 CAP = 64  # every window in these tests
 
@@ -25,16 +26,10 @@ def small_caps(monkeypatch):
     for mod, names in (
         (
             session_mod,
-            (
-                "ANSWERED_CAP",
-                "DETAIL_CAP",
-                "CANCELLED_CAP",
-                "CANCELLED_KEPT_CAP",
-                "USED_IDS_CAP",
-                "FLOW_REQUESTS_CAP",
-                "ID_RANGES_CAP",
-            ),
+            ("ANSWERED_CAP", "CANCELLED_KEPT_CAP", "FLOW_REQUESTS_CAP"),
         ),
+        (pairing_writer, ("DETAIL_CAP", "CANCELLED_CAP")),
+        (tables, ("USED_IDS_CAP", "ID_RANGES_CAP")),
         (tracking, ("TRACK_CAP", "FLOW_REQUESTS_CAP")),
         (http_state, ("FLOW_CAP", "EVENT_IDS_CAP", "RECENT_CAP")),
     ):

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from tracer.catalog.registry import OBSERVER_FAMILIES, OBSERVERS, Rule
+from tracer.catalog.registry import Rule
 from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions, versions_of
-from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record, RecordType, Severity
-from tracer.pairing import PairStatus, answered_at_http_level, match_response, note_cancel, register_request
-from tracer.session import DiscoverState, InitState, Session
-from tracer.tracking import apply as apply_tracking
+from tracer.model import Analysed, Finding, Hit, Kind, Record, RecordType, Severity
+from tracer.session import Session
+from tracer.state.shared import SharedFacts
+from tracer.update import after_rules, http_answer, match_response, register_request, updaters_for
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -32,15 +32,10 @@ class Analyser:
         self.last_t_ns = 0
         self._end_findings_pending: list[Finding] = []
         self.session_cells: dict[str, str] = {}  # conn -> compatibility cell, for closed sessions
-        # what the sessions of one analysis share, e.g. a stateless HTTP endpoint's tools (tracer.http.state)
-        self.shared: dict = {}
-        # rule families' state hooks (tracer.catalog.registry), minus those no selected rule reads
-        families = {r.family for r in self.ruleset.rules}
-        self._observers = tuple(
-            (transports, fn)
-            for transports, fn in OBSERVERS
-            if fn not in OBSERVER_FAMILIES or OBSERVER_FAMILIES[fn] & families
-        )
+        # what the sessions of one analysis share, e.g. a stateless HTTP endpoint's tools (tracer.state.shared)
+        self.shared = SharedFacts()
+        # the transports' session updaters (tracer.update), minus those no selected rule reads
+        self._observers = updaters_for(r.id for r in self.ruleset.rules)
         self._observers_of: dict[str, tuple] = {}  # transport -> its observers (see _message_observers)
         self._runners = self.ruleset.runners  # the compiled rule runners by shape (tracer.dispatch)
 
@@ -63,7 +58,7 @@ class Analyser:
             self.header = rec.data
             return None
         if rtype is RecordType.HTTP and rec.http is not None:
-            self._http_answer(rec)
+            http_answer(rec, self.sessions.get(rec.conn))
         if self._observers:
             self._observe(rec, None, None)
         if rec.http is not None and self.ruleset.http_rules:
@@ -108,8 +103,9 @@ class Analyser:
     def session(self, rec: Record) -> Session:
         s = self.sessions.get(rec.conn)
         if s is None:
-            s = self.sessions[rec.conn] = Session(rec.conn, transport=rec.transport, first_seq=rec.seq)
-            s.extra["shared"] = self.shared
+            s = self.sessions[rec.conn] = Session(
+                rec.conn, transport=rec.transport, first_seq=rec.seq, shared=self.shared
+            )
         return s
 
     def _message(self, rec: Record) -> Analysed:
@@ -171,21 +167,8 @@ class Analyser:
             run(m, s)
         if rec.http is not None and batch_seq is None and self.ruleset.http_rules:
             self._run_http_rules(rec, m, s)
-        self._apply(m, s)
+        after_rules(m, s)  # the session learns what this message established (tracer.update)
         return m
-
-    def _http_answer(self, rec: Record) -> None:
-        """An HTTP exchange without a JSON-RPC body that answers a request (a 403 page, a 500): the
-        request is answered with an error, and a handshake or probe it carried has failed."""
-        s = self.sessions.get(rec.conn)
-        for req in answered_at_http_level(rec, s) if s is not None else ():
-            init = s.init
-            if req.method == "initialize" and init is not None and init.request_seq == req.seq:
-                init.error_seq = rec.seq
-            disc = s.discover
-            if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
-                disc.outcome = "error"
-                disc.error_code = None
 
     def _run_http_rules(self, rec: Record, m: Analysed | None, s: Session) -> None:
         """Rules about a record's HTTP facts: `fn(rec, m, session)`, `m` the analysed message or None
@@ -238,92 +221,6 @@ class Analyser:
         )
         if run is not None:
             run(m, s)
-
-    def _apply(self, m: Analysed, s: Session) -> None:
-        """Update the session with what this message established (after the rules read it)."""
-        rec = m.rec
-        direction = rec.dir
-        kind = m.kind
-        s.messages += 1
-        s.last_t_ns = rec.t_ns
-        method = m.method
-        if m.era is Era.MODERN and kind is Kind.REQUEST:
-            s.modern_requests += 1
-        elif m.era is Era.LEGACY and method != "initialize" and m.answers_method != "initialize":
-            # the handshake's own messages are not legacy traffic of their own: a rejected
-            # initialize must not make a session that goes on in the modern era legacy
-            s.legacy_messages += 1
-        if kind is Kind.REQUEST:
-            if direction is Direction.C2S and s.first_c2s is None:
-                s.first_c2s = m
-            if method == "initialize":
-                # only a legacy initialize opens a handshake: one carrying modern _meta is a modern
-                # request for a removed method (MCP210), which a modern server rightly rejects
-                if m.era is not Era.MODERN:
-                    s.inits += 1
-                    if s.init is None or s.init.error_seq is not None:  # a retry after a failed one restarts
-                        params = m.params or {}
-                        pv = params.get("protocolVersion")
-                        caps = params.get("capabilities")
-                        s.init = InitState(
-                            rec.seq,
-                            m.id,
-                            pv if type(pv) is str else None,
-                            caps if type(caps) is dict else None,
-                            params.get("clientInfo"),
-                        )
-                        s.init.modern_before = s.modern_requests
-            elif method == "server/discover" and s.discover is None:
-                s.discover = DiscoverState(rec.seq, before_initialize=s.init is None)
-            elif (
-                direction is Direction.C2S
-                and method != "ping"
-                and s.init is not None
-                and s.init.result_seq is not None
-                and s.init.initialized_seq is None
-                and s.init.early_request is None
-            ):
-                s.init.early_request = s.pending.get((direction, m.idkey))
-        elif kind is Kind.NOTIFICATION:
-            if direction is Direction.C2S and s.first_c2s is None:
-                s.first_c2s = m
-            if method == "notifications/cancelled":
-                note_cancel(m, s)
-            elif (
-                method == "notifications/initialized"
-                and s.init is not None
-                and s.init.initialized_seq is None
-            ):
-                s.init.initialized_seq = rec.seq
-        elif kind is Kind.RESULT or kind is Kind.ERROR:
-            req = m.request
-            if req is not None and m.pair_status in (PairStatus.PAIRED, PairStatus.AFTER_CANCEL):
-                init = s.init
-                if req.method == "initialize" and init is not None and init.request_seq == req.seq:
-                    if kind is Kind.RESULT:
-                        res = m.result or {}
-                        pv = res.get("protocolVersion")
-                        caps = res.get("capabilities")
-                        init.result_seq = rec.seq
-                        init.negotiated_version = pv if type(pv) is str else None
-                        init.server_caps = caps if type(caps) is dict else None
-                        init.server_info = res.get("serverInfo")
-                    else:
-                        init.error_seq = rec.seq
-                disc = s.discover
-                if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
-                    disc.outcome = "result" if kind is Kind.RESULT else "error"
-                    disc.result = m.result
-                    err = m.error
-                    code = err.get("code") if err else None
-                    disc.error_code = (
-                        code if type(code) is int else None
-                    )  # (rules compare it, use it as a key)
-        if kind is not Kind.INVALID:
-            apply_tracking(m, s)  # capabilities, tools, progress, subscriptions, MRTR rounds...
-        if kind is not Kind.INVALID and direction is not None:
-            s.last_kind[direction] = kind
-            s.last_seq[direction] = rec.seq
 
     def _end(self, s: Session, t_ns: int | None) -> list[Finding]:
         s.closed = True

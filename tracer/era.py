@@ -56,9 +56,8 @@ def _header(m: Analysed, name: str) -> str | None:
 
 def _flow_era(m: Analysed, s: Session) -> tuple[str, int] | None:
     """(method, seq) of the modern request whose HTTP response stream carries M, else None. The
-    HTTP observer (tracer.http.state) keeps each flow's request facts in `session.extra["http"]`;
-    they are read duck-typed here because the core's era labelling must not import the HTTP rules."""
-    st = s.extra.get("http")
+    HTTP updater (tracer.update.http) keeps each flow's request facts in `Session.http`."""
+    st = s.http
     fid = m.rec.http.get("flow")
     if st is None or fid is None:
         return None

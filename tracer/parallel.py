@@ -34,11 +34,8 @@ from tracer.analyser import _CLOSE_EVENTS as CLOSE_EVENTS
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem, read_capture
 from tracer.classify import classify_common, classify_raw
-from tracer.http.endpoint_rounds import KEY as ENDPOINT_ROUNDS
-from tracer.http.state import ENDPOINTS
 from tracer.inputs import HEAD_BYTES, InputError, OpenInput, open_input
 from tracer.model import Direction, Kind, RecordType
-from tracer.stdio.framing_state import SIBLING_PROBE
 
 POOL_MIN_BYTES = 16 * 1024 * 1024  # below this, process start-up costs more than the other cores give
 SHARD_MIN_BYTES = 2 * 1024 * 1024  # a smaller capture goes whole to one worker
@@ -274,11 +271,9 @@ class _FileWork:
         self.out.add((END, 9, 0), ("end", records, self.messages, eras))
 
 
-# What sessions may share in a worker's analyser, kept right by the routing above: the sibling probe
-# anywhere; HTTP endpoint facts in worker 0, which has every HTTP connection.
-# Facts sessions may share and still be sharded: the sibling probe (every worker follows it), and on
-# worker 0, which owns every HTTP connection, the HTTP endpoints' facts.
-_SHARDABLE = {False: frozenset({SIBLING_PROBE}), True: frozenset({SIBLING_PROBE, ENDPOINTS, ENDPOINT_ROUNDS})}
+# What sessions share in a worker's analyser (tracer.state.shared), kept right by the routing
+# above: the sibling probe anywhere (every worker follows it); the HTTP endpoints' facts only in
+# worker 0, which owns every HTTP connection.
 
 
 _MESSAGE = RecordType.MESSAGE
@@ -311,7 +306,7 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
     a_ = work.analyser
     owner: dict[str, int] = {}
     load = [0] * n
-    # The stdio sibling probe (tracer.stdio.framing_state): a session whose first client request is
+    # The stdio sibling probe (tracer.state.shared): a session whose first client request is
     # no server/discover may count the newest connection that opened with one as its probe, so it
     # goes to the worker of that connection (`probe`); every worker follows which sessions have had
     # their first request (`opened`) from the records themselves.
@@ -349,7 +344,7 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
             if item.transport not in HTTP_TRANSPORTS or w == 0:
                 load[w] += 1
                 work.record(item, line)
-                if a_.shared and not a_.shared.keys() <= _SHARDABLE[k == 0]:
+                if k != 0 and a_.shared.has_endpoint_facts():
                     # (this line is analysed and reported already: the re-lint starts after it)
                     out.add((line + 1, -1, 0), ("redo", line + 1))
                     return
@@ -373,10 +368,8 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
         load[w] += 1
         if w == k:
             work.record(item, line)
-            shared = a_.shared
-            if shared and not shared.keys() <= _SHARDABLE[k == 0]:
-                # what sessions share beyond worker 0's HTTP endpoints (a rule family's own
-                # cross-connection facts) would be seen by only this worker's sessions; this line
+            if k != 0 and a_.shared.has_endpoint_facts():
+                # HTTP endpoint facts outside worker 0 would be seen by only this worker's sessions; this line
                 # is analysed and reported already: the re-lint starts after it
                 out.add((line + 1, -1, 0), ("redo", line + 1))
                 return

@@ -1,51 +1,34 @@
-"""MRTR rounds shared by the connections to one stateless 2026-07-28 HTTP endpoint.
+"""What the connections to one stateless 2026-07-28 HTTP endpoint share, looked up read-only.
 
 That revision has no HTTP session: a client retrying an `InputRequiredResult` may send the retry on
-another TCP connection than the first round (the TS SDK v2 does), so the rounds an endpoint opened
-are kept analysis-wide, in `session.extra["shared"]`, beside each connection's own
-(tracer.tracking writes and reads them in its update step).
+another TCP connection than the first round (the TS SDK v2 does), and a tool list fetched on one
+connection describes the server the others talk to. Those facts are kept analysis-wide, in
+`Session.shared` (tracer.state.shared), by endpoint; tracer.update makes and fills them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from tracer.http.headers import endpoint_of
 from tracer.model import Analysed, Era
-from tracer.session import BoundedMap, Session
-
-KEY = "mrtr-endpoint-rounds"
-ENDPOINTS_CAP = 256  # endpoints remembered
-ROUNDS_CAP = 1_024  # rounds per endpoint, as a session keeps (tracer.tracking.TRACK_CAP)
+from tracer.session import Session
+from tracer.state.http import EndpointRounds
+from tracer.state.tables import BoundedMap
 
 
-@dataclass(slots=True, eq=False)
-class EndpointRounds:
-    rounds: BoundedMap = field(default_factory=lambda: BoundedMap(ROUNDS_CAP))  # retry_key -> latest Round
-    by_state: BoundedMap = field(default_factory=lambda: BoundedMap(ROUNDS_CAP))  # (method, state) -> Round
-
-
-def endpoint_rounds(m: Analysed, s: Session, era: Era, create: bool) -> EndpointRounds | None:
-    """The rounds of the endpoint M travelled to, when it is modern HTTP (else None)."""
+def endpoint_url(m: Analysed, era: Era) -> str | None:
+    """The URL M travelled to, when it is modern HTTP (the endpoint its rounds belong to)."""
     http = m.rec.http
     url = http.get("url") if http is not None and era is Era.MODERN else None
-    return endpoint_fact(s, url if type(url) is str else None, KEY, EndpointRounds, create)
+    return url if type(url) is str else None
 
 
-def endpoint_fact(s: Session, url: str | None, key: str, make, create: bool, cap: int = ENDPOINTS_CAP):
-    """What sessions share about the endpoint `url` names, under `key` of the analyser's shared
-    facts (a bounded table of endpoints): made by `make()` when `create`, else None when unknown."""
-    shared = s.extra.get("shared")
-    if shared is None or not url:
+def endpoint_fact(table: BoundedMap | None, url: str | None):
+    """The entry of a shared endpoint table (tracer.state.shared) for the endpoint `url` names, or None."""
+    if table is None or not url:
         return None
-    table = shared.get(key)
-    if table is None:
-        if not create:
-            return None
-        table = shared[key] = BoundedMap(cap)
-    where = endpoint_of(url)
-    found = table.get(where)
-    if found is None and create:
-        found = make()
-        table.put(where, found)
-    return found
+    return table.get(endpoint_of(url))
+
+
+def endpoint_rounds(m: Analysed, s: Session, era: Era) -> EndpointRounds | None:
+    """The MRTR rounds of the endpoint M travelled to, when it is modern HTTP and has opened one."""
+    return endpoint_fact(s.shared.endpoint_rounds, endpoint_url(m, era))

@@ -8,21 +8,16 @@ spread over several lines) replace MCP101 (not JSON) and MCP103 (a bare JSON sca
 replaces MCP101's "not UTF-8", so a banner line is one finding, not two. Likewise MCP805 is the
 stdio form of MCP206/MCP207, which stay silent on stdio.
 
-The multi-line facts come from `tracer.stdio.framing_state`, an analyser observer.
+The multi-line facts are `Session.stdio` (tracer.state.stdio), kept by the stdio updater (tracer.update.stdio).
 """
 
 from __future__ import annotations
 
-from tracer.catalog.registry import at_end, observer, rule
+from tracer.catalog.registry import at_end, rule
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
 from tracer.rules.mcp2_correlation import RACE_MS
-from tracer.stdio.framing_state import KEY as STDIO_KEY
-from tracer.stdio.framing_state import observe, show_bytes, state_of, where
-
-# Its facts live in session.extra["stdio"] and only this family's rules (and the tee's live
-# diagnostics, which select them) read them.
-observer(transports=("stdio",), families=("mcp8_stdio",))(observe)
+from tracer.state.stdio import show_bytes, where
 
 STDIO_PAGE = "spec/2026-07-28/basic/transports/stdio.mdx"
 EVERY_KIND = (Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR, Kind.INVALID, Kind.BATCH)
@@ -47,10 +42,10 @@ def _stdio(m: Analysed) -> bool:
 
 
 def _verdict(m: Analysed, s):
-    # inlined _stdio / state_of: MCP801 and MCP802 call this on every stdio message
+    # inlined _stdio: MCP801 and MCP802 call this on every stdio message
     if m.rec.transport != "stdio":
         return None
-    st = s.extra.get(STDIO_KEY)
+    st = s.stdio
     return st.verdict(m) if st is not None else None
 
 
@@ -182,7 +177,7 @@ def stdio_stray_line(m: Analysed, s):
 @at_end("MCP801")
 def stdio_stray_line_at_end(s, end_t_ns: int):
     """Lines that began a JSON value spread over several lines when the stream ended."""
-    st = state_of(s)
+    st = s.stdio
     if st is None:
         return
     for g in st.groups.values():
@@ -293,7 +288,7 @@ def stdio_stderr_not_utf8(s, end_t_ns: int):
 
     Example: a server logs a file name in Latin-1 to stderr.
     """
-    st = state_of(s)
+    st = s.stdio
     if st is None or not st.stderr_bad_count:
         return
     seq, offset, raw = st.stderr_bad[0]
@@ -475,7 +470,7 @@ def stdio_server_outlives_stdin(s, end_t_ns: int):
 
     Example: a server that ignores EOF on stdin and keeps a timer running.
     """
-    st = state_of(s)
+    st = s.stdio
     if st is None or st.stdin_eof is None or not st.terminated:
         return
     eof_seq, _ = st.stdin_eof

@@ -311,7 +311,7 @@ class CaptureSink(CaptureOutcome):
         if self._analyser is None:
             return False
         s = self._analyser.sessions.get(self.conn)
-        st = s.extra.get("stdio") if s is not None else None
+        st = s.stdio if s is not None else None
         return bool(st is not None and st.groups)
 
     def _read_teed(self, stream: int, n: int) -> bytes:
@@ -391,7 +391,7 @@ class CaptureSink(CaptureOutcome):
         if looks_suspicious(rec):
             return True
         s = self._analyser.sessions.get(rec.conn)
-        st = s.extra.get("stdio") if s is not None else None
+        st = s.stdio if s is not None else None
         return bool(st is not None and st.groups)
 
     def finish_analysis(self) -> None:

@@ -1,12 +1,6 @@
-"""What the stdio framing rules (MCP8xx) know beyond a single line.
-
-stdio frames messages by newlines, so the tee records one line per `message` record. Some problems
-only show across lines: a pretty-printed message is several lines that each fail to parse but parse
-when joined (MCP802); the server's stderr and the process life cycle arrive as `stderr` and `event`
-records. `observe` is registered as an analyser observer (see `tracer.catalog.registry.OBSERVERS`):
-it runs once per record of a stdio connection, before the rules, and keeps its facts in
-`session.extra["stdio"]`. The rules in `tracer.rules.stdio` only read them.
-"""
+"""The types of what the stdio framing rules (MCP8xx) know beyond a single line (in `Session.stdio`):
+open multi-line groups, the verdict on the line being analysed, stderr and process events, a
+dual-era client's probe on a sibling process. tracer.update.stdio writes them; rules read them."""
 
 from __future__ import annotations
 
@@ -14,16 +8,13 @@ import re
 from dataclasses import dataclass, field
 
 from tracer.classify import Classified, classify_raw, parse_json
-from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
-from tracer.session import Session
+from tracer.model import Analysed, Direction, Era, Record
 
-KEY = "stdio"
-# The newest stdio connection that opened with `server/discover`, in session.extra["shared"] (see Probe)
-SIBLING_PROBE = "stdio-sibling-probe"
 # Problems of a line that is no JSON-RPC message at all (tracer.classify.REASONS): not JSON, a bare
 # scalar, nesting too deep for any parser. (Invalid UTF-8 counts too unless the line is JSON apart
 # from its encoding: then it is MCP803's.)
 NOT_A_MESSAGE = frozenset({"not-json", "not-object", "too-deep"})
+
 # A multi-line group is given up past these sizes (a stream of junk must not grow memory).
 MAX_GROUP_BYTES = 8 * 1024 * 1024
 MAX_GROUP_LINES = 100_000
@@ -171,104 +162,7 @@ class StdioState:
         return v
 
 
-def state_of(s: Session) -> StdioState | None:
-    return s.extra.get(KEY)
-
-
-def observe(rec: Record, m: Analysed | None, s: Session) -> None:
-    st = s.extra.get(KEY)
-    if st is None:
-        st = s.extra[KEY] = StdioState()
-    if m is None:
-        _other_record(rec, st)
-        return
-    d = rec.dir
-    kind = m.kind
-    if st.probe is not None and kind is Kind.RESULT and m.answers_method == "server/discover":
-        st.probe.answered = True
-    if (
-        kind is not Kind.INVALID
-        and kind is not Kind.REQUEST
-        and not st.groups
-        and st.stdin_eof is None
-        and not rec.raw.endswith(b"\r")
-    ):
-        # The common case, a plain line that parsed: nothing to note (kept cheap: lint runs this on
-        # every stdio message).
-        v = st.current
-        if v is None or v.frame or v.abandoned is not None:
-            v = st.current = Verdict(rec.seq)
-        else:
-            v.seq = rec.seq
-            v.crlf_first = v.first_client_request = False
-        return
-    st.current = v = Verdict(rec.seq)
-    if d is None:
-        return
-    if kind is Kind.REQUEST and d is Direction.C2S:
-        v.first_client_request = st.client_requests == 0
-        st.client_requests += 1
-        if v.first_client_request:
-            _first_request(rec, m, s, st, v)
-        elif st.probe is not None:
-            st.probe.requests += 1
-    if d is Direction.S2C and st.stdin_eof is not None and kind in (Kind.REQUEST, Kind.NOTIFICATION):
-        st.writes_after_eof += 1
-    problem = m.problem if kind is Kind.INVALID else None
-    if problem == "not-utf8" and not json_apart_from_encoding(rec.raw):
-        problem = "not-json"  # junk bytes: a stray line first, bad UTF-8 second
-        v.not_utf8 = True
-    g = st.groups.get(d)
-    if g is not None:
-        if (problem is not None and problem != "not-utf8") or (kind is Kind.BATCH and not _real_batch(m.obj)):
-            g.add(rec)
-            v.group = g
-            if g.complete or g.too_big or not rec.eol:
-                del st.groups[d]
-                v.first_line = show_bytes(g.first_line)
-                g.join()
-                v.frame = "joined" if g.parses else "unjoinable"
-            else:
-                v.frame = "open"
-            return
-        del st.groups[d]  # a line that parsed (or is not UTF-8) interrupts the group
-        v.abandoned = g
-        v.first_line = show_bytes(g.first_line)
-        g.parts = []
-    if problem in NOT_A_MESSAGE:
-        raw = rec.raw
-        stripped = raw.strip()
-        if not stripped:
-            v.frame = "blank"
-            return
-        if problem == "not-json" and not v.not_utf8 and stripped[:1] in (b"{", b"[") and rec.eol:
-            g = Group(d, rec.seq, rec.offset, At(rec.seq, rec.line, rec.source))
-            g.add(rec)
-            if not g.complete and not g.too_big:
-                st.groups[d] = g
-                v.frame = "open"
-                v.group = g
-                return
-        v.frame = "stray"
-        return
-    if rec.raw.endswith(b"\r") and d not in st.crlf_seen:
-        st.crlf_seen.add(d)
-        v.crlf_first = True
-
-
-def _first_request(rec: Record, m: Analysed, s: Session, st: StdioState, v: Verdict) -> None:
-    """A connection's first client request: a probe is remembered for the analysis; any other
-    request consumes the newest sibling probe if it was one (one probe, one session)."""
-    shared = s.extra.get("shared")
-    if shared is None:
-        return
-    if m.method == "server/discover":
-        st.probe = shared[SIBLING_PROBE] = Probe(rec.conn)
-        return
-    p = shared.get(SIBLING_PROBE)
-    if type(p) is Probe and p.conn != rec.conn and p.answered and p.requests == 1:
-        v.probed_on_sibling = True
-        shared[SIBLING_PROBE] = None
+# -- read-only queries --------------------------------------------------------------------------
 
 
 def json_apart_from_encoding(raw: bytes) -> bool:
@@ -276,28 +170,6 @@ def json_apart_from_encoding(raw: bytes) -> bool:
     with an encoding problem (MCP803), as opposed to binary junk (a stray line, MCP801)."""
     _, problem, _ = parse_json(raw.decode("utf-8", "replace"))
     return problem is None
-
-
-def _real_batch(obj) -> bool:
-    """A line that is a JSON-RPC batch in its own right, not `[]` or `[1, 2]` inside pretty JSON."""
-    return bool(obj) and all(type(x) is dict and "jsonrpc" in x for x in obj)
-
-
-def _other_record(rec: Record, st: StdioState) -> None:
-    if rec.type is RecordType.STDERR:
-        try:
-            rec.raw.decode("utf-8")
-        except UnicodeDecodeError:
-            st.stderr_bad_count += 1
-            if len(st.stderr_bad) < MAX_STDERR_SAMPLES:
-                st.stderr_bad.append((rec.seq, rec.offset, rec.raw))
-        return
-    if rec.type is RecordType.EVENT and rec.data:
-        name = rec.data.get("event")
-        if name == "stdin-eof":
-            st.stdin_eof = (rec.seq, rec.t_ns)
-        elif name == "terminate":
-            st.terminated.append((rec.seq, rec.data))
 
 
 # -- showing bytes -------------------------------------------------------------------------------
