@@ -249,3 +249,19 @@ def test_a_followed_capture_is_read_by_its_lines(tmp_path):
     path.write_bytes(b'{"type":"header","format":"mcp')  # its writer is mid-header: it looks like NDJSON
     with open_rows(str(path), final=False) as rows:
         assert isinstance(rows, LineIndex)
+
+
+def test_a_lazy_row_too_long_to_format_pages_as_its_capture_line(tmp_path):
+    from ui.screens.body import PAGE, raw_page
+
+    path = tmp_path / "big-line.ndjson"
+    path.write_bytes(_msg(id=1, method="tools/call", params={"x": "y" * (PAGE + 100)}).encode() + b"\n")
+    view = open_view(str(path))
+    try:
+        view.index.build()
+        line = _converted_lines(str(path))[1]
+        _title, first, pages = raw_page(view, 1, 0)
+        _title, last, _pages = raw_page(view, 1, pages - 1)
+        assert view.lazy and pages == 2 and (first + last).encode() == line
+    finally:
+        view.close()

@@ -115,6 +115,12 @@ class LineIndex:
             n = limit
         return os.pread(self.fd, n, start)
 
+    def read_part(self, row: int, offset: int, n: int) -> bytes:
+        """N bytes of a row from OFFSET (a page of a line too long to show whole)."""
+        start, end = self.span(row)
+        offset = max(0, min(offset, end - start))
+        return os.pread(self.fd, max(0, min(n, end - start - offset)), start + offset)
+
     def lines(self, first: int, last: int, block: int = CHUNK) -> Iterator[tuple[int, bytes]]:
         """(row, bytes) for rows first..last-1, read in large blocks (sequential scans)."""
         ends = self.ends

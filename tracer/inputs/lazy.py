@@ -173,20 +173,21 @@ class RecordIndex:
         """As LineIndex.ends for `len`: every row is complete (none is a torn last line)."""
         return range(len(self))
 
-    def record(self, row: int) -> Record:
-        """Row ROW's record (row >= 1), made from its line and context."""
+    def record(self, row: int, line: bytes | None = None) -> Record:
+        """Row ROW's record (row >= 1), made from its line (read when not given) and context."""
         i = row - 1
         if i < 0 or i >= len(self.meta):
             raise IndexError(row)
         meta = self.meta[i]
         n = self.linenos[i]
-        src = self.src
-        while n - 1 >= len(src):  # (a row can come before the line index got its line)
-            probe = src._probe
-            src.update(max_bytes=CHUNK)
-            if src._probe == probe:
-                raise IndexError(row)
-        line = src.line(n - 1)
+        if line is None:
+            src = self.src
+            while n - 1 >= len(src):  # (a row can come before the line index got its line)
+                probe = src._probe
+                src.update(max_bytes=CHUNK)
+                if src._probe == probe:
+                    raise IndexError(row)
+            line = src.line(n - 1)
         if n == 1 and line.startswith(BOM):  # the reader started past it
             line = line[len(BOM) :]
         ctx = meta & ((1 << CONTEXT_BITS) - 1)
@@ -219,13 +220,25 @@ class RecordIndex:
         """N bytes of a row's line from OFFSET (the body screen's raw pages)."""
         return self._row_bytes(row)[offset : offset + n]
 
-    def lines(self, first: int, last: int) -> Iterator[tuple[int, bytes]]:
-        """(row, capture line) for rows first..last-1 (sequential scans: filters, the analysis)."""
-        for row in range(max(0, first), min(last, len(self))):
-            if row == 0:
-                yield 0, self.header
-            else:
-                yield row, record_line(self.record(row))
+    def lines(self, first: int, last: int, block: int = 4096) -> Iterator[tuple[int, bytes]]:
+        """(row, capture line) for rows first..last-1 (sequential scans: filters, the analysis): the
+        input's lines are read a block at a time (rows follow their lines but for a few settled ones)."""
+        first, last = max(0, first), min(last, len(self))
+        if first == 0 and last > 0:
+            yield 0, self.header
+            first = 1
+        linenos = self.linenos
+        row = first
+        while row < last:
+            stop = min(last, row + block)
+            nums = linenos[row - 1 : stop - 1]
+            lo, hi = min(nums), max(nums)
+            got: dict[int, bytes] = {}
+            if hi - lo < 4 * block and hi - 1 < len(self.src):
+                got = {n + 1: line for n, line in self.src.lines(lo - 1, hi)}
+            for r in range(row, stop):
+                yield r, record_line(self.record(r, got.get(linenos[r - 1])))
+            row = stop
 
     def close(self) -> None:
         self.src.close()

@@ -10,8 +10,6 @@ pages, g / G go to the first and last.
 
 from __future__ import annotations
 
-import os
-
 from textual import work
 from textual.app import ComposeResult
 from textual.message import Message
@@ -51,11 +49,10 @@ def full_text(view: CaptureView, row: int) -> tuple[str, str]:
 
 def raw_page(view: CaptureView, row: int, page: int) -> tuple[str, str, int]:
     """(title, text, pages) of one raw page of a row's capture line (one positional read)."""
-    start, end = view.index.span(row)
-    size = end - start
+    size = view.index.length(row)
     pages = max(1, -(-size // PAGE))
     page = min(max(page, 0), pages - 1)
-    data = os.pread(view.index.fd, min(PAGE, size - page * PAGE), start + page * PAGE)
+    data = view.index.read_part(row, page * PAGE, PAGE)  # (a capture's line, or a lazy row's)
     title = (
         f"row {row:,}: the capture line raw ({size:,} bytes, too large to format), page {page + 1:,} of "
         f"{pages:,} — n/p turn pages, g/G first/last"
