@@ -11,6 +11,12 @@ Prints, measured side by side in one run (this machine is noisy, so compare with
 
     python tests/bench/bench_view.py [--messages 2000000] [--pad 520] [--file PATH]
 
+With --inputs BASE_TREE: the first screen and G for a generated ~400 MB host log, NDJSON, HAR and
+capture (tests/geninputs.py), opened by BASE_TREE's viewer (a `git worktree` of an earlier commit)
+and by this tree's, in the same run, with the ratios:
+
+    python tests/bench/bench_view.py --inputs /tmp/F1_base [--input-messages 1100000]
+
 The viewer runs headless (Textual's run_test) in a child process per measurement, so RSS and
 start-up are its own. Nothing here asserts a time; it reports.
 """
@@ -69,13 +75,13 @@ async def child(path: str, t_start: float, analyse_for: float) -> dict:
     async with app.run_test(size=(160, 45)) as pilot:
         # the screen stamps the moment its first frame with rows has been drawn, and the moment
         # the last row is drawn after G (polling from here would measure the polling)
-        await until(pilot, lambda: getattr(app.screen, "first_drawn_at", None) is not None, "rows", bound=120)
+        await until(pilot, lambda: getattr(app.screen, "first_drawn_at", None) is not None, "rows", bound=900)
         scr = viewer(app)
         out["first_screen_s"] = scr.first_drawn_at - t_start
         out["rows_at_first_screen"] = scr.list.count
         t_g = time.monotonic()
         await pilot.press("G")
-        await until(pilot, lambda: scr.last_row_drawn_at is not None, "the last row", bound=120)
+        await until(pilot, lambda: scr.last_row_drawn_at is not None, "the last row", bound=900)
         assert scr.list.selected_row == len(scr.view) - 1
         out["last_row_s"] = scr.last_row_drawn_at - t_g
         out["rows"] = len(scr.view)
@@ -98,22 +104,58 @@ async def child(path: str, t_start: float, analyse_for: float) -> dict:
     return out
 
 
-def run_child(path: str, analyse_for: float) -> dict:
+def run_child(path: str, analyse_for: float, tree: Path = REPO) -> dict:
+    """Measure in a fresh process; TREE: whose viewer (its own copy of this script runs there)."""
     # CLOCK_MONOTONIC is system-wide: the child measures from this moment, interpreter start included
+    script = tree / "tests" / "bench" / "bench_view.py"
     t0 = time.monotonic()
     p = subprocess.run(
-        [sys.executable, __file__, "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)],
+        [sys.executable, str(script), "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=tree,
     )
     if p.returncode != 0:
         raise SystemExit(f"child failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def inputs_bench(base: Path, messages: int, pad: int) -> None:
+    """First screen and G of each input format, BASE's viewer then this tree's, with ratios."""
+    from tests.gencapture import generate
+    from tests.geninputs import generate as generate_input
+
+    tmp = Path(tempfile.gettempdir())
+    capture = str(tmp / f"mcptrace-bench-inputs-{messages}-{pad}.jsonl")
+    if not os.path.exists(capture):
+        print(f"generating {capture} ({messages:,} messages)...", file=sys.stderr)
+        generate(capture, messages, pad)
+    paths = {"capture": capture}
+    for fmt in ("hostlog", "ndjson", "har"):
+        paths[fmt] = str(tmp / f"mcptrace-bench-inputs-{messages}-{pad}.{fmt}")
+        if not os.path.exists(paths[fmt]):
+            print(f"generating {paths[fmt]}...", file=sys.stderr)
+            generate_input(capture, paths[fmt], fmt, swap_every=997)
+    print(f"viewer, {base} (before) vs {REPO} (after), same run; ratio = before / after")
+    print(f"  {'input':8} {'size':>8}   {'first screen':>26}   {'G to the last row':>26}")
+    for fmt, path in paths.items():
+        read_once(path)  # the page cache holds it for both alike
+        before = run_child(path, 0.0, base)
+        after = run_child(path, 0.0)
+        assert before["rows"] == after["rows"], (fmt, before["rows"], after["rows"])
+        fs = (before["first_screen_s"], after["first_screen_s"])
+        g = (before["last_row_s"], after["last_row_s"])
+        print(
+            f"  {fmt:8} {os.path.getsize(path) / 1e6:6.0f} MB   {fs[0]:7.2f} s -> {fs[1]:6.2f} s "
+            f"({fs[0] / fs[1]:5.1f}x)   {g[0]:7.2f} s -> {g[1]:6.2f} s ({g[0] / max(g[1], 1e-3):5.1f}x)"
+            f"   {after['rows']:,} rows"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--inputs", metavar="BASE_TREE", help="compare each input format with this tree's viewer")
+    ap.add_argument("--input-messages", type=int, default=1_100_000)
     ap.add_argument("--messages", type=int, default=2_000_000)
     ap.add_argument("--pad", type=int, default=520)
     ap.add_argument("--file", help="use this capture instead of generating one")
@@ -126,6 +168,9 @@ def main() -> None:
     if args.child:
         t_start = args.t0 if args.t0 is not None else time.monotonic()
         print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for))))
+        return
+    if args.inputs:
+        inputs_bench(Path(args.inputs).resolve(), args.input_messages, 300)
         return
 
     from tests.gencapture import generate
