@@ -29,6 +29,10 @@ class IndexReset(Exception):
 
 
 class LineIndex:
+    # bytes the viewer indexes before its first screen, then at each step (finding newlines is cheap)
+    FIRST_STEP = CHUNK
+    STEP = CHUNK
+
     def __init__(self, path: str | os.PathLike[str], *, final: bool = True):
         self.path = os.fspath(path)
         self.fd = os.open(self.path, os.O_RDONLY)

@@ -79,6 +79,11 @@ class RecordIndex:
     Duck-types tracer.index.LineIndex for the viewer (update, complete, progress, len, length,
     line, lines); rows are never torn (every row is a record the reader made)."""
 
+    # bytes of input the viewer reads before its first screen (a screenful of rows is in the first
+    # few KB; reading is lint's pace, not a newline search), then at each step
+    FIRST_STEP = 128 << 10
+    STEP = 2 << 20
+
     def __init__(self, inp: OpenInput):
         fmt: InputFormat = inp.format
         if fmt.rebuild is None or fmt.context is None:

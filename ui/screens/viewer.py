@@ -20,7 +20,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from tracer.filter import FilterError, compile_filter
-from tracer.index import CHUNK, IndexReset
+from tracer.index import IndexReset
 from tracer.view.viewdata import CaptureView, open_view
 from tracer.view.viewfilter import FilterJob
 from ui.keys import bindings, short_labels
@@ -121,14 +121,14 @@ class ViewerScreen(Screen):
             self.post_message(OpenFailed(str(exc)))
             return
         try:
-            view.index.update(max_bytes=CHUNK)
+            view.index.update(max_bytes=view.index.FIRST_STEP)
             self.post_message(ViewReady(view))
             # Let the first screen be drawn before indexing the rest: this loop holds the GIL,
             # and the UI would otherwise wait for it at every step of its first frame.
             self.first_drawn.wait(FIRST_SCREEN_WAIT)
             last = 0.0
             while not view.index.complete:
-                view.index.update(max_bytes=CHUNK)
+                view.index.update(max_bytes=view.index.STEP)
                 time.sleep(0)  # a chance for the UI thread between chunks (keys stay responsive)
                 now = time.monotonic()
                 if now - last > 0.25:
