@@ -20,11 +20,10 @@ import orjson
 
 from tracer import __version__
 from tracer.model import Direction, Record, RecordType
-from tracer.output import open_output
+from tracer.output import FORMAT_NAME, open_output
 from tracer.recordmodel import check_envelope, check_header, check_int64, check_t_ns
 from tracer.redact import redact_event_data, redact_header_record, redact_http
 
-FORMAT_NAME = "mcptrace"
 FORMAT_VERSION = 1
 
 

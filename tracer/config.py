@@ -104,7 +104,7 @@ def load_settings(start: str | os.PathLike | None = None) -> Settings:
     path, table = found
     from tracer.config_model import validate
 
-    values = validate(table, str(path))
+    values = validate(table, str(path), ConfigError)
     base = path.parent
     for key in ("baseline", "capture-dir"):
         if values.get(key) is not None:

@@ -101,18 +101,17 @@ def _describe(err: dict) -> str:
     return f"{key}{rest}: expected {expected} (got {shown})"
 
 
-def validate(table: Any, source: str) -> dict[str, Any]:
-    """The table's values by their config names, only the keys it sets; ConfigError on the first
-    problem, as `FILE: [tool.mcptrace] KEY: expected ...`."""
-    from tracer.config import ConfigError
-
+def validate(table: Any, source: str, error: type[Exception] = ValueError) -> dict[str, Any]:
+    """The table's values by their config names, only the keys it sets; ERROR (tracer.config passes
+    its ConfigError: this module does not import it back) on the first problem, as
+    `FILE: [tool.mcptrace] KEY: expected ...`."""
     if not isinstance(table, dict):
-        raise ConfigError(f"{source}: [tool.mcptrace] must be a table")
+        raise error(f"{source}: [tool.mcptrace] must be a table")
     try:
         model = ProjectConfig.model_validate(table)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        raise ConfigError(f"{source}: [tool.mcptrace] {_describe(first)}") from None
+        raise error(f"{source}: [tool.mcptrace] {_describe(first)}") from None
     dumped = model.model_dump(by_alias=True)
     return {k: dumped[k] for k in table}
 

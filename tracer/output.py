@@ -22,13 +22,12 @@ class CaptureFileError(OSError):
 # How much of an existing file's start is read to tell whether it is a capture: a header line
 # longer than this (a command line of a megabyte) is not one mcptrace wrote.
 _HEADER_PROBE = 1024 * 1024
+FORMAT_NAME = "mcptrace"  # the header's `format` (tracer.capture writes it)
 _HEADER_PREFIX = b'{"type":"header","format":"mcptrace"'  # what a torn first header still shows
 
 
 def _looks_like_capture(head: bytes) -> bool:
     """Whether a file's first bytes are an mcptrace capture's header line."""
-    from tracer.capture import FORMAT_NAME  # (capture.py imports this module)
-
     line = head.split(b"\n", 1)[0]
     try:
         obj = orjson.loads(line)

@@ -117,7 +117,7 @@ class HttpRecorder:
         f.mcp = rpc or sse_conn is not None or has_mcp_headers(ex.req_headers) or known
         if not f.mcp:
             return
-        self._assign(f, sse_conn)
+        self.assign(f, sse_conn)
         if rpc and f.transport == HTTP:
             self._endpoints.add(endpoint_of(ex.url))
         if body.strip():
@@ -145,7 +145,7 @@ class HttpRecorder:
         sid = header(headers, "mcp-session-id")
         if not f.mcp and (sid is not None or header(headers, "mcp-protocol-version") is not None):
             f.mcp = True
-            self._assign(f, None)
+            self.assign(f, None)
         if f.mcp and sid is not None:
             self._note_session(f, sid)
         if not is_sse(header(headers, "content-type")):
@@ -177,7 +177,7 @@ class HttpRecorder:
                 self._forget(f)
                 return
             f.mcp = True
-            self._assign(f, None)
+            self.assign(f, None)
         t = _now(t_ns)
         ok = ex.status is not None and 200 <= ex.status < 300
         if rpc or (ok and body.strip() and is_json(header(ex.resp_headers, "content-type"))):
@@ -190,12 +190,12 @@ class HttpRecorder:
                         t_ns=t,
                         transport=f.transport,
                         conn=f.conn,
-                        http=self._resp_http(f, full=True),
+                        http=self.response_http(f, full=True),
                     )
                 ]
             )
         else:
-            http = self._resp_http(f, full=True)
+            http = self.response_http(f, full=True)
             if len(body) > MAX_HTTP_BODY:
                 http["body_bytes"] = len(body)
             self.emit(
@@ -221,7 +221,7 @@ class HttpRecorder:
             if not f.tee.ended:
                 f.tee.end(_reason(why), t_ns)
         elif f.mcp and not f.done:
-            http = self._resp_http(f, full=True) if ex.status is not None else self._req_http(f, head=True)
+            http = self.response_http(f, full=True) if ex.status is not None else self._req_http(f, head=True)
             http["error"] = why
             self.emit(
                 [Record(RecordType.HTTP, t_ns=_now(t_ns), transport=f.transport, conn=f.conn, http=http)]
@@ -236,7 +236,12 @@ class HttpRecorder:
     def _base(self, ex: Exchange) -> str:
         return self.conns.base(ex.client, ex.url)
 
-    def _assign(self, f: _Flow, sse_conn: str | None) -> None:
+    def legacy_stream_name(self, ex: Exchange) -> str:
+        """A new connection name for a GET stream that turned out to be a legacy HTTP+SSE session."""
+        return self._unique(self._base(ex) + " (HTTP+SSE)")
+
+    def assign(self, f: _Flow, sse_conn: str | None = None) -> None:
+        """Give the exchange its connection (an HTTP+SSE session's when SSE_CONN names one)."""
         if f.conn:
             self._count(f)
             return
@@ -301,10 +306,10 @@ class HttpRecorder:
         ]
         return found[0] if len(found) == 1 else None
 
-    def _open_sse_session(self, f: _Flow, uri: str) -> str:
+    def open_sse_session(self, f: _Flow, uri: str) -> str:
         """A GET stream announced its `endpoint`: it is a legacy HTTP+SSE session of its own."""
         if not f.conn:
-            f.conn = self._unique(self._base(f.ex) + " (HTTP+SSE)")
+            f.conn = self.legacy_stream_name(f.ex)
         self.conns.keep(f.conn)  # the stream's session outlives the TCP connection that opened it
         f.transport = HTTP_SSE
         post_url = urljoin(f.ex.url, uri)
@@ -312,10 +317,13 @@ class HttpRecorder:
         self._sse_streams[f.conn] = (_client_ip(f.ex.client), f.ex.url, post_url)
         return post_url
 
-    def _close_sse_session(self, conn: str) -> None:
+    def end_sse_session(self, conn: str) -> bool:
+        """The GET stream of CONN closed: its HTTP+SSE session is over. Whether it was one."""
         entry = self._sse_streams.pop(conn, None)
-        if entry is not None:
-            self._sse_posts.pop(entry[2], None)
+        if entry is None:
+            return False
+        self._sse_posts.pop(entry[2], None)
+        return True
 
     def _forget(self, f: _Flow) -> None:
         f.done = True
@@ -330,14 +338,14 @@ class HttpRecorder:
         out = [[k, v] for k, v in (headers or [])]
         return redact_headers(out) if self.redact else out
 
-    def _url(self, url: str) -> str:
+    def record_url(self, url: str) -> str:
         """A URL as records carry it: credentials in its query and userinfo redacted (session ids stay:
         the capture writer hashes them, an importer's analysis needs them)."""
         return redact_url(url) if self.redact else url
 
     def _req_http(self, f: _Flow, head: bool = True) -> dict:
         ex = f.ex
-        http = {"method": ex.method, "url": self._url(ex.url), "flow": ex.id}
+        http = {"method": ex.method, "url": self.record_url(ex.url), "flow": ex.id}
         if head:
             http["req_headers"] = self._headers(ex.req_headers)
             http["request_t_ns"] = _now(ex.t_ns)
@@ -347,11 +355,11 @@ class HttpRecorder:
             f.head_sent = True
         return http
 
-    def _resp_http(self, f: _Flow, full: bool) -> dict:
+    def response_http(self, f: _Flow, full: bool) -> dict:
         """A response-side record: the status always; response headers on the first record of the
         response (full); the request headers too when no record of this flow carried them yet."""
         ex = f.ex
-        http = {"method": ex.method, "url": self._url(ex.url), "status": ex.status, "flow": ex.id}
+        http = {"method": ex.method, "url": self.record_url(ex.url), "status": ex.status, "flow": ex.id}
         if not f.head_sent:
             http["req_headers"] = self._headers(ex.req_headers)
             http["request_t_ns"] = _now(ex.t_ns)  # a GET's first record comes with its answer

@@ -96,9 +96,9 @@ class SseTee:
                 f = self.flow
                 f.mcp = True
                 if ev.event == "endpoint" and not f.conn:
-                    f.conn = self.rec._unique(self.rec._base(f.ex) + " (HTTP+SSE)")
+                    f.conn = self.rec.legacy_stream_name(f.ex)
                     f.transport = HTTP_SSE
-                self.rec._assign(f, None)
+                self.rec.assign(f)
                 self.state = "mcp"
                 out.append(self._open_record(self.opened_ns))
                 return True
@@ -122,9 +122,9 @@ class SseTee:
         if ev.retry is not None:
             sse["retry"] = ev.retry
             self.retry_seen = True
-        http = self.rec._resp_http(f, full=False)
+        http = self.rec.response_http(f, full=False)
         if ev.event == "endpoint":
-            post_url = self.rec._open_sse_session(f, ev.data)
+            post_url = self.rec.open_sse_session(f, ev.data)
             out.append(
                 Record(
                     RecordType.EVENT,
@@ -135,8 +135,8 @@ class SseTee:
                     sse=sse,
                     data={
                         "event": "endpoint",
-                        "uri": self.rec._url(ev.data),
-                        "url": self.rec._url(post_url),
+                        "uri": self.rec.record_url(ev.data),
+                        "url": self.rec.record_url(post_url),
                         "stream": self.stream,
                         "first": self.events == 1,
                     },
@@ -184,7 +184,7 @@ class SseTee:
             t_ns=t,
             transport=f.transport,
             conn=f.conn,
-            http=self.rec._resp_http(f, full=True),
+            http=self.rec.response_http(f, full=True),
             data={"event": "stream-open", "stream": self.stream},
         )
 
@@ -220,13 +220,12 @@ class SseTee:
                 t_ns=t,
                 transport=f.transport,
                 conn=f.conn,
-                http=self.rec._resp_http(f, full=False),
+                http=self.rec.response_http(f, full=False),
                 data=data,
             )
         ]
-        if f.transport == HTTP_SSE and f.ex.method == "GET" and f.conn in self.rec._sse_streams:
+        if f.transport == HTTP_SSE and f.ex.method == "GET" and self.rec.end_sse_session(f.conn):
             # the HTTP+SSE session lives as long as its GET stream
-            self.rec._close_sse_session(f.conn)
             recs.append(
                 Record(
                     RecordType.EVENT,

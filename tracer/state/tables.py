@@ -9,7 +9,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tracer.session import PendingRequest
+    from tracer.state.requests import PendingRequest
 
 MEMORY_CAP = 50_000  # the default window of a BoundedMap
 # HTTP exchanges whose requests a session remembers (the session's and the tracking's flow tables)
