@@ -1,5 +1,5 @@
 """The findings mcptrace reports on the real peers' clean sessions, each a real deviation from the
-spec (README "Findings on real peers"), as predicates on the finding and the records it points at.
+spec (`mcptrace help peers`), as predicates on the finding and the records it points at.
 Tests of live sessions accept exactly these and nothing else."""
 
 from __future__ import annotations

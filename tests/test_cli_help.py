@@ -106,22 +106,25 @@ def test_the_topic_pages_are_declared_package_data():
         assert any(fnmatch.fnmatch(f, g) for g in globs), f
 
 
-def test_every_command_and_topic_a_page_names_exists():
-    """`mcptrace X` and `mcptrace help X` in a page name a real subcommand / topic."""
+def test_every_command_and_topic_a_page_or_the_readme_names_exists():
+    """`mcptrace X` and `mcptrace help X` (`help X` in the README) name a real subcommand / topic."""
     import re
+    from pathlib import Path
 
     from tracer import help as pages
 
-    for topic in pages.names():
-        text = pages.raw(topic)
-        for name in re.findall(r"`mcptrace help ([a-z-]+)`", text):
-            assert name in pages.names(), (topic, name)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    texts = {topic: pages.raw(topic) for topic in pages.names()} | {"README.md": readme}
+    for page, text in texts.items():
+        for name in re.findall(r"`(?:mcptrace )?help ([a-z-]+)`", text):
+            assert name in pages.names(), (page, name)
         fenced = "\n".join(text.split("```")[1::2])
-        named = re.findall(r"`mcptrace ([a-z]+)\b", text) + re.findall(
-            r"^\s*(?:\$ )?mcptrace ([a-z]+)\b", fenced, re.M
+        named = re.findall(r"`(?:\.venv/bin/)?mcptrace ([a-z]+)\b", text) + re.findall(
+            r"^\s*(?:\$ )?(?:\.venv/bin/)?mcptrace ([a-z]+)\b", fenced, re.M
         )
+        assert named or page != "README.md"
         for name in named:
-            assert name in ALL, (topic, name)
+            assert name in ALL, (page, name)
 
 
 def test_the_keys_page_does_not_start_the_ui():

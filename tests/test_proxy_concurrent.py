@@ -14,7 +14,7 @@ from tests.sdk_peers import run_clients, sdk_http_server
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind, RecordType
 
-KNOWN = (deprecated_logging, answer_after_cancel)  # real (README "Findings on real peers")
+KNOWN = (deprecated_logging, answer_after_cancel)  # real (`mcptrace help peers`)
 
 
 def _run(tmp_path, eras: list[str]):

@@ -1,8 +1,8 @@
 """The real-peer sweep (tests/peer_sweep.py): live sessions of the official Python SDK client
 against its own server and against server-everything, and of the official TypeScript SDK v2
 (tests/ts_peers/) against the Python SDK both ways, against itself and against server-everything,
-recorded by the tee and `mcptrace proxy`, lint with exactly the known real findings (README
-"Findings on real peers"): every one required is there, nothing else is. Without Node the
+recorded by the tee and `mcptrace proxy`, lint with exactly the known real findings (`mcptrace
+help peers`): every one required is there, nothing else is. Without Node the
 server-everything and TypeScript halves are skipped by the node_peers mechanism (they cannot run
 there), never hidden."""
 
