@@ -8,10 +8,10 @@ tracer.update.tracking; rules read them through the pure helpers and queries her
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from tracer.classify import id_key
+from tracer.jsonpath import member
 from tracer.model import Analysed, Era, Kind
 from tracer.session import PendingRequest, Session
 from tracer.state.tracking import MISSING, TRACK_CAP, Listen, Round, Tracking
@@ -52,15 +52,6 @@ def retry_key(method: str | None, params: dict | None) -> tuple | None:
         return None
     args = params.get("arguments")
     return (method, target, canonical(args) if args is not None else "")
-
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-
-
-def member(base: str, key: Any) -> str:
-    """A JSON path to `base[key]`: `$.a.b` for plain names, `$.a["x:y"]` for any other key."""
-    key = str(key)
-    return f"{base}.{key}" if _IDENT.fullmatch(key) else f"{base}[{json.dumps(key)}]"
 
 
 def canonical(value: Any) -> str:

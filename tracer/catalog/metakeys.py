@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.jsonpath import member
 from tracer.model import Analysed, Kind
 
 _LABEL = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
@@ -158,12 +159,12 @@ def _walk(value: Any, path: str) -> list[tuple[str, dict]]:
             for k, v in node.items():
                 tv = type(v)
                 if tv is dict:
-                    sub = f"{where}.{k}" if type(k) is str and k.isidentifier() else f"{where}[{k!r}]"
+                    sub = member(where, k)
                     if k == "_meta":
                         out.append((sub, v))
                     stack.append((v, sub))
                 elif tv is list:
-                    stack.append((v, f"{where}.{k}" if k.isidentifier() else f"{where}[{k!r}]"))
+                    stack.append((v, member(where, k)))
         elif type(node) is list:
             for i, v in enumerate(node):
                 if type(v) is dict or type(v) is list:
@@ -268,7 +269,7 @@ def key_problems(m: Analysed) -> list[tuple[str, str, KeyVerdict]] | tuple:
                 v = verdict(key)
                 if not v.bad:
                     continue
-            out = [*out, (f"{path}[{key!r}]", key, v)]
+            out = [*out, (member(path, key), key, v)]
     _last_problems[0] = m
     _last_problems[1] = out
     return out

@@ -9,10 +9,13 @@ for any depth: `$..createdAt`, `$.result.content[*].text`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from tracer.jsonpath import json_path
 
 Path = tuple[str | int, ...]
 
@@ -68,23 +71,10 @@ class Difference:
 
 # -- paths -----------------------------------------------------------------------------------------
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
 
 def format_path(path: Iterable[str | int]) -> str:
-    out = ["$"]
-    for seg in path:
-        if type(seg) is int:
-            out.append(f"[{seg}]")
-        elif _IDENT.match(seg):
-            out.append(f".{seg}")
-        else:
-            out.append("[" + _quote(seg) + "]")
-    return "".join(out)
-
-
-def _quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """The path of a difference, spelled like every finding's (tracer.jsonpath)."""
+    return json_path(path)
 
 
 class PatternError(ValueError):
@@ -93,6 +83,20 @@ class PatternError(ValueError):
 
 _ANY = ("any",)
 _DEEP = ("deep",)
+
+
+def _unquote(inner: str) -> str:
+    """A quoted key of a pattern: a JSON string as the paths print it (`["caf\\u00e9"]`), or any
+    quoted text with `\\"` and `\\\\` escapes."""
+    if inner[0] == '"':
+        try:
+            key = json.loads(inner)
+        except ValueError:
+            pass
+        else:
+            if type(key) is str:
+                return key
+    return inner[1:-1].replace('\\"', '"').replace("\\\\", "\\")
 
 
 def parse_pattern(text: str) -> tuple[tuple, ...]:
@@ -132,7 +136,7 @@ def parse_pattern(text: str) -> tuple[tuple, ...]:
             elif inner[:1] in ("'", '"'):
                 if len(inner) < 2 or inner[-1] != inner[0]:
                     raise PatternError(f"{text!r}: unterminated quoted key")
-                tokens.append(("key", inner[1:-1].replace('\\"', '"').replace("\\\\", "\\")))
+                tokens.append(("key", _unquote(inner)))
             elif re.fullmatch(r"-?\d+", inner):
                 tokens.append(("index", int(inner)))
             else:

@@ -21,6 +21,7 @@ from tracer.catalog.metakeys import (
     top_meta,
 )
 from tracer.catalog.registry import rule
+from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import (
     LOGGING_LEVELS,
@@ -331,7 +332,7 @@ def capability_extension_id_invalid(m: Analysed, s: Session):
     if type(ext) is not dict or not ext:
         return None
     if m.kind is Kind.REQUEST:
-        path = f"$.params._meta[{META_CLIENT_CAPS!r}].extensions"
+        path = member("$.params._meta", META_CLIENT_CAPS) + ".extensions"
     else:
         path = "$.result.capabilities.extensions"
     out = None

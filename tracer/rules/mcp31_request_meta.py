@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tracer.catalog.registry import not_by_client, not_by_server, rule
+from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import (
     LOGGING_LEVELS,
@@ -173,7 +174,7 @@ def modern_meta_field_wrong_type(m: Analysed, s: Session):
         return [
             Hit(
                 f"_meta {META_SERVER_INFO} {why} (an Implementation needs name and version)",
-                path=f"$.result._meta[{META_SERVER_INFO!r}]",
+                path=member("$.result._meta", META_SERVER_INFO),
             )
         ]
     meta = m.meta
@@ -197,18 +198,18 @@ def modern_meta_field_wrong_type(m: Analysed, s: Session):
         out.append(
             Hit(
                 f"_meta {META_PROTOCOL_VERSION} is {type(pv).__name__}, not a string",
-                path=f"{base}[{META_PROTOCOL_VERSION!r}]",
+                path=member(base, META_PROTOCOL_VERSION),
             )
         )
     if META_CLIENT_CAPS in meta and type(meta[META_CLIENT_CAPS]) is not dict:
-        out.append(Hit(f"_meta {META_CLIENT_CAPS} is not an object", path=f"{base}[{META_CLIENT_CAPS!r}]"))
+        out.append(Hit(f"_meta {META_CLIENT_CAPS} is not an object", path=member(base, META_CLIENT_CAPS)))
     if META_CLIENT_INFO in meta:
         why = _implementation_problem(meta[META_CLIENT_INFO])
         if why is not None:
             out.append(
                 Hit(
                     f"_meta {META_CLIENT_INFO} {why} (an Implementation needs name and version)",
-                    path=f"{base}[{META_CLIENT_INFO!r}]",
+                    path=member(base, META_CLIENT_INFO),
                 )
             )
     if META_LOG_LEVEL in meta:
@@ -217,7 +218,7 @@ def modern_meta_field_wrong_type(m: Analysed, s: Session):
             out.append(
                 Hit(
                     f"_meta {META_LOG_LEVEL} {level!r} is not one of {', '.join(LOGGING_LEVELS)}",
-                    path=f"{base}[{META_LOG_LEVEL!r}]",
+                    path=member(base, META_LOG_LEVEL),
                 )
             )
     return out

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 
 from tracer.catalog.registry import rule
+from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import META_CLIENT_CAPS, META_PROTOCOL_VERSION, MODERN
 from tracer.rules.mcp30_meta_keys import BASIC, legacy_server
 from tracer.session import PendingRequest, Session
-from tracer.tracking import MISSING, MRTR_METHODS, is_input_required, member, request_client_caps
+from tracer.tracking import MISSING, MRTR_METHODS, is_input_required, request_client_caps
 
 RESULT = (Kind.RESULT,)
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from tracer.catalog.registry import rule
+from tracer.jsonpath import member
 from tracer.model import Analysed, Hit, Severity
 from tracer.protocol import MODERN
 from tracer.rules.mcp32_mrtr import INPUT_METHODS, MRTR, REQUEST, _fits, own_pending, retried_round
-from tracer.tracking import MRTR_METHODS, member
+from tracer.tracking import MRTR_METHODS
 
 
 @rule(

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from tracer.catalog.registry import rule
 from tracer.classify import id_key
+from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import ALL, L1, L3, L4, LEG, between, since
 from tracer.session import Session
-from tracer.tracking import MRTR_METHODS, client_caps, member, request_client_caps, server_caps
+from tracer.tracking import MRTR_METHODS, client_caps, request_client_caps, server_caps
 
 REQUEST = (Kind.REQUEST,)
 

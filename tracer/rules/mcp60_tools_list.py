@@ -16,9 +16,10 @@ import jsonschema_rs
 
 from tracer.catalog.registry import rule
 from tracer.era import possible_versions
+from tracer.jsonpath import member
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL, L3, L4, MODERN, between, since
-from tracer.tracking import MISSING, canonical, member
+from tracer.tracking import MISSING, canonical
 
 RESULT = (Kind.RESULT,)
 
@@ -179,7 +180,7 @@ def _header_problems(schema, path: str, direct: bool, seen: dict, out: list, dep
                 for name, prop in sub.items():
                     _header_problems(prop, member(f"{path}.properties", name), direct, seen, out, depth)
             elif key != "x-mcp-header" and type(sub) in (dict, list):
-                _header_problems(sub, f"{path}.{key}", False, seen, out, depth)
+                _header_problems(sub, member(path, key), False, seen, out, depth)
     elif type(schema) is list:
         for i, sub in enumerate(schema):
             _header_problems(sub, f"{path}[{i}]", False, seen, out, depth)

@@ -9,11 +9,12 @@ retry's `inputResponses` (linked to their round by the analyser, see tracer.trac
 from __future__ import annotations
 
 from tracer.catalog.registry import rule
+from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import L3, L4, since
 from tracer.rules.mcp60_tools_list import complete
 from tracer.rules.mcp61_tool_calls import RESULT, _cursor
-from tracer.tracking import MISSING, PAGINATED_METHODS, member
+from tracer.tracking import MISSING, PAGINATED_METHODS
 
 REQ_RES = (Kind.REQUEST, Kind.RESULT)
 

@@ -11,6 +11,7 @@ from tracer.http.headers import (
 )
 from tracer.http.state import current, endpoint_tool
 from tracer.http.tools import NAMED_METHODS, param_header_problems
+from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
 from tracer.protocol import META_PROTOCOL_VERSION, MODERN
 from tracer.rules.mcp70_http import SH_M, _flow, _modern_request, _name_source, _req
@@ -62,7 +63,7 @@ def version_header_mismatch(rec: Record, m: Analysed | None, s):
     if got is not None and want is not None and got != want:
         return Hit(
             f"MCP-Protocol-Version {got!r} differs from _meta protocolVersion {want!r}",
-            path=f"$.params._meta[{META_PROTOCOL_VERSION!r}]",
+            path=member("$.params._meta", META_PROTOCOL_VERSION),
         )
     return None
 

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tracer.jsonpath import json_path
 from tracer.safejson import dumps_text
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNIONS = frozenset({"anyOf", "oneOf"})
 _MAX_DETAIL = 160
 
@@ -29,19 +29,6 @@ class SchemaProblem:
     @property
     def path(self) -> str:
         return json_path(self.segments)
-
-
-def json_path(segments: tuple[str | int, ...] | list[str | int]) -> str:
-    """`$.params._meta['io.modelcontextprotocol/protocolVersion']`, `$.result.content[0].text`."""
-    out = ["$"]
-    for s in segments:
-        if type(s) is int:
-            out.append(f"[{s}]")
-        elif _IDENT.fullmatch(s):
-            out.append(f".{s}")
-        else:
-            out.append("['" + s.replace("\\", "\\\\").replace("'", "\\'") + "']")
-    return "".join(out)
 
 
 _BRACKET = re.compile(r"""\[(?:'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"|(\d+))\]""")
