@@ -37,6 +37,7 @@ BOM = b"\xef\xbb\xbf"
 CONTEXT_BITS = 8  # a row's meta: conn index << CONTEXT_BITS | the format's context bits
 CACHE_ROWS = 256  # capture lines made lately (the list asks for a row's length, then its bytes)
 PULL_STEP = 256  # records read between two looks at how far the reader has got
+DEFAULT_STEP = 8 << 20  # bytes an update without a bound reads
 
 
 class InputBroken(IndexReset):
@@ -109,12 +110,13 @@ class RecordIndex:
     # -- building ----------------------------------------------------------------------------
 
     def update(self, max_bytes: int | None = None) -> int:
-        """Read about `max_bytes` more of the input (None: all of it). Returns the rows added.
-        Raises InputBroken when the reader stops on the input."""
+        """Read about `max_bytes` more of the input (None: 8 MB, so that a caller looping until
+        `complete`, as the analysis process does, works on rows as they come; `build` reads it
+        all). Returns the rows added. Raises InputBroken when the reader stops on the input."""
         if self.done:
             return 0
         before = len(self)
-        target = self._pos + (max_bytes if max_bytes is not None else 1 << 62)
+        target = self._pos + (max_bytes if max_bytes is not None else DEFAULT_STEP)
         items = self._items
         context = self.fmt.context
         conn_idx = self._conn_idx
@@ -158,7 +160,11 @@ class RecordIndex:
                 break
 
     def build(self) -> int:
-        return self.update()
+        """Read the whole input."""
+        added = 0
+        while not self.done:
+            added += self.update(1 << 62)
+        return added
 
     @property
     def complete(self) -> bool:
