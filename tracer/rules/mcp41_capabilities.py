@@ -2,7 +2,7 @@
 capability that allows them; MCP420-MCP424 (list changes, tasks) and MCP430-MCP432 (modern
 `server/discover`) are in mcp42_changes_tasks.py and mcp43_discover.py.
 
-MCP411 is the umbrella of MCP412-MCP421 and has no check of its own (see the README). Capabilities
+MCP411 is the umbrella of MCP412-MCP421 and has no check of its own (see `mcptrace help rules`). Capabilities
 come from the session, computed once by the analyser: the `initialize` request and result (legacy)
 and the last `server/discover` result (modern, tracer.tracking). Nothing is flagged when the
 declaration was not captured.
