@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests import markers
+
 
 @pytest.fixture(autouse=True)
 def private_state_home(tmp_path_factory, monkeypatch):
@@ -13,3 +15,10 @@ def private_state_home(tmp_path_factory, monkeypatch):
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     return state
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    """Mark `e2e` and `needs_node` from what each test reaches (tests/markers.py), so `pytest -m
+    "not e2e"` is the fast in-process run and a new test needs no marker by hand."""
+    markers.mark(items, pytest)
