@@ -134,3 +134,18 @@ def test_the_keys_page_does_not_start_the_ui():
         "assert 'textual' not in sys.modules, 'mcptrace help keys imported textual'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_on_a_terminal_a_page_is_rendered_markdown():
+    import io
+
+    from rich.console import Console
+
+    from tracer import help as pages
+    from tracer.cli.help import show, tables
+
+    out = io.StringIO()
+    show(pages.render("filter", tables()), console=Console(file=out, force_terminal=True, width=100))
+    text = out.getvalue()
+    assert "filter: the viewer's filter language" in text and "```" not in text
+    assert "kind:error | rule:MCP2" in text  # the generated table, inside its code block

@@ -156,9 +156,9 @@ def rows() -> list[tuple[str, str]]:
     return out
 
 
-def text() -> str:
-    """The table as the `mcptrace help filter` page shows it: aligned plain text (no Markdown
-    table: its `|` would need escaping, and the page is read in a terminal)."""
+def text(columns: int = 100) -> str:
+    """The table as the `mcptrace help filter` page shows it: aligned plain text wrapped to
+    `columns` (no Markdown table: its `|` would need escaping, and the page is read in a terminal)."""
     width = max(len(t.syntax) for t in TERMS) + 2
     lines = []
     for t in TERMS:
@@ -167,7 +167,7 @@ def text() -> str:
             what += ": " + " ".join(t.values)
         if t.aliases:
             what += " (also " + " ".join(t.aliases) + ")"
-        wrapped = textwrap.wrap(what, 100 - width) or [""]
+        wrapped = textwrap.wrap(what, max(20, columns - width)) or [""]
         lines.append(f"{t.syntax:<{width}}{wrapped[0]}")
         lines.extend(f"{'':<{width}}{more}" for more in wrapped[1:])
         if t.example:

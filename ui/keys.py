@@ -196,14 +196,15 @@ def bindings(name: str) -> list:
     ]
 
 
-def text() -> str:
-    """The table as `mcptrace help keys` prints it."""
+def text(width: int = 100) -> str:
+    """The table as `mcptrace help keys` prints it, wrapped to `width` columns."""
+    columns = width
     width = max(len(key_names(r)) for s in SECTIONS for r in s.rows) + 2
     out: list[str] = []
     for s in SECTIONS:
         out.append(s.title)
         for r in s.rows:
-            wrapped = textwrap.wrap(r.does, 100 - width - 2)
+            wrapped = textwrap.wrap(r.does, max(20, columns - width - 2))
             out.append(f"  {key_names(r):<{width}}{wrapped[0]}")
             out.extend(f"  {'':<{width}}{more}" for more in wrapped[1:])
         out.append("")

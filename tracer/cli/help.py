@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 
 NAME = "help"
@@ -18,12 +19,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("topic", nargs="?", metavar="TOPIC", help="a topic (mcptrace help lists them)")
 
 
-def tables() -> dict:
-    """The generated tables pages may hold: each from the code that owns it."""
+def tables(columns: int = 100) -> dict:
+    """The generated tables pages may hold, each from the code that owns it, `columns` wide."""
     from tracer.filter_terms import text as filter_text
     from ui.keys import text as keys_text  # plain data: this does not start textual
 
-    return {"keys": keys_text, "filter": filter_text}
+    return {"keys": lambda: keys_text(columns), "filter": lambda: filter_text(columns)}
+
+
+def show(page: str, *, console=None) -> None:
+    """A page as Markdown: rendered (headings, code blocks, tables) on a terminal, the plain text
+    otherwise, so `mcptrace help X | less` and `> file` keep the source."""
+    if console is None and not sys.stdout.isatty():
+        sys.stdout.write(page)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    (console or Console()).print(Markdown(page, code_theme="ansi_dark"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +48,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     topic = args.topic.strip().lower()
     if topic in pages.names():
-        sys.stdout.write(pages.render(topic, tables()))
+        if sys.stdout.isatty():  # rendered: the tables fit the terminal (inside a code block's margins)
+            show(pages.render(topic, tables(min(100, shutil.get_terminal_size().columns - 4))))
+        else:
+            show(pages.render(topic, tables()))
         return 0
     if re.fullmatch(r"mcp\d{3}", topic):  # a rule id: that is `mcptrace rules ID`
         from tracer.cli import main
