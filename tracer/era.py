@@ -8,6 +8,7 @@ the modern revision removed. Everything else is `unknown`, with the reason.
 
 from __future__ import annotations
 
+from tracer.http.headers import header
 from tracer.model import Analysed, Direction, Era, Kind
 from tracer.protocol import (
     ALL,
@@ -42,16 +43,7 @@ def possible_versions(m: Analysed) -> frozenset[str]:
 
 def _header(m: Analysed, name: str) -> str | None:
     http = m.rec.http
-    if not http:
-        return None
-    headers = http.get("req_headers")
-    if not headers:
-        return None
-    name = name.lower()
-    for k, v in headers.items() if isinstance(headers, dict) else headers:
-        if k.lower() == name:
-            return v
-    return None
+    return header(http.get("req_headers"), name) if http else None
 
 
 def _flow_era(m: Analysed, s: Session) -> tuple[str, int] | None:
@@ -181,13 +173,9 @@ def session_versions(s: Session, rec=None) -> frozenset[str]:
     if s.modern_requests and not s.legacy_messages:
         return _MODERN_SET
     http = rec.http if rec is not None else None
-    headers = http.get("req_headers") if http else None
-    if headers:
-        for k, v in headers.items() if isinstance(headers, dict) else headers:
-            if k.lower() == "mcp-protocol-version":
-                if v == MODERN_VERSION:
-                    return _MODERN_SET
-                return _LEGACY_SETS.get(v, ALL)
+    v = header(http.get("req_headers"), "mcp-protocol-version") if http else None
+    if v is not None:
+        return _MODERN_SET if v == MODERN_VERSION else _LEGACY_SETS.get(v, ALL)
     if s.legacy_messages and not s.modern_requests:
         return LEG
     return ALL

@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 
 from tracer import __version__
+from tracer.http.headers import header
 from tracer.model import Direction, Record, RecordType
 
 
@@ -58,13 +59,6 @@ def _headers(items: Any) -> list[dict[str, str]]:
         if type(h) is list and len(h) == 2 and type(h[0]) is str and type(h[1]) is str:
             out.append({"name": h[0], "value": h[1]})
     return out
-
-
-def _content_type(headers: Any) -> str | None:
-    for h in headers if type(headers) is list else ():
-        if type(h) is list and len(h) == 2 and type(h[0]) is str and h[0].lower() == "content-type":
-            return h[1] if type(h[1]) is str else None
-    return None
 
 
 def _text_field(body: bytes) -> dict[str, str]:
@@ -135,7 +129,7 @@ class HarBuilder:
             f.ended = data["reason"]
         if rec.type is RecordType.MESSAGE and rec.dir is Direction.C2S:
             f.req_body = rec.raw
-            f.req_type = _content_type(f.req_headers)
+            f.req_type = header(f.req_headers, "content-type")
         elif rec.type is RecordType.MESSAGE and rec.sse is None:
             f.body = rec.raw
         elif rec.type is RecordType.HTTP:
@@ -176,7 +170,7 @@ class HarBuilder:
         }
         if f.req_body is not None:
             request["postData"] = {"mimeType": f.req_type or "application/json", **_text_field(f.req_body)}
-        ctype = _content_type(f.resp_headers) or ""
+        ctype = header(f.resp_headers, "content-type") or ""
         body = f.body
         messages = None
         if f.sse is not None:

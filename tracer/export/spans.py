@@ -25,6 +25,7 @@ import orjson
 from tracer.classify import id_key
 from tracer.export import mapping as M
 from tracer.export.tracecontext import traceparent, valid_tracestate
+from tracer.http.headers import header
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.safejson import dumps_text, safe_text
 
@@ -91,15 +92,6 @@ def _add_event(span: Span, event: SpanEvent) -> None:
         span.events.append(event)
     else:
         span.attrs[M.EVENTS_DROPPED] = span.attrs.get(M.EVENTS_DROPPED, 0) + 1
-
-
-def _header(headers: Any, name: str) -> str | None:
-    if type(headers) is not list:
-        return None
-    for h in headers:
-        if type(h) is list and len(h) == 2 and type(h[0]) is str and h[0].lower() == name:
-            return h[1] if type(h[1]) is str else None
-    return None
 
 
 class SpanBuilder:
@@ -252,7 +244,7 @@ class SpanBuilder:
                 attrs[M.SERVER_ADDRESS] = host
                 if port is not None:
                     attrs[M.SERVER_PORT] = port
-            sid = _header(http.get("req_headers"), "mcp-session-id")
+            sid = header(http.get("req_headers"), "mcp-session-id")
             if sid is not None and m.era.value == "legacy":
                 attrs[M.SESSION_ID] = _cap(sid)
         attrs[M.ERA] = m.era.value

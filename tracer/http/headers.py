@@ -26,6 +26,9 @@ SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
 
 
+_PAIR_TYPES = (list, tuple)
+
+
 def pairs(headers: Any) -> Iterable[tuple[str, str]]:
     if not headers:
         return ()
@@ -35,11 +38,20 @@ def pairs(headers: Any) -> Iterable[tuple[str, str]]:
 
 
 def header(headers: Any, name: str) -> str | None:
-    """The first value of header NAME (case-insensitive), or None."""
+    """The first value of header NAME (case-insensitive), or None: the one lookup of a header in a
+    recorded header list (`[[name, value], ...]`, or an older capture's `{name: value}`) or in
+    parsed wire headers (`[(name, value), ...]`). Entries of another shape are skipped and a
+    non-string value reads as None, so a hand-made or foreign header list never raises."""
+    if isinstance(headers, dict):
+        headers = headers.items()
+    elif not isinstance(headers, list | tuple):
+        return None
     name = name.lower()
-    for k, v in pairs(headers):
-        if k.lower() == name:
-            return v
+    for h in headers:
+        if type(h) in _PAIR_TYPES and len(h) == 2:
+            k, v = h
+            if type(k) is str and k.lower() == name:
+                return v if type(v) is str else None
     return None
 
 

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from tracer.http.headers import header
+
 MAX_HEAD = 64 * 1024
 MAX_BODY = 256 * 1024 * 1024
 
@@ -64,11 +66,8 @@ class Headers:
     items: list[tuple[str, str]] = field(default_factory=list)
 
     def get(self, name: str, default: str | None = None) -> str | None:
-        low = name.lower()
-        for k, v in self.items:
-            if k.lower() == low:
-                return v
-        return default
+        value = header(self.items, name)
+        return default if value is None else value
 
     def add(self, name: str, value: str) -> None:
         self.items.append((name, value))

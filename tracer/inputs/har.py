@@ -18,6 +18,7 @@ from typing import IO, Any
 from tracer.capture import ReadProblem
 from tracer.classify import parse_json
 from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http.headers import header
 from tracer.http.recorder import Exchange
 from tracer.model import Record
 
@@ -127,7 +128,7 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
     steps.append(Step(head, HEAD, index, ex))
     content = resp.get("content")
     body = _text(content)
-    ctype = next((v for k, v in ex.resp_headers if k.lower() == "content-type"), "")
+    ctype = header(ex.resp_headers, "content-type") or ""
     if ctype.split(";", 1)[0].strip().lower() == "text/event-stream" and "charset" not in ctype.lower():
         body = _sse_bytes(content, body)
     why = resp.get("_error")  # a stream that ended otherwise than by the server finishing it

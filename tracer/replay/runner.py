@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from tracer.capture import CaptureWriter
 from tracer.classify import id_key
+from tracer.http.headers import headers_with_prefix
 from tracer.redact import PROCESS_HASHER, redact_argv, redact_url
 from tracer.replay.driver import Replayer, RunResult
 from tracer.replay.peers import HttpPeer, Peer, StdioPeer, Tap
@@ -43,20 +44,12 @@ def make_peer(target: Target, tap: Tap, p: Plan, timeout: float) -> Peer:
             http = step.msg.rec.http if step.msg is not None else None
             if not http or step.exchange is None:
                 continue
-            params = [
-                (k, v) for k, v in _pairs(http.get("req_headers")) if k.lower().startswith("mcp-param-")
-            ]
+            params = headers_with_prefix(http.get("req_headers"), "mcp-param-")
             if params and (key := id_key(step.exchange.request.id)) is not None:
                 peer.recorded_param_headers[key] = params
         return peer
     assert target.command
     return StdioPeer(target.command, tap)
-
-
-def _pairs(headers) -> list[tuple[str, str]]:
-    if isinstance(headers, dict):
-        return list(headers.items())
-    return [(h[0], h[1]) for h in headers or () if len(h) == 2]
 
 
 async def replay_all(
