@@ -102,59 +102,20 @@ def test_broken_and_blank_lines_become_rows_that_say_so(tmp_path):
 
 
 def test_sse_events_get_their_place_and_gaps_in_the_stream(tmp_path):
-    import orjson
-
+    from tests.factory import notification, request, result
     from tracer.capture import CaptureWriter, header_record
     from tracer.model import Direction, Record
 
     path = tmp_path / "sse.jsonl"
     http = {"method": "POST", "url": "http://127.0.0.1/mcp", "status": 200}
+    on = dict(conn="c", transport="http")
+    sse = dict(on, http=http, sse={"stream": "s1", "event": "message"})
     with CaptureWriter(path, header_record("http")) as w:
-        w.write(
-            Record(
-                RecordType.MESSAGE,
-                t_ns=1_000_000,
-                dir=Direction.C2S,
-                conn="c",
-                transport="http",
-                http=http,
-                raw=orjson.dumps(
-                    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}
-                ),
-            )
-        )
-        w.write(
-            Record(
-                RecordType.EVENT,
-                t_ns=2_000_000,
-                conn="c",
-                transport="http",
-                data={"event": "stream-open", "stream": "s1"},
-            )
-        )
-        for t, obj in (
-            (
-                5_000_000,
-                {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/progress",
-                    "params": {"progressToken": 1, "progress": 1},
-                },
-            ),
-            (9_000_000, {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}),
-        ):
-            w.write(
-                Record(
-                    RecordType.MESSAGE,
-                    t_ns=t,
-                    dir=Direction.S2C,
-                    conn="c",
-                    transport="http",
-                    http=http,
-                    sse={"stream": "s1", "event": "message"},
-                    raw=orjson.dumps(obj),
-                )
-            )
+        w.write(request("tools/call", 1, {"name": "x"}, era="legacy", t_ns=1_000_000, http=http, **on))
+        w.write(Record(RecordType.EVENT, t_ns=2_000_000, data={"event": "stream-open", "stream": "s1"}, **on))
+        progress = {"progressToken": 1, "progress": 1}
+        w.write(notification("notifications/progress", progress, dir=Direction.S2C, t_ns=5_000_000, **sse))
+        w.write(result(1, {"content": []}, t_ns=9_000_000, **sse))
     progress = _annotate(path, tmp_path)
     ann = Annotations(str(path), workdir=str(tmp_path))
     for m in progress:

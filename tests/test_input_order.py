@@ -3,6 +3,7 @@ answer just before its request; mcptrace's own captures never do, and keep their
 
 from __future__ import annotations
 
+from tests.factory import handshake, request, result, session
 from tracer.analyser import analyse_all
 from tracer.capture import header_record, write_records
 from tracer.inputs import open_input
@@ -104,22 +105,10 @@ def test_ndjson_without_timestamps_pairs_an_answer_written_just_before_its_reque
 
 def test_an_mcptrace_capture_keeps_its_order_so_an_answer_before_its_request_is_flagged(tmp_path):
     path = tmp_path / "cap.jsonl"
-    t0 = 1_780_000_000_000_000_000
-    body = [
-        (Direction.C2S, INIT),
-        (Direction.S2C, INIT_RESULT),
-        (Direction.C2S, INITIALIZED),
-        (Direction.S2C, LIST_RESULT),
-        (Direction.C2S, LIST),
-    ]
-    write_records(
-        str(path),
-        header_record("stdio"),
-        [
-            Record(RecordType.MESSAGE, seq=i, t_ns=t0 + i * 1_000_000, dir=d, raw=raw.encode())
-            for i, (d, raw) in enumerate(body, 1)
-        ],
+    answer_first = session(
+        handshake("2025-06-18"), result(2, {"tools": []}), request("tools/list", 2, {}, era="legacy")
     )
+    write_records(str(path), header_record("stdio"), answer_first)
     fmt, msgs, found = _analyse(path)
     assert fmt == "capture"
     assert "MCP211" in found and found & {"MCP203", "MCP205"}
