@@ -11,6 +11,7 @@ import pytest
 from tests.cases import ROOT
 from tracer import help as pages
 from tracer.catalog.docs import START, table_markdown, table_text
+from tracer.cli import COMMANDS, OPTIONAL_COMMANDS
 from tracer.cli import main as cli_main
 from tracer.rules import all_rules
 
@@ -61,6 +62,8 @@ def test_the_readme_is_a_front_door_whose_test_command_is_the_one_ci_runs():
     command = ".venv/bin/python -m pytest -q -p no:cacheprovider"
     assert command in ci and f"\n{command}\n" in text
     assert "`mcptrace help`" in text and "tests/bench/README.md" in text
+    for name in COMMANDS + OPTIONAL_COMMANDS:  # every command is at least named at the front door
+        assert f"mcptrace {name}" in text, name
 
 
 def test_rules_command_shows_a_failing_example(capsys):
