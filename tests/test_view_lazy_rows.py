@@ -1,5 +1,6 @@
-"""The viewer reads host logs and NDJSON lazily (tracer.inputs.lazy): row for row, the rows are the
-lines of the capture the input converts to, for every input format, on small hand-made inputs with
+"""The viewer reads host logs and NDJSON lazily and converts HAR and .mitm files in the background
+(tracer.inputs.lazy): row for row, the rows are the lines of the capture the input converts to, for
+every input format, on small hand-made inputs with
 every quirk the readers handle and on large generated ones; the analysis process reads the same rows."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from tests.geninputs import generate as generate_input
 from tracer.cli.inputs import register_optional_inputs
 from tracer.index import LineIndex
 from tracer.inputs import open_input
-from tracer.inputs.lazy import RecordIndex, open_rows
+from tracer.inputs.lazy import RecordIndex, SpoolIndex, open_rows
 from tracer.view.annotate import Annotator
 from tracer.view.viewdata import converted_capture, open_view
 
@@ -122,13 +123,13 @@ def _converted_lines(path: str) -> list[bytes]:
         cleanup()
 
 
-def _viewer_lines(path: str) -> tuple[bool, list[bytes]]:
+def _viewer_lines(path: str) -> tuple[type, list[bytes]]:
     view = open_view(path)
     try:
         view.index.build()
         rows = [view.index.line(r) for r in range(len(view))]
         assert [line for _, line in view.index.lines(0, len(view))] == rows
-        return view.lazy, rows
+        return type(view.index), rows
     finally:
         view.close()
 
@@ -151,10 +152,16 @@ def _mitm(tmp_path) -> str:
 
 
 @pytest.mark.parametrize(
-    "fmt, lazy",
-    [("hostlog", True), ("hostile-hostlog", True), ("ndjson", True), ("har", False), ("mitm", False)],
+    "fmt, kind",
+    [
+        ("hostlog", RecordIndex),
+        ("hostile-hostlog", RecordIndex),
+        ("ndjson", RecordIndex),
+        ("har", SpoolIndex),
+        ("mitm", SpoolIndex),
+    ],
 )
-def test_the_viewer_shows_the_rows_of_the_converted_capture_for_every_input_format(tmp_path, fmt, lazy):
+def test_the_viewer_shows_the_rows_of_the_converted_capture_for_every_input_format(tmp_path, fmt, kind):
     register_optional_inputs()
     if fmt == "hostlog":
         path = tmp_path / "mcp-server-alpha.log"
@@ -173,8 +180,8 @@ def test_the_viewer_shows_the_rows_of_the_converted_capture_for_every_input_form
     inp = open_input(str(path))
     inp.fh.close()
     assert inp.format.name == fmt
-    was_lazy, rows = _viewer_lines(str(path))
-    assert was_lazy is lazy, "host logs and NDJSON are read lazily, the others converted"
+    how, rows = _viewer_lines(str(path))
+    assert how is kind, "host logs and NDJSON are read lazily, the others converted in the background"
     assert rows == _converted_lines(str(path))
     assert len(rows) > 2
 
@@ -185,8 +192,8 @@ def test_a_large_generated_input_gives_the_same_rows_both_ways(tmp_path, fmt):
     generate(capture, 12_000, 120)
     path = tmp_path / f"big.{fmt}"
     generate_input(str(capture), path, fmt, swap_every=97)
-    lazy, rows = _viewer_lines(str(path))
-    assert lazy is (fmt != "har")
+    how, rows = _viewer_lines(str(path))
+    assert how is (SpoolIndex if fmt == "har" else RecordIndex)
     assert rows == _converted_lines(str(path))
     assert len(rows) > 12_000 * (2 / 3 if fmt == "har" else 1)
 
@@ -265,3 +272,17 @@ def test_a_lazy_row_too_long_to_format_pages_as_its_capture_line(tmp_path):
         assert view.lazy and pages == 2 and (first + last).encode() == line
     finally:
         view.close()
+
+
+def test_a_har_shows_its_first_rows_while_the_rest_converts_and_closing_stops_it(tmp_path):
+    capture = tmp_path / "big.jsonl"
+    generate(capture, 12_000, 120)
+    path = tmp_path / "big.har"
+    generate_input(str(capture), path, "har")
+    view = open_view(str(path))
+    tmp = view.path
+    view.index.update(max_bytes=view.index.FIRST_STEP)
+    assert isinstance(view.index, SpoolIndex) and len(view) >= 200
+    assert view.basics(0).rtype == "header" and view.detail(1).where.endswith("of big.har")
+    view.close()
+    assert not view.index._thread.is_alive() and not os.path.exists(tmp)

@@ -10,7 +10,8 @@ say: the line's number, the row's seq, its connection (interned) and a few forma
 those bits (`InputFormat.rebuild`): 24 bytes a row stay in memory, plus 8 a line of the input.
 
 Formats whose records need more than their line (HAR entries replayed in time order across the
-document, mitmproxy flows) are converted as before (tracer.view.viewdata.converted_capture).
+document, mitmproxy flows) are converted to a temporary capture as before, but by a background
+thread while the viewer shows what is written (`SpoolIndex`).
 
 Thread use, as LineIndex: one thread updates, others read rows; the arrays only grow.
 """
@@ -18,6 +19,7 @@ Thread use, as LineIndex: one thread updates, others read rows; the arrays only 
 from __future__ import annotations
 
 import os
+import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -300,3 +302,133 @@ def open_rows(path: str, *, final: bool = True) -> LineIndex | RecordIndex:
             return RecordIndex(inp)
         inp.fh.close()
     return LineIndex(path, final=final)
+
+
+SPOOL_BATCH = 1024  # converted lines written (and made visible) at a time
+SCREEN_ROWS = 200  # rows the first update waits for: a screenful
+
+
+class SpoolIndex:
+    """Rows of an input whose records need more than their own line (a HAR's entries are replayed
+    in time order across the whole document; .mitm flows likewise): converted to a temporary
+    capture by a background thread while the viewer shows the rows written so far, so the first
+    screen waits for the reader's first records, not for the whole conversion.
+
+    Duck-types tracer.index.LineIndex (it is one over the growing capture, final once written)."""
+
+    FIRST_STEP = CHUNK
+    STEP = CHUNK
+
+    def __init__(self, inp: OpenInput, capture: str):
+        self.path = capture
+        self.size = inp.size or 0
+        self.error: str | None = None
+        self._inp = inp
+        self.index = LineIndex(capture, final=False)
+        self._written = threading.Condition()
+        self._done = False
+        self._stop = False
+        self._first = True
+        self._thread = threading.Thread(target=self._spool, name="mcptrace-convert", daemon=True)
+        self._thread.start()
+
+    def _spool(self) -> None:
+        inp = self._inp
+        try:
+            with open(self.path, "ab") as fh:
+                fh.write(converted_header(inp.path, inp.format.name) + b"\n")
+                buf: list[bytes] = []
+                for rec in converted_records(inp.records):
+                    if self._stop:
+                        return
+                    buf.append(record_line(rec))
+                    if len(buf) >= SPOOL_BATCH:
+                        self._write(fh, buf)
+                self._write(fh, buf)
+        except Exception as exc:  # InputError, OSError: the input cannot be read on
+            self.error = str(exc)
+        finally:
+            try:
+                inp.fh.close()
+            except OSError:
+                pass
+            with self._written:
+                self._done = True
+                self._written.notify_all()
+
+    def _write(self, fh, buf: list[bytes]) -> None:
+        if buf:
+            fh.write(b"\n".join(buf) + b"\n")
+            fh.flush()
+            buf.clear()
+        with self._written:
+            self._written.notify_all()
+
+    def update(self, max_bytes: int | None = None) -> int:
+        """Index what the conversion has written (waiting a moment for more, and for a first
+        screenful). Raises InputBroken once when the reader stopped on the input."""
+        added = 0
+        while True:
+            with self._written:
+                if not self._done and self.index.complete:
+                    self._written.wait(0.05)
+                done = self._done
+            if done:
+                self.index.final = True
+            added += self.index.update(max_bytes)
+            # the first update waits for a screenful of rows (or the end), as the viewer's first
+            # screen waited for the whole conversion before
+            if done or not self._first or len(self.index) >= SCREEN_ROWS:
+                break
+        self._first = False
+        if done and self.error is not None and self.index.complete:
+            why, self.error = self.error, None
+            raise InputBroken(why)
+        return added
+
+    def build(self) -> int:
+        added = 0
+        while not self.complete:
+            added += self.update()
+        return added
+
+    @property
+    def complete(self) -> bool:
+        return self._done and self.index.final and self.index.complete
+
+    @property
+    def progress(self) -> float:
+        if self._done or not self.size:
+            return 1.0 if self._done else 0.0
+        return min(0.99, self._inp.position() / self.size)
+
+    @property
+    def ends(self) -> array:
+        return self.index.ends
+
+    @property
+    def fd(self) -> int:
+        return self.index.fd
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def span(self, row: int) -> tuple[int, int]:
+        return self.index.span(row)
+
+    def length(self, row: int) -> int:
+        return self.index.length(row)
+
+    def line(self, row: int, limit: int | None = None) -> bytes:
+        return self.index.line(row, limit)
+
+    def read_part(self, row: int, offset: int, n: int) -> bytes:
+        return self.index.read_part(row, offset, n)
+
+    def lines(self, first: int, last: int) -> Iterator[tuple[int, bytes]]:
+        return self.index.lines(first, last)
+
+    def close(self) -> None:
+        self._stop = True
+        self._thread.join(timeout=2)
+        self.index.close()

@@ -27,7 +27,7 @@ from tracer.capture import record_from_dict
 from tracer.classify import classify_raw
 from tracer.filter import id_text
 from tracer.index import LineIndex
-from tracer.inputs.lazy import RecordIndex, converted_header, converted_records, record_line
+from tracer.inputs.lazy import RecordIndex, SpoolIndex, converted_header, converted_records, record_line
 from tracer.model import Record
 from tracer.safejson import dumps_text, safe_text
 from tracer.view.annotations import Annotations, RowSummary
@@ -300,7 +300,7 @@ class CaptureView:
         on_analysis: Callable[[Annotations], None] | None = None,
         source: str | None = None,
         cleanup: Callable[[], None] | None = None,
-        index: LineIndex | RecordIndex | None = None,
+        index: LineIndex | RecordIndex | SpoolIndex | None = None,
     ):
         self.path = path
         self.source = source or path  # what the user opened (differs for converted inputs)
@@ -450,8 +450,9 @@ def open_view(
     fmt: str | None = None,
     on_analysis: Callable[[Annotations], None] | None = None,
 ) -> CaptureView:
-    """A CaptureView of any input lint reads: our captures directly, other formats (NDJSON, host
-    logs, HAR, .mitm) converted to a temporary capture first. Raises tracer.inputs.InputError."""
+    """A CaptureView of any input lint reads: our captures by their lines, host logs and NDJSON by
+    lazy rows, other formats (HAR, .mitm) converted to a temporary capture in the background.
+    Raises tracer.inputs.InputError."""
     from tracer.inputs import open_input
     from tracer.inputs.lazy import lazy_rows
 
@@ -465,8 +466,22 @@ def open_view(
         # rows straight from the input, the same as its conversion's; the analysis process reads
         # them the same way (tracer.inputs.lazy.open_rows)
         return CaptureView(path, follow=False, on_analysis=on_analysis, index=RecordIndex(inp))
+    # converted to a temporary capture in the background, shown as it is written
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")  # (mode 0600)
+    os.close(fd)
+
+    def cleanup() -> None:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
     try:
-        tmp, cleanup = converted_capture(path, inp.format.name, inp.records)
-    finally:
+        index = SpoolIndex(inp, tmp)
+    except BaseException:
         inp.fh.close()
-    return CaptureView(tmp, follow=False, on_analysis=on_analysis, source=path, cleanup=cleanup)
+        cleanup()
+        raise
+    return CaptureView(tmp, follow=False, on_analysis=on_analysis, source=path, cleanup=cleanup, index=index)
