@@ -111,30 +111,6 @@ def method_starts(prefix: str) -> Callable:
 
 REGISTRY: dict[str, Rule] = {}
 
-# Observers: per-connection state a rule family needs that no single message carries (stdio
-# framing: lines that only parse when joined; stderr and process events). The analyser calls
-# `fn(rec, m, session)` for every record of the listed transports before the rules run: `m` is the
-# analysed message, or None for stderr and event records. Like pairing, an observer writes derived
-# facts (into `session.extra`); rules only read them.
-OBSERVERS: list[tuple[frozenset[str] | None, Callable]] = []
-# Observers whose facts only some rule families read (observer(families=...)): the analyser skips
-# them when none of those families' rules is selected (a lint with `--select MCP1,MCP2` does not
-# pay for stdio framing facts nobody reads). An observer that also changes shared session state
-# (pairing, tracking) must not declare families: it always runs.
-OBSERVER_FAMILIES: dict[Callable, frozenset[str]] = {}
-
-
-def observer(
-    transports: Iterable[str] | None = None, families: Iterable[str] | None = None
-) -> Callable[[Callable], Callable]:
-    def deco(fn: Callable) -> Callable:
-        OBSERVERS.append((frozenset(transports) if transports is not None else None, fn))
-        if families is not None:
-            OBSERVER_FAMILIES[fn] = frozenset(families)
-        return fn
-
-    return deco
-
 
 def rule(
     rule_id: str,

@@ -3,13 +3,10 @@ package that still import it. New code imports the decorators from `tracer.catal
 `all_rules` / `select_rules` from `tracer.rules`."""
 
 from tracer.catalog.registry import (  # noqa: F401
-    OBSERVER_FAMILIES,
-    OBSERVERS,
     REGISTRY,
     Rule,
     SelectionError,
     at_end,
-    observer,
     rule,
 )
 
