@@ -149,3 +149,16 @@ def test_on_a_terminal_a_page_is_rendered_markdown():
     text = out.getvalue()
     assert "filter: the viewer's filter language" in text and "```" not in text
     assert "kind:error | rule:MCP2" in text  # the generated table, inside its code block
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_help_on_any_command_name_prints_a_page_about_it(name, capsys):
+    from tracer import help as pages
+
+    assert main(["help", name]) == 0
+    out = capsys.readouterr().out
+    if name == "help":  # `mcptrace help help`: the list of topics
+        assert out == pages.listing()
+        return
+    assert pages.resolve(name) is not None, f"no topic for `mcptrace {name}`: add a page or an alias"
+    assert f"mcptrace {name}" in out

@@ -72,3 +72,9 @@ def test_rules_command_shows_a_failing_example(capsys):
     assert "Fails on: `tools/list` answered with" in out
     assert "Failing mini-session (fixtures/rules/MCP322.yaml" in out
     assert out.count("◀ fires here") == 1
+
+
+def test_the_readme_shows_the_help_listing_as_it_is(capsys):
+    assert cli_main(["help"]) == 0
+    listing = capsys.readouterr().out
+    assert f"$ .venv/bin/mcptrace help\n{listing}```" in README.read_text(encoding="utf-8")

@@ -43,20 +43,20 @@ def run(args: argparse.Namespace) -> int:
     from tracer import help as pages
     from tracer.cli import UsageError
 
-    if not args.topic:
+    if not args.topic or args.topic.strip().lower() in ("help", "topics"):
         sys.stdout.write(pages.listing())
         return 0
-    topic = args.topic.strip().lower()
-    if topic in pages.names():
+    topic = pages.resolve(args.topic)
+    if topic is not None:
         if sys.stdout.isatty():  # rendered: the tables fit the terminal (inside a code block's margins)
             show(pages.render(topic, tables(min(100, shutil.get_terminal_size().columns - 4))))
         else:
             show(pages.render(topic, tables()))
         return 0
-    if re.fullmatch(r"mcp\d{3}", topic):  # a rule id: that is `mcptrace rules ID`
+    if re.fullmatch(r"mcp\d{3}", args.topic.strip().lower()):  # a rule id: `mcptrace rules ID`
         from tracer.cli import main
 
-        return main(["rules", topic.upper()])
-    close = pages.close_matches(topic)
+        return main(["rules", args.topic.strip().upper()])
+    close = pages.close_matches(args.topic.strip())
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise UsageError(f"unknown help topic {args.topic!r} ({hint}'mcptrace help' lists the topics)")

@@ -12,6 +12,37 @@ import difflib
 from collections.abc import Callable, Mapping
 from importlib import resources
 
+# Other names a reader may try, so `mcptrace help COMMAND` works for every command.
+ALIASES = {
+    "demo": "view",
+    "tee": "stdio",
+    "wrap": "hosts",
+    "unwrap": "hosts",
+    "doctor": "hosts",
+    "http": "proxy",
+    "mitmproxy": "proxy",
+    "addon": "proxy",
+    "baseline": "ci",
+    "sarif": "ci",
+    "junit": "ci",
+    "github": "ci",
+    "otel": "export",
+    "otlp": "export",
+    "har": "export",
+    "capture": "capture-format",
+    "format": "capture-format",
+    "plugin": "pytest",
+    "fixtures": "develop",
+    "bench": "develop",
+}
+
+
+def resolve(name: str) -> str | None:
+    """The topic a name means (a topic, or an alias of one), or None."""
+    name = name.strip().lower()
+    topic = ALIASES.get(name, name)
+    return topic if topic in names() else None
+
 
 def _files():
     return resources.files("tracer.help").joinpath("topics")  # package data (pyproject.toml)
@@ -54,10 +85,12 @@ def listing() -> str:
     lines += [f"  {n:<{width}}{summary(n)}" for n in names()]
     lines += [
         "",
+        "A command's name works too (mcptrace help wrap), and a rule id (mcptrace help MCP310).",
         "Examples write `mcptrace`: from a checkout set up as the README says, that is .venv/bin/mcptrace.",
     ]
     return "\n".join(lines) + "\n"
 
 
 def close_matches(name: str) -> list[str]:
-    return difflib.get_close_matches(name, names(), n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name.lower(), names() + list(ALIASES), n=3, cutoff=0.5)
+    return list(dict.fromkeys(resolve(c) or c for c in close))
