@@ -1,11 +1,9 @@
-"""The dispatcher's prefilter (`@rule(needs=...)`) only saves calls: it never changes a finding."""
+"""The dispatch plans: which rules a message shape runs, in which order, behind which prefilter.
+(That the prefilters never change a finding: tests/test_dispatch_fast_paths.py.)"""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from tests.cases import build_records, load_rule_cases
-from tracer.analyser import RuleSet, analyse_all
+from tracer.analyser import RuleSet
 from tracer.model import Direction, Kind
 from tracer.protocol import ALL, MODERN
 from tracer.rules import all_rules
@@ -14,36 +12,9 @@ RULES = list(all_rules().values())
 PREFILTERED = [r for r in RULES if r.needs is not None]
 
 
-def _findings(records, rules):
-    msgs, ends = analyse_all(records, rules)
-    out = []
-    for m in msgs:
-        for x in [m, *(m.members or ())]:
-            out += [(f.rule, f.severity, f.message, f.seq, f.path, f.related_seq) for f in x.findings]
-    return out + [(f.rule, f.severity, f.message, f.seq, f.path, f.related_seq) for f in ends]
-
-
 def test_some_rules_are_prefiltered_by_a_key():
     assert PREFILTERED, "no rule uses needs= any more: remove the prefilter from the analyser"
     assert all(type(r.needs) is str for r in PREFILTERED)
-
-
-def test_every_rule_case_gives_the_same_findings_with_and_without_the_prefilters():
-    # every case of every rule file, run with ALL rules: prefiltered rules must find exactly what
-    # they find when the dispatcher calls them on every message
-    without = [replace(r, needs=None) for r in RULES]
-    for case_rule, case in load_rule_cases():
-        records = build_records(case["messages"], case.get("transport", "stdio"))
-        assert _findings(records, RULES) == _findings(records, without), (case_rule, case["name"])
-
-
-def test_every_rule_case_gives_the_same_findings_with_and_without_the_plan_predicates_and_gates():
-    # `possible=` leaves a rule out of a plan, `gate=` skips a run of rules: both only save calls
-    plain = [replace(r, possible=None, gate=None) for r in RULES]
-    assert any(r.possible is not None for r in RULES) and any(r.gate is not None for r in RULES)
-    for case_rule, case in load_rule_cases():
-        records = build_records(case["messages"], case.get("transport", "stdio"))
-        assert _findings(records, RULES) == _findings(records, plain), (case_rule, case["name"])
 
 
 def test_a_plan_leaves_out_the_rules_that_cannot_fire_on_its_shape():

@@ -5,17 +5,26 @@ same rules (`RuleSet.for_message`: by kind, method, versions and `Rule.possible`
 that share a prefilter (`RuleSet.plan`: `Rule.needs` keys and `Rule.gate` functions). The plan is
 then compiled into one small Python function (`RuleSet.runner`) that calls those rules one after
 the other: at 100,000 messages a second, the loop, the lookups and the tests a generic dispatcher
-does around each of 20-45 rule calls cost as much as the rules themselves.
+does around each of 20-45 rule calls cost as much as the rules themselves. The generated source is
+registered with `linecache` under a name listing its rules, and each call's line names its rule and
+where it is defined, so a rule that raises shows its own frame under a readable runner line.
+
+Each saving has a general twin that gives the same findings (tests/test_dispatch_fast_paths.py):
+`RuleSet(rules, fast=False)` runs every rule the message's kind, method and versions admit, in
+order, through one plain loop, with no plan, prefilter or generated code. HTTP rules and end rules
+(`run_http`, `run_end`) are plain loops.
 """
 
 from __future__ import annotations
 
+import inspect
+import linecache
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from tracer.catalog.registry import Rule
 from tracer.era import versions_of
-from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind
+from tracer.model import Analysed, Direction, Era, Finding, Hit, Kind, Record
 from tracer.protocol import ALL_METHODS, MODERN_EXTENSION_REQUESTS
 from tracer.rules import all_rules
 
@@ -47,17 +56,30 @@ def emit(rule: Rule, out, m: Analysed) -> None:
     """Add what a rule returned (not None) to the message's findings."""
     if type(out) is str or type(out) is Hit:
         m.findings.append(finding(rule, out, m))
-    else:
-        for hit in out:
-            m.findings.append(finding(rule, hit, m))
+        return
+    if not hasattr(out, "__iter__"):
+        raise _bad_return(rule, out)
+    for hit in out:
+        if type(hit) is not str and type(hit) is not Hit:
+            raise _bad_return(rule, hit)
+        m.findings.append(finding(rule, hit, m))
+
+
+def _bad_return(rule: Rule, value) -> TypeError:
+    return TypeError(
+        f"rule {rule.id} ({rule.fn.__qualname__}, {_where(rule.fn)}) returned a {type(value).__name__}: "
+        "a rule returns None, a str, a Hit or an iterable of them"
+    )
 
 
 class RuleSet:
     """The selected rules, indexed by (kind, method, versions) so each message runs only its own."""
 
-    def __init__(self, rules: Iterable[Rule] | None = None):
+    def __init__(self, rules: Iterable[Rule] | None = None, *, fast: bool = True):
         rules = list(all_rules().values()) if rules is None else list(rules)
         self.rules = rules
+        # False: every message runs through `_general` (the twin the fast paths are tested against)
+        self.fast = fast
         # stable sort: id order, except that late rules (the schema safety net) come last
         self.message_rules = sorted((r for r in rules if r.phase == "message"), key=lambda r: r.order)
         self.end_rules = [r for r in rules if r.phase == "end"]
@@ -133,6 +155,10 @@ class RuleSet:
         every rule to `m.findings`. None when no rule applies."""
         key = (kind, method, era, version, direction)
         run = self.runners.get(key, False)
+        if run is False and not self.fast:
+            run = self._general
+            if len(self.runners) < _RUNNER_CAP:
+                self.runners[key] = run
         if run is False:
             plan = self.plan(kind, method, versions_of(era, version), direction)
             run = self._compiled.get(id(plan), False)
@@ -141,6 +167,72 @@ class RuleSet:
             if len(self.runners) < _RUNNER_CAP:
                 self.runners[key] = run
         return run
+
+    def _general(self, m: Analysed, s) -> None:
+        """What a compiled runner does, the plain way: every message rule whose kind, method and
+        versions admit the message, called in dispatch order (no plan, prefilter or generated code)."""
+        method = m.method if m.method is not None else m.answers_method
+        versions = versions_of(m.era, m.version)
+        for r in self.message_rules:
+            if (
+                m.kind in r.kinds
+                and (r.methods is None or (method is not None and method in r.methods))
+                and versions <= r.versions
+            ):
+                out = r.fn(m, s)
+                if out is not None:
+                    emit(r, out, m)
+
+    def run_http(self, rec: Record, m: Analysed | None, s, versions: frozenset[str]) -> list[Finding]:
+        """Every HTTP rule on a record with HTTP facts (`fn(rec, m, s)`), when `versions` (what the
+        message, else the connection, may speak) are all the rule's. Findings of a message are
+        added to it; the others (no message) are returned."""
+        loose: list[Finding] = []
+        for r in self.http_rules:
+            if not versions <= r.versions:
+                continue
+            out = r.fn(rec, m, s)
+            if not out:
+                continue
+            for hit in [out] if type(out) is str or type(out) is Hit else out:
+                if type(hit) is str:
+                    hit = Hit(hit)
+                f = Finding(
+                    r.id,
+                    hit.severity or r.severity,
+                    hit.message,
+                    rec.seq,
+                    rec.line,
+                    rec.source,
+                    path=hit.path,
+                    related_seq=hit.related_seq,
+                )
+                (m.findings if m is not None else loose).append(f)
+        return loose
+
+    def run_end(self, s, end_t_ns: int) -> list[Finding]:
+        """Every end rule (and message rule's end check) on a closing session, `fn(s, end_t_ns)`
+        yielding (PendingRequest | None, Hit); a finding about a request whose versions are not all
+        the rule's is dropped."""
+        out: list[Finding] = []
+        for r in self.end_rules:
+            for req, hit in r.fn(s, end_t_ns) or ():
+                if req is not None and not versions_of(req.era, req.version) <= r.versions:
+                    continue
+                out.append(
+                    Finding(
+                        r.id,
+                        hit.severity or r.severity,
+                        hit.message,
+                        req.seq if req else 0,
+                        req.line if req else 0,
+                        req.source if req else "",
+                        path=hit.path,
+                        related_seq=hit.related_seq,
+                        offset=hit.offset,
+                    )
+                )
+        return out
 
 
 def compile_plan(plan) -> Callable | None:
@@ -163,15 +255,29 @@ def compile_plan(plan) -> Callable | None:
             indent = "        "
         elif pre is not None:  # Rule.gate
             names[f"gate{i}"] = pre
-            lines.append(f"    if gate{i}(m, s):")
+            lines.append(f"    if gate{i}(m, s):  # {_where(pre)}")
             indent = "        "
-        for j, r in enumerate(rules):
-            fn, rule = f"fn{i}_{j}", f"rule{i}_{j}"
+        for r in rules:
+            # the rule's own name in the generated line, so a traceback through it says which rule
+            fn, rule = f"{r.id}_{r.fn.__name__}", f"rule_{r.id}"
             names[fn], names[rule] = r.fn, r
             lines += [
-                f"{indent}out = {fn}(m, s)  # {r.id}",
+                f"{indent}out = {fn}(m, s)  # {r.id} {r.name}, {_where(r.fn)}",
                 f"{indent}if out is not None:",
                 f"{indent}    emit({rule}, out, m)",
             ]
-    exec("\n".join(lines), names)  # our own source, made from the plan alone
+    source = "\n".join(lines) + "\n"
+    filename = f"<rule runner {' '.join(r.id for _, rules in plan for r in rules)}>"
+    exec(compile(source, filename, "exec"), names)  # our own source, made from the plan alone
+    # tracebacks print the runner's lines like a file's (mtime None: never invalidated); one entry
+    # per plan, and plans are bounded by their shapes
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     return names["run"]
+
+
+def _where(fn: Callable) -> str:
+    """`module.py:line` of a function, for the runner's comments."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return getattr(fn, "__qualname__", repr(fn))
+    return f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}"

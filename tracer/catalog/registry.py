@@ -1,15 +1,23 @@
 """The rule registry: one function per rule, registered with the metadata docs and reports need.
 
-A message rule is `fn(msg: Analysed, session: Session)` returning None (nothing found: the cheap path
-for rules that run on every message, so write those as plain functions, not generators), a `str` or
-a `Hit`, or an iterable of them (a generator is fine for rules that run rarely); it reads the
-message and a read-only view of the session *before* this message was applied (the analyser has
-already computed the message's era and pairing). An end rule (`phase="end"`) runs once per session
-when it closes: `fn(session) -> Iterable[tuple[seq_or_msg, Hit]]`.
+A rule has one of three shapes, chosen by its decorator:
 
-Dispatch is by kind, method and version (`kinds=`, `methods=`, `versions=`); a rule that can only
-fire when its message's params or result has a given key says so with `needs="key"` (optionally
-for some methods only, `needs_methods=`), and the analyser skips the call when the key is absent.
+- `@rule`: a message rule, `fn(m: Analysed, s: Session)`, run on every message its `kinds=`,
+  `methods=` and `versions=` admit. It reads the message and a read-only view of the session
+  *before* this message was applied (the analyser has already computed the message's era and
+  pairing), and returns None (nothing found: the cheap path for rules that run on every message,
+  so write those as plain functions, not generators), a `str` or a `Hit`, or an iterable of them
+  (a generator is fine for rules that run rarely).
+- `@http_rule`: a rule about an HTTP exchange, `fn(rec: Record, m: Analysed | None, s: Session)`,
+  run on every record that carries HTTP facts (headers, status, SSE events), `m` the analysed
+  message or None; it returns what a message rule returns.
+- `@end_rule`: a rule about a whole session, `fn(s: Session, end_t_ns: int)`, run once when the
+  session closes; it yields `(anchor, Hit)` pairs, the anchor the PendingRequest the finding is
+  about (its seq and line) or None. `@at_end(ID)` gives a message rule such a check too.
+
+Message rules may say which messages cannot concern them, so dispatch (tracer.dispatch) skips the
+call: `needs="key"` (the params or result must have the key; optionally for some methods only,
+`needs_methods=`), `gate=` and `possible=` (see Rule).
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ class Rule:
     kinds: frozenset[Kind]  # message kinds the rule looks at
     methods: frozenset[str] | None  # only messages with one of these methods (or answering one)
     scope: str
-    phase: str  # "message" or "end"
+    phase: str  # the shape, set by the decorator: "message" (@rule), "http" (@http_rule), "end" (@end_rule)
     family: str  # module name: mcp10_envelope, mcp2_correlation, ... (see tracer/rules/__init__.py)
     # 0 for ordinary rules; the schema safety net (MCP150-MCP152) uses 1 so it runs after every other
     # rule on a message and can stay quiet where a precise rule already explained the problem.
@@ -112,6 +120,13 @@ def method_starts(prefix: str) -> Callable:
 REGISTRY: dict[str, Rule] = {}
 
 
+def _register(rule_id: str, fn: Callable, **fields) -> Callable:
+    if rule_id in REGISTRY:
+        raise ValueError(f"rule id {rule_id} registered twice")
+    REGISTRY[rule_id] = Rule(id=rule_id, fn=fn, family=fn.__module__.rsplit(".", 1)[-1], **fields)
+    return fn
+
+
 def rule(
     rule_id: str,
     name: str,
@@ -122,39 +137,92 @@ def rule(
     kinds: Iterable[Kind] = MESSAGE_KINDS,
     methods: Iterable[str] | None = None,
     scope: str = "single",
-    phase: str = "message",
     order: int = 0,
     needs: str | None = None,
     needs_methods: Iterable[str] | None = None,
     gate: Callable | None = None,
     possible: Callable | None = None,
 ) -> Callable[[Callable], Callable]:
-    """Register a rule function under an id from shared/spec/RULES.md. Ids are never reused; a rule
-    lives in the module of tracer/rules its id names (tests/test_rule_homes.py)."""
+    """Register a message rule, `fn(m, s)`, under an id from shared/spec/RULES.md. Ids are never
+    reused; a rule lives in the module of tracer/rules its id names (tests/test_rule_homes.py)."""
 
     def deco(fn: Callable) -> Callable:
-        if rule_id in REGISTRY:
-            raise ValueError(f"rule id {rule_id} registered twice")
-        module = fn.__module__.rsplit(".", 1)[-1]
-        REGISTRY[rule_id] = Rule(
-            id=rule_id,
+        return _register(
+            rule_id,
+            fn,
             name=name,
             severity=severity,
             versions=frozenset(versions),
             spec=spec,
-            fn=fn,
             kinds=frozenset(kinds),
             methods=frozenset(methods) if methods is not None else None,
             scope=scope,
-            phase=phase,
-            family=module,
+            phase="message",
             order=order,
             needs=needs,
             needs_methods=frozenset(needs_methods) if needs_methods is not None else None,
             gate=gate,
             possible=possible,
         )
-        return fn
+
+    return deco
+
+
+def http_rule(
+    rule_id: str,
+    name: str,
+    severity: Severity,
+    *,
+    spec: str,
+    versions: frozenset[str] = ALL,
+    scope: str = "http",
+) -> Callable[[Callable], Callable]:
+    """Register a rule about an HTTP exchange, `fn(rec, m, s)`: it runs on every record with HTTP
+    facts when the versions the message (else the connection) may speak are all in `versions`."""
+
+    def deco(fn: Callable) -> Callable:
+        return _register(
+            rule_id,
+            fn,
+            name=name,
+            severity=severity,
+            versions=frozenset(versions),
+            spec=spec,
+            kinds=MESSAGE_KINDS,
+            methods=None,
+            scope=scope,
+            phase="http",
+        )
+
+    return deco
+
+
+def end_rule(
+    rule_id: str,
+    name: str,
+    severity: Severity,
+    *,
+    spec: str,
+    versions: frozenset[str] = ALL,
+    scope: str = "session",
+) -> Callable[[Callable], Callable]:
+    """Register a rule about a whole session, `fn(s, end_t_ns)` yielding `(PendingRequest | None,
+    Hit)`: it runs once when the session closes; a finding about a request whose versions are not
+    all in `versions` is dropped."""
+
+    def deco(fn: Callable) -> Callable:
+        return _register(
+            rule_id,
+            fn,
+            name=name,
+            severity=severity,
+            versions=frozenset(versions),
+            spec=spec,
+            kinds=MESSAGE_KINDS,
+            methods=None,
+            scope=scope,
+            phase="end",
+        )
 
     return deco
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tracer.catalog.registry import RESPONSES, by_client, by_server, rule
+from tracer.catalog.registry import RESPONSES, by_client, by_server, end_rule, rule
 from tracer.era import possible_versions
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.pairing import PairStatus
@@ -375,11 +375,10 @@ def removed_method_with_modern_meta(m: Analysed, s):
     return Hit(f"{m.method} was removed in 2026-07-28 but is sent with modern _meta", path="$.method")
 
 
-@rule(
+@end_rule(
     "MCP211",
     "request-never-answered",
     Severity.WARNING,
-    phase="end",
     scope="pairing",
     spec="JSON-RPC §5; spec/2025-11-25/basic/lifecycle.mdx:L248-252",
 )

@@ -5,7 +5,7 @@ MCP410 (an `initialize` cancelled) opens the capabilities block, mcp41_capabilit
 
 from __future__ import annotations
 
-from tracer.catalog.registry import by_client, rule
+from tracer.catalog.registry import by_client, end_rule, rule
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import LEG, LEGACY_VERSIONS
 from tracer.session import Session
@@ -261,12 +261,11 @@ def negotiated_version_unknown(m: Analysed, s: Session):
     return [Hit(f"the server negotiated {v!r}, which {why}", path="$.result.protocolVersion")]
 
 
-@rule(
+@end_rule(
     "MCP407",
     "initialized-never-sent",
     Severity.ERROR,
     versions=LEG,
-    phase="end",
     scope="lifecycle",
     spec=f"{LIFECYCLE}:L147-155; spec/2024-11-05/basic/lifecycle.mdx:L103",
 )

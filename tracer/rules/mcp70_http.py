@@ -1,7 +1,7 @@
 """MCP701-MCP709, Streamable HTTP: what a POST must carry, how each kind of POST must be answered,
 and the SSE stream that answers a POST.
 
-HTTP rules (`phase="http"`) see every record of an HTTP connection, messages included, as
+HTTP rules (`@http_rule`) see every record of an HTTP connection, messages included, as
 `fn(rec, m, session)`; the flow facts come from `tracer.http.state`. The other SSE stream rules
 are in mcp71_sse.py, the sessions in mcp72_http_session.py, the version header in
 mcp73_version_header.py, modern headers in mcp74_http_headers.py, how a modern server answers in
@@ -10,7 +10,7 @@ mcp75_modern_http.py, the legacy HTTP+SSE transport (MCP901-MCP904) in mcp9_lega
 
 from __future__ import annotations
 
-from tracer.catalog.registry import rule
+from tracer.catalog.registry import http_rule
 from tracer.http.headers import (
     accept_lists,
     is_json,
@@ -71,12 +71,11 @@ def _name_source(m: Analysed) -> tuple[str, object] | None:
     return "name", params.get("name")
 
 
-@rule(
+@http_rule(
     "MCP701",
     "json-rpc-not-posted",
     Severity.ERROR,
     versions=L2_UP,
-    phase="http",
     scope="http",
     spec=f"{ST_L2}:L88-91; {SH_M}:L72-75",
 )
@@ -94,12 +93,11 @@ def json_rpc_not_posted(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP702",
     "post-accept-header",
     Severity.ERROR,
     versions=L2_UP,
-    phase="http",
     scope="http",
     spec=f"{ST_L2}:L92-93; {SH_M}:L76-77",
 )
@@ -120,12 +118,11 @@ def post_accept_header(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP703",
     "notification-post-status",
     Severity.ERROR,
     versions=L2_UP,
-    phase="http",
     scope="http/pairing",
     spec=f"{ST_L2}:L95-100; {SH_M}:L82-87",
 )
@@ -160,12 +157,11 @@ def notification_post_status(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP704",
     "request-post-answer-type",
     Severity.ERROR,
     versions=L2_UP,
-    phase="http",
     scope="http/pairing",
     spec=f"{ST_L2}:L101-104; {SH_M}:L88-91",
 )
@@ -201,12 +197,11 @@ def request_post_answer_type(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP705",
     "modern-response-posted",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L80-81",
 )
@@ -224,12 +219,11 @@ def modern_response_posted(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP706",
     "cross-origin-served",
     Severity.WARNING,
     versions=ALL,
-    phase="http",
     scope="http",
     spec=f"{ST_L2}:L78-80; {SH_M}:L58-62; spec/2024-11-05/basic/transports.mdx:L55",
 )
@@ -274,12 +268,11 @@ def cross_origin_served(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP707",
     "sse-data-not-one-message",
     Severity.ERROR,
     versions=L2_UP,
-    phase="http",
     scope="http",
     spec=f"WHATWG HTML §9.2 (event stream interpretation); {SH_M}:L144-155; {SSE_L1}:L71-72",
 )
@@ -307,12 +300,11 @@ def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP708",
     "stream-ended-without-response",
     Severity.WARNING,
     versions=L2_UP,
-    phase="http",
     scope="http/pairing",
     spec=f"{ST}:L117-118; spec/2025-03-26/basic/transports.mdx:L115-117; "
     f"{SH_M}:L33-36; spec/2026-07-28/changelog.mdx:L28",
@@ -345,12 +337,11 @@ def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP709",
     "stream-continues-after-response",
     Severity.WARNING,
     versions=L2_UP,
-    phase="http",
     scope="http",
     spec=f"{ST}:L124-125; {SH_M}:L125",
 )

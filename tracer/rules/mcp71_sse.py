@@ -8,7 +8,7 @@ HTTP rules (`fn(rec, m, session)`, see mcp70_http.py); the facts come from
 
 from __future__ import annotations
 
-from tracer.catalog.registry import rule
+from tracer.catalog.registry import http_rule
 from tracer.classify import id_key
 from tracer.http.headers import accept_lists, is_sse
 from tracer.http.state import current, req_header, state
@@ -99,12 +99,11 @@ def _post_stream_message(rec: Record, m: Analysed | None, s):
     return cur.flow
 
 
-@rule(
+@http_rule(
     "MCP710",
     "modern-stream-unrelated",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L112-124",
 )
@@ -133,12 +132,11 @@ def modern_stream_unrelated(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP711",
     "legacy-stream-unrelated",
     Severity.WARNING,
     versions=L2_L4,
-    phase="http",
     scope="http",
     spec=f"{ST}:L119-121",
 )
@@ -159,12 +157,11 @@ def legacy_stream_unrelated(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP712",
     "response-on-get-stream",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http",
     spec=f"{ST}:L147-149",
 )
@@ -183,12 +180,11 @@ def response_on_get_stream(rec: Record, m: Analysed | None, s):
     return Hit(f"a JSON-RPC {m.kind.value} on the GET stream, which is not a resumption")
 
 
-@rule(
+@http_rule(
     "MCP713",
     "message-broadcast",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http",
     spec=f"{ST}:L158-160",
 )
@@ -211,12 +207,11 @@ def message_broadcast(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP714",
     "get-stream-negotiation",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http",
     spec=f"{ST}:L135-142",
 )
@@ -250,12 +245,11 @@ def get_stream_negotiation(rec: Record, m: Analysed | None, s):
     return out
 
 
-@rule(
+@http_rule(
     "MCP715",
     "sse-id-reused",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http",
     spec=f"{ST}:L169-173, :L181-185",
 )
@@ -278,12 +272,11 @@ def sse_id_reused(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP716",
     "stream-not-primed",
     Severity.WARNING,
     versions=frozenset({L4}),
-    phase="http",
     scope="http",
     spec=f"{ST}:L106-116",
 )
@@ -313,12 +306,11 @@ def stream_not_primed(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP717",
     "reconnect-before-retry",
     Severity.ERROR,
     versions=frozenset({L4}),
-    phase="http",
     scope="http",
     spec=f"{ST}:L114-116",
 )

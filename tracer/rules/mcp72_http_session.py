@@ -8,7 +8,7 @@ carries the response head.
 
 from __future__ import annotations
 
-from tracer.catalog.registry import rule
+from tracer.catalog.registry import http_rule
 from tracer.http.state import current, req_header, resp_header, state
 from tracer.model import Analysed, Hit, Record, Severity
 from tracer.protocol import L3, L4, between
@@ -41,12 +41,11 @@ def _after_handshake(rec: Record, s) -> bool:
     return init is not None and init.result_seq is not None and rec.seq > init.result_seq
 
 
-@rule(
+@http_rule(
     "MCP720",
     "session-id-characters",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"{ST}:L203-204; spec/2025-03-26/basic/transports.mdx:L191",
 )
@@ -65,12 +64,11 @@ def session_id_characters(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP721",
     "session-id-not-sent",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"{ST}:L206-208",
 )
@@ -102,12 +100,11 @@ def session_id_not_sent(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP722",
     "missing-session-not-400",
     Severity.WARNING,
     versions=L2_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"{ST}:L209-210",
 )
@@ -132,12 +129,11 @@ def missing_session_not_400(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP723",
     "terminated-session-not-404",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"{ST}:L211-212",
 )
@@ -166,12 +162,11 @@ def terminated_session_not_404(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP724",
     "session-reused-after-404",
     Severity.ERROR,
     versions=L2_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"{ST}:L213-215",
 )
@@ -197,12 +192,11 @@ def session_reused_after_404(rec: Record, m: Analysed | None, s):
     )
 
 
-@rule(
+@http_rule(
     "MCP725",
     "session-id-not-on-initialize",
     Severity.WARNING,
     versions=L2_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"{ST}:L198-200",
 )

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from tracer.catalog.registry import rule
+from tracer.catalog.registry import http_rule
 from tracer.http.state import req_header
 from tracer.model import Analysed, Hit, Record, Severity
 from tracer.protocol import VERSIONS
 from tracer.rules.mcp72_http_session import L3_L4, ST, _after_handshake, _cur
 
 
-@rule(
+@http_rule(
     "MCP730",
     "version-header-missing",
     Severity.ERROR,
     versions=L3_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"spec/2025-06-18/basic/transports.mdx:L242-244; {ST}:L265-267, :L274-277",
 )
@@ -35,12 +34,11 @@ def version_header_missing(rec: Record, m: Analysed | None, s):
     return Hit(f"the {what} after initialize has no MCP-Protocol-Version header")
 
 
-@rule(
+@http_rule(
     "MCP731",
     "version-header-not-negotiated",
     Severity.WARNING,
     versions=L3_L4,
-    phase="http",
     scope="http/lifecycle",
     spec=f"{ST}:L271-272",
 )
@@ -60,12 +58,11 @@ def version_header_not_negotiated(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP732",
     "bad-version-header-served",
     Severity.ERROR,
     versions=L3_L4,
-    phase="http",
     scope="http/pairing",
     spec=f"spec/2025-06-18/basic/transports.mdx:L256-257; {ST}:L279-280",
 )

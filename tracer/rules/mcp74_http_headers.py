@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracer.catalog.registry import rule
+from tracer.catalog.registry import http_rule
 from tracer.http.headers import (
     decode_header_value,
     header,
@@ -18,12 +18,11 @@ from tracer.rules.mcp70_http import SH_M, _flow, _modern_request, _name_source, 
 from tracer.rules.mcp75_modern_http import _MUST_BE_400, HTTP
 
 
-@rule(
+@http_rule(
     "MCP740",
     "modern-post-missing-version-header",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L252-253, :L277-281",
 )
@@ -39,12 +38,11 @@ def modern_post_missing_version_header(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP741",
     "version-header-mismatch",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L257-261; schema/2026-07-28/schema.ts:L70-75",
 )
@@ -68,12 +66,11 @@ def version_header_mismatch(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP742",
     "method-header",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L286-293, :L570-576, :L622-630",
 )
@@ -94,12 +91,11 @@ def method_header(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP743",
     "name-header",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L288-296, :L490-504",
 )
@@ -122,12 +118,11 @@ def name_header(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP744",
     "header-value-encoding",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L467-508",
 )
@@ -155,12 +150,11 @@ def header_value_encoding(rec: Record, m: Analysed | None, s):
     return out
 
 
-@rule(
+@http_rule(
     "MCP745",
     "param-headers",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http/pairing",
     spec=f"{SH_M}:L467-476, :L522-537, :L561-566, :L589-595",
 )
@@ -186,12 +180,11 @@ def param_headers(rec: Record, m: Analysed | None, s):
     ]
 
 
-@rule(
+@http_rule(
     "MCP746",
     "header-failure-not-rejected",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http/pairing",
     spec=f"{SH_M}:L552-559, :L580-638; schema/2026-07-28/schema.ts:L452-468",
 )
@@ -228,12 +221,11 @@ def header_failure_not_rejected(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP747",
     "modern-error-status",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http/pairing",
     spec="spec/2026-07-28/basic/index.mdx:L380-382, :L387-392; "
     f"{SH_M}:L263-267; schema/2026-07-28/schema.ts:L452-530",
@@ -257,12 +249,11 @@ def modern_error_status(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP748",
     "unknown-method-status",
     Severity.ERROR,
     versions=MODERN,
-    phase="http",
     scope="http/pairing",
     spec=f"{SH_M}:L271-275",
 )
@@ -283,12 +274,11 @@ def unknown_method_status(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP749",
     "modern-get-delete-not-405",
     Severity.WARNING,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L680-684",
 )

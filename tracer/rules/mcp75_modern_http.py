@@ -7,7 +7,7 @@ HTTP rules (`fn(rec, m, session)`, see mcp70_http.py); the flow facts come from
 
 from __future__ import annotations
 
-from tracer.catalog.registry import rule
+from tracer.catalog.registry import http_rule, rule
 from tracer.http.state import current, req_header, state
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, MODERN
@@ -37,12 +37,11 @@ def _modern_success_since(s, seq: int) -> bool:
     return False
 
 
-@rule(
+@http_rule(
     "MCP750",
     "modern-session-id",
     Severity.WARNING,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L685-686; spec/2026-07-28/changelog.mdx:L12",
 )
@@ -63,12 +62,11 @@ def modern_session_id(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP751",
     "modern-resumability-fields",
     Severity.INFO,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L157, :L687; spec/2026-07-28/changelog.mdx:L28",
 )
@@ -92,12 +90,11 @@ def modern_resumability_fields(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP752",
     "sse-without-accel-buffering",
     Severity.WARNING,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L136-142",
 )
@@ -119,12 +116,11 @@ def sse_without_accel_buffering(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP753",
     "listen-answered-json",
     Severity.WARNING,
     versions=MODERN,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L127-131",
 )
@@ -142,12 +138,11 @@ def listen_answered_json(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP754",
     "fallback-after-modern-error",
     Severity.WARNING,
     versions=ALL,
-    phase="http",
     scope="http/pairing",
     spec=f"{SH_M}:L650-665, :L729-732; spec/2026-07-28/basic/versioning.mdx:L143-146",
 )

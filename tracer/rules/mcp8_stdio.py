@@ -13,7 +13,7 @@ The multi-line facts are `Session.stdio` (tracer.state.stdio), kept by the stdio
 
 from __future__ import annotations
 
-from tracer.catalog.registry import at_end, rule
+from tracer.catalog.registry import at_end, end_rule, rule
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
 from tracer.rules.mcp2_correlation import RACE_MS
@@ -272,12 +272,11 @@ def stdio_not_utf8(m: Analysed, s):
     )
 
 
-@rule(
+@end_rule(
     "MCP804",
     "stdio-stderr-not-utf8",
     Severity.WARNING,
     scope="stdio",
-    phase="end",
     spec=f"{STDIO_PAGE}:L14-17; spec/2025-11-25/basic/transports.mdx:L29-32",
 )
 def stdio_stderr_not_utf8(s, end_t_ns: int):
@@ -452,12 +451,11 @@ def stdio_no_discover_probe(m: Analysed, s):
     return None
 
 
-@rule(
+@end_rule(
     "MCP809",
     "stdio-server-outlives-stdin",
     Severity.INFO,
     scope="stdio",
-    phase="end",
     spec=f"{STDIO_PAGE}:L102-104; spec/2025-11-25/basic/lifecycle.mdx:L228-239",
 )
 def stdio_server_outlives_stdin(s, end_t_ns: int):

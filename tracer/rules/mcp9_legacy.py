@@ -7,7 +7,7 @@ reported once per feature and session: the analyser remembers what was already r
 
 from __future__ import annotations
 
-from tracer.catalog.registry import rule
+from tracer.catalog.registry import http_rule, rule
 from tracer.http.state import state
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, MODERN
@@ -17,12 +17,11 @@ from tracer.tracking import deprecated_uses
 REMOVAL = "earliest removal in the first revision on or after 2027-07-28"
 
 
-@rule(
+@http_rule(
     "MCP901",
     "sse-first-event-not-endpoint",
     Severity.ERROR,
     versions=ALL,
-    phase="http",
     scope="http",
     spec=f"{SSE_L1}:L67-69",
 )
@@ -43,12 +42,11 @@ def sse_first_event_not_endpoint(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP902",
     "sse-post-elsewhere",
     Severity.ERROR,
     versions=ALL,
-    phase="http",
     scope="http",
     spec=f"{SSE_L1}:L67-69",
 )
@@ -72,12 +70,11 @@ def sse_post_elsewhere(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP903",
     "sse-server-message-form",
     Severity.ERROR,
     versions=ALL,
-    phase="http",
     scope="http",
     spec=f"{SSE_L1}:L71-72",
 )
@@ -101,12 +98,11 @@ def sse_server_message_form(rec: Record, m: Analysed | None, s):
     return None
 
 
-@rule(
+@http_rule(
     "MCP904",
     "http-sse-deprecated",
     Severity.INFO,
     versions=ALL,
-    phase="http",
     scope="http",
     spec=f"{SH_M}:L695-708; spec/2026-07-28/deprecated.mdx:L31",
 )
