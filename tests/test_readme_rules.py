@@ -78,3 +78,10 @@ def test_the_readme_shows_the_help_listing_as_it_is(capsys):
     assert cli_main(["help"]) == 0
     listing = capsys.readouterr().out
     assert f"$ .venv/bin/mcptrace help\n{listing}```" in README.read_text(encoding="utf-8")
+
+
+def test_the_readme_lint_screen_is_what_lint_prints_on_the_demo_capture(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert cli_main(["lint", "fixtures/captures/demo.jsonl"]) == 1
+    out = capsys.readouterr().out
+    assert f"```\n{out}```" in README.read_text(encoding="utf-8")
