@@ -44,32 +44,39 @@ def sniff(head: bytes) -> bool:
     return False
 
 
-_SECONDS: dict[str, int | None] = {}  # "YYYY-MM-DDTHH:MM:SS+zone" -> seconds (None: no time)
+_SECONDS: dict[bytes, int | None] = {}  # b"YYYY-MM-DDTHH:MM:SS<zone>" -> seconds (None: no time)
 _SECONDS_CAP = 4096  # log lines share their second with many others: a small cache saves the parse
+_UNSEEN = object()
+
+
+def _seconds(stamp: bytes) -> int | None:
+    """Whole seconds since the epoch of a stamp without its fraction (None: not a time)."""
+    text = stamp.decode("ascii").replace(" ", "T")
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        return int(datetime.fromisoformat(text).timestamp())
+    except ValueError:
+        return None
 
 
 def _ts_ns(ts: bytes) -> int:
     """Nanoseconds since the epoch, exact to the log's own digits: the fraction is added as an
-    integer (a float of the whole time loses the last millisecond digit to rounding)."""
-    text = ts.decode("ascii").replace(" ", "T")
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    frac_ns = 0
-    if len(text) > 19 and text[19] == ".":
-        digits = text[20:]
-        n = len(digits) - len(digits.lstrip("0123456789"))
-        frac_ns = int((digits[:n] + "000000000")[:9])
-        text = text[:19] + digits[n:]
-    try:
-        secs = _SECONDS[text]
-    except KeyError:
-        try:
-            secs = int(datetime.fromisoformat(text).timestamp())
-        except ValueError:
-            secs = None
+    integer (a float of the whole time loses the last millisecond digit to rounding). TS is what
+    LINE_RE matched: 19 characters of date and time, maybe a fraction, maybe a zone."""
+    tail = ts[19:]
+    if tail[:1] == b".":
+        zone = tail[1:].lstrip(b"0123456789")
+        frac_ns = int((tail[1 : len(tail) - len(zone)] + b"000000000")[:9])
+    else:
+        zone, frac_ns = tail, 0
+    stamp = ts[:19] + zone
+    secs = _SECONDS.get(stamp, _UNSEEN)
+    if secs is _UNSEEN:
+        secs = _seconds(stamp)
         if len(_SECONDS) >= _SECONDS_CAP:
             _SECONDS.clear()
-        _SECONDS[text] = secs
+        _SECONDS[stamp] = secs
     return 0 if secs is None else secs * 1_000_000_000 + frac_ns
 
 
@@ -167,9 +174,10 @@ def _host_text(line: bytes, seq: int, n: int, source: str) -> Record:
 
 def _fields(m: re.Match[bytes]) -> tuple[str, str, int, bytes]:
     """(level, server, t_ns, rest) of a log entry line."""
-    a, b = m.group("a").decode("utf-8", "replace"), m.group("b").decode("utf-8", "replace")
+    ts, a_raw, b_raw, rest = m.groups()  # (LINE_RE's groups: ts, a, b, rest)
+    a, b = a_raw.decode("utf-8", "replace"), b_raw.decode("utf-8", "replace")
     level, server = (a, b) if a.lower() in LEVELS else (b, a)
-    return level, server, _ts_ns(m.group("ts")), m.group("rest")
+    return level, server, _ts_ns(ts), rest
 
 
 def _closed(seq: int, t_ns: int, conn: str, n: int, source: str) -> Record:
