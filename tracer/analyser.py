@@ -16,7 +16,14 @@ from tracer.era import label_era, possible_versions, session_versions, versions_
 from tracer.model import Analysed, Finding, Hit, Kind, Record, RecordType, Severity
 from tracer.session import Session
 from tracer.state.shared import SharedFacts
-from tracer.update import after_rules, http_answer, match_response, register_request, updaters_for
+from tracer.update import (
+    after_rules,
+    close_session,
+    http_answer,
+    match_response,
+    register_request,
+    updaters_for,
+)
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -223,7 +230,7 @@ class Analyser:
             run(m, s)
 
     def _end(self, s: Session, t_ns: int | None) -> list[Finding]:
-        s.closed = True
+        close_session(s)
         if s.messages:
             key, n = s.conn, 1
             while key in self.session_cells:  # the name came back in a later recording of the file

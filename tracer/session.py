@@ -85,8 +85,11 @@ class Session:
     # cancelled requests moved out of `pending` (past CANCELLED_CAP): a late answer still pairs "after
     # cancel", a repeated cancel still names a known request
     cancelled: BoundedMap = field(default_factory=lambda: BoundedMap(CANCELLED_KEPT_CAP))
-    cancelling: OrderedDict = field(default_factory=OrderedDict)  # pending cancelled requests, oldest first
-    detailed: deque = field(default_factory=deque)  # the answered requests that keep their params
+    # pending cancelled requests, oldest first
+    cancelling: OrderedDict[tuple, PendingRequest] = field(default_factory=OrderedDict)
+    detailed: deque[PendingRequest] = field(
+        default_factory=deque
+    )  # the answered requests that keep their params
     init: InitState | None = None
     inits: int = 0  # legacy initialize requests sent (the first one, or a retry after a failure, counts)
     discover: DiscoverState | None = None

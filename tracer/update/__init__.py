@@ -9,7 +9,8 @@ The analyser calls it from its pipeline, in the order the rules need (tracer.ana
 - after the rules: `after_rules` (counters, the handshake, the discover probe, cancels, tracking),
   so a rule judges a message against the session as it was before it;
 - for a record that is no message: `http_answer` (an HTTP error page answers a request) and the
-  transport's updater.
+  transport's updater;
+- when a session ends: `close_session`, before the end-of-session rules read it.
 
 Rules, the summary, the viewer and the exporters read the session through tracer.session,
 tracer.state and the read-only queries (tracer.pairing, tracer.tracking, tracer.http.state).
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterable
 from tracer.http.state import HTTP_TRANSPORTS
 from tracer.update import http, stdio
 from tracer.update.pairing import match_response, register_request
-from tracer.update.session import after_rules, http_answer
+from tracer.update.session import after_rules, close_session, http_answer
 
 # Per-transport updaters: (transports, updater, the id block of the rules that read its facts, or
 # None: always). HTTP facts change the pending table (a client closing a stream cancels its
@@ -43,4 +44,12 @@ def updaters_for(rule_ids: Iterable[str]) -> tuple[tuple[frozenset[str], Callabl
     )
 
 
-__all__ = ["UPDATERS", "after_rules", "http_answer", "match_response", "register_request", "updaters_for"]
+__all__ = [
+    "UPDATERS",
+    "after_rules",
+    "close_session",
+    "http_answer",
+    "match_response",
+    "register_request",
+    "updaters_for",
+]

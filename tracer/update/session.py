@@ -104,3 +104,9 @@ def http_answer(rec: Record, s: Session | None) -> None:
         if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
             disc.outcome = "error"
             disc.error_code = None
+
+
+def close_session(s: Session) -> None:
+    """The session is over (its connection closed, a new recording began, the input ended): from now
+    on it is read only (the end-of-session rules, the summary)."""
+    s.closed = True
