@@ -67,3 +67,16 @@ def test_the_keys_page_lists_every_row_with_its_keys():
         assert s.title in page
         for r in s.rows:
             assert key_names(r) in page and r.does in flat
+
+
+def test_every_mark_the_legend_explains_is_drawn_by_the_list():
+    from pathlib import Path
+
+    from ui.keys import MARKS
+
+    root = Path(__file__).resolve().parents[1] / "ui"
+    drawn = (root / "format.py").read_text(encoding="utf-8") + (
+        root / "widgets" / "message_list.py"
+    ).read_text(encoding="utf-8")
+    for glyph, _ in MARKS:
+        assert glyph in drawn, f"the legend explains {glyph!r}, which the list never draws"

@@ -159,6 +159,26 @@ SECTIONS: tuple[Section, ...] = (
     ),
 )
 
+# The marks of the message list, written once too: the help screen's legend and `mcptrace help keys`
+# render them (a test checks each one is drawn by the list).
+MARKS: tuple[tuple[str, str], ...] = (
+    ("→", "host to server"),
+    ("←", "server to host"),
+    ("M", "era modern"),
+    ("L", "era legacy"),
+    ("?", "era unknown"),
+    ("·", "not analysed yet"),
+    ("↳", "the method a response answers"),
+    ("●", "findings (coloured by the worst)"),
+    ("↔", "the selection's partner"),
+    ("⟲", "the other rounds of the selection's MRTR operation"),
+    ("!", "a stderr line"),
+    ("⇄", "an HTTP-only exchange"),
+    ("•", "an event"),
+    ("▣", "a capture header"),
+)
+DIMMED = ("!", "⇄", "•", "▣")  # the rows that are not messages are dimmed
+
 _NAMES = {
     "up": "↑",
     "down": "↓",
@@ -194,6 +214,13 @@ def bindings(name: str) -> list:
         for r in section(name).rows
         for b in r.binds
     ]
+
+
+def marks_text() -> str:
+    """The list's marks as `mcptrace help keys` prints them."""
+    return "".join(
+        f"  {glyph}  {what}{' (dimmed row)' if glyph in DIMMED else ''}\n" for glyph, what in MARKS
+    )
 
 
 def text(width: int = 100) -> str:

@@ -22,9 +22,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def tables(columns: int = 100) -> dict:
     """The generated tables pages may hold, each from the code that owns it, `columns` wide."""
     from tracer.filter_terms import text as filter_text
+    from ui.keys import marks_text
     from ui.keys import text as keys_text  # plain data: this does not start textual
 
-    return {"keys": lambda: keys_text(columns), "filter": lambda: filter_text(columns)}
+    return {
+        "keys": lambda: keys_text(columns),
+        "marks": marks_text,
+        "filter": lambda: filter_text(columns),
+    }
 
 
 def show(page: str, *, console=None) -> None:

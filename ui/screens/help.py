@@ -11,7 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from tracer.filter_terms import rows as filter_rows
-from ui.keys import SECTIONS, bindings, key_names
+from ui.format import ERA_BADGE, ERA_STYLE
+from ui.keys import DIMMED, MARKS, SECTIONS, bindings, key_names
 
 MAIN = ("list", "viewer", "app")  # the sections shown before the filter language
 
@@ -42,18 +43,13 @@ class HelpScreen(ModalScreen):
         flt.add_column()
         for term, what in filter_rows():
             flt.add_row(term, what)
-        legend = Text.assemble(
-            ("\nList: ", "bold"),
-            "→ host to server, ← server to host; ",
-            (" M ", "black on green"),
-            " modern, ",
-            (" L ", "black on yellow"),
-            " legacy, ",
-            (" ? ", "white on grey37"),
-            " era unknown, · not analysed yet; ",
-            "↳ the method a response answers; ● findings (colour of the worst); ↔ the selection's partner; ",
-            "⟲ rounds of the selection's MRTR operation; dimmed rows: stderr, HTTP-only exchanges, events.\n",
-        )
+        legend = Text("\nList: ", style="bold")
+        badges = {ERA_BADGE[era].strip(): (ERA_BADGE[era], ERA_STYLE[era]) for era in ERA_BADGE}
+        for i, (glyph, what) in enumerate(MARKS):
+            legend.append("; " if i else "")
+            legend.append(*badges.get(glyph, (glyph, "")))
+            legend.append(f" {what}")
+        legend.append(f" ({' '.join(DIMMED)}: dimmed rows)\n")
         main = [t for t, section in zip(keys, SECTIONS, strict=True) if section.name in MAIN]
         others = [t for t, section in zip(keys, SECTIONS, strict=True) if section.name not in MAIN]
         with VerticalScroll():  # the capture screen's keys and the filter first; other screens after
