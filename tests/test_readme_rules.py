@@ -85,3 +85,20 @@ def test_the_readme_lint_screen_is_what_lint_prints_on_the_demo_capture(capsys, 
     assert cli_main(["lint", "fixtures/captures/demo.jsonl"]) == 1
     out = capsys.readouterr().out
     assert f"```\n{out}```" in README.read_text(encoding="utf-8")
+
+
+def test_the_readme_replay_screen_is_lines_replay_prints(capsys, monkeypatch, tmp_path):
+    """The README's replay screen is abridged ("..."), but every line it shows is printed by a real
+    replay of the SDK capture against the SDK server's `--variant changed`, in that order."""
+    import sys
+
+    text = README.read_text(encoding="utf-8")
+    start = text.index("replay of fixtures/captures/sdk-stdio-legacy.jsonl against")
+    screen = text[start : text.index("```", start)].splitlines()
+    monkeypatch.chdir(ROOT)
+    server = [sys.executable, "fixtures/sdk/server.py", "--variant", "changed"]
+    capture = "fixtures/captures/sdk-stdio-legacy.jsonl"
+    assert cli_main(["replay", capture, "-o", str(tmp_path / "new.jsonl"), "--", *server]) == 1
+    out = capsys.readouterr().out.replace(sys.executable, ".venv/bin/python").splitlines()
+    shown = [line for line in screen if line.strip() != "..." and not line.startswith("new capture:")]
+    assert [line for line in out if line in shown] == shown
