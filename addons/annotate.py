@@ -17,7 +17,8 @@ from typing import Any
 from mitmproxy import ctx, hooks, http
 
 from tracer.analyser import Analyser
-from tracer.model import Record, Severity
+from tracer.events import all_findings
+from tracer.model import Analysed, Record, Severity
 
 MARKERS = {Severity.ERROR: ":red_circle:", Severity.WARNING: ":large_orange_diamond:"}
 UPDATE_EVERY_S = 0.25
@@ -97,23 +98,22 @@ class FlowAnnotator:
         task.add_done_callback(self._tasks.discard)
 
     def _analyse(self, rec: Record) -> http.HTTPFlow | None:
-        a = self.analyser.feed(rec)
-        findings = list(self.analyser.take_end_findings())
+        events = self.analyser.feed(rec)
         flow_id = rec.http.get("flow") if rec.http else None
         flow = self._flows.get(flow_id) if flow_id is not None else None
         if flow is None:
             return None
         note = self._notes.setdefault(flow_id, {"kinds": [], "findings": 0, "worst": None, "rules": []})
         note["conn"] = rec.conn
-        if a is not None:
-            if "method" not in note and (a.method or a.answers_method):
-                note["method"] = a.method or a.answers_method
-            if a.kind.value not in note["kinds"]:
-                note["kinds"].append(a.kind.value)
-            note["era"] = a.era.value
-            findings += a.findings
-            for member in a.members or ():
-                findings += member.findings
+        findings = []
+        for ev in events:
+            if ev.__class__ is Analysed:
+                if "method" not in note and (ev.method or ev.answers_method):
+                    note["method"] = ev.method or ev.answers_method
+                if ev.kind.value not in note["kinds"]:
+                    note["kinds"].append(ev.kind.value)
+                note["era"] = ev.era.value
+            findings.extend(all_findings(ev))
         for f in findings:
             note["findings"] += 1
             if f.rule not in note["rules"]:

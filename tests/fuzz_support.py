@@ -22,6 +22,7 @@ from typing import Any
 from tests.cases import ROOT, build_records, load_rule_cases
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem, read_capture, record_to_dict
+from tracer.events import all_findings
 from tracer.lint import LintStats
 from tracer.model import Finding
 from tracer.report import EXTRA_FORMATS, FORMATS, make_reporter
@@ -330,14 +331,10 @@ def run_pipeline(data: bytes, *, reports: bool = True, view: bool = True) -> str
             if isinstance(item, ReadProblem):
                 items.append(item)
                 continue
-            a = analyser.feed(item)
-            if a is not None:
-                items.extend(a.findings)
-                for m in a.members or ():
-                    items.extend(m.findings)
-            else:
-                items.extend(analyser.take_end_findings())
-        items.extend(analyser.finish())
+            for ev in analyser.feed(item):
+                items.extend(all_findings(ev))
+        for ev in analyser.finish():
+            items.extend(ev.findings)
         assert all(isinstance(x, Finding | ReadProblem) for x in items)
         if reports:
             for fmt in _REPORTERS:

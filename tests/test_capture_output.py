@@ -121,10 +121,8 @@ def test_lint_reads_two_appended_sessions_with_the_same_connection_name_as_two(t
     _session(path, "127.0.0.1→upstream/mcp")
     a = Analyser()
     findings = []
-    for rec in _records(path):
-        m = a.feed(rec)
-        findings.extend(m.findings if m is not None else a.take_end_findings())
-    findings.extend(a.finish())
+    for ev in a.run(_records(path)):
+        findings.extend(ev.findings)
     assert len(a.session_cells) == 2
     assert not [f for f in findings if f.rule in ("MCP201", "MCP202", "MCP203", "MCP204", "MCP205")]
 

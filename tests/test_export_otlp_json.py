@@ -21,6 +21,7 @@ from tests.test_mrtr_operations import ASKING_CLIENT, ASKING_SERVER
 from tracer.analyser import Analyser
 from tracer.export import build_spans
 from tracer.export.otlp_json import OtlpJsonWriter
+from tracer.model import Record, RecordType
 
 FIXTURES = sorted(CAPTURES.glob("*.jsonl"))
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -315,3 +316,29 @@ def test_otlp_json_ends_with_the_duration_histograms_of_the_requests_in_the_conv
     assert point.count == 3 and abs(point.sum - 0.270) < 1e-9
     assert list(point.bucket_counts)[:6] == [1, 1, 0, 0, 0, 1]  # <=10 ms, <=20 ms, ..., <=500 ms
     assert point.min == 0.005 and point.max == 0.25
+
+
+def test_a_request_left_unanswered_by_an_earlier_recording_of_an_appended_capture_carries_its_finding():
+    # A second header (the host restarted its server) ends the first recording's sessions; their
+    # end findings went nowhere when only messages followed, so the span lacked its MCP211 event.
+    def header(t_ns):
+        return Record(RecordType.HEADER, t_ns=t_ns, data={"format": "mcptrace", "version": 1, "t_ns": t_ns})
+
+    first = build_records(
+        [
+            {
+                "conn": "stdio-1",
+                "c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}},
+            }
+        ]
+    )
+    second = build_records(
+        [
+            {"conn": "stdio-2", "t_ms": 10, "c2s": {"jsonrpc": "2.0", "id": 1, "method": "ping"}},
+            {"conn": "stdio-2", "t_ms": 11, "s2c": {"jsonrpc": "2.0", "id": 1, "result": {}}},
+        ]
+    )
+    spans = spans_of([header(first[0].t_ns - 1), *first, header(second[0].t_ns - 1), *second])
+    (listed,) = [s for s in spans if s["name"] == "tools/list"]
+    found = [attrs(e) for e in listed.get("events", ()) if e["name"] == "mcptrace.finding"]
+    assert "MCP211" in [f["mcptrace.finding.rule"] for f in found]

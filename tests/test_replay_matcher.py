@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.replay_support import note, recording, req, res
-from tracer.mock.matcher import INVALID_PARAMS, METHOD_NOT_FOUND, Matcher, MatchMode
+from tracer.replay.matcher import INVALID_PARAMS, METHOD_NOT_FOUND, Matcher, MatchMode
 
 META_A = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -24,7 +24,6 @@ def _cell(entries, transport="stdio"):
     a = Analyser()
     for rec in build_records(entries, transport):
         a.feed(rec)
-        a.take_end_findings()
     a.finish()
     return a.session_cells["c1"]
 

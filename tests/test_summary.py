@@ -10,7 +10,7 @@ import orjson
 
 from tracer.analyser import Analyser
 from tracer.capture import ReadProblem, read_capture
-from tracer.model import Finding, RecordType, Severity
+from tracer.model import Analysed, Finding, RecordType, Severity
 from tracer.summary import SummaryBuilder, analyser_cells, percentile
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
@@ -24,13 +24,15 @@ def summarise(path: Path) -> dict:
             if isinstance(rec, ReadProblem):
                 continue
             b.add_record(rec)
-            m = a.feed(rec)
-            if m is not None:
-                b.add(m)
-            for f in a.take_end_findings():
-                b.add_finding(f)
-    for f in a.finish():
-        b.add_finding(f)
+            for ev in a.feed(rec):
+                if ev.__class__ is Analysed:
+                    b.add(ev)
+                else:
+                    for f in ev.findings:
+                        b.add_finding(f)
+    for ev in a.finish():
+        for f in ev.findings:
+            b.add_finding(f)
     return b.snapshot(analyser_cells(a))
 
 

@@ -13,17 +13,11 @@ from tracer.catalog.registry import Rule
 from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions, versions_of
+from tracer.events import Event, Findings, SessionClosed
 from tracer.model import Analysed, Finding, Hit, Kind, Record, RecordType, Severity
 from tracer.session import Session
 from tracer.state.shared import SharedFacts
-from tracer.update import (
-    after_rules,
-    close_session,
-    http_answer,
-    match_response,
-    register_request,
-    updaters_for,
-)
+from tracer.update import after_rules, http_answer, match_response, register_request, updaters_for
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -47,62 +41,77 @@ class Analyser:
         self._runners = self.ruleset.runners  # the compiled rule runners by shape (tracer.dispatch)
 
     # -- public API --------------------------------------------------------------------------
+    # Every consumer is one loop over what these return (tracer.events): lint, export, the tee,
+    # the addon, the viewer. Tuples, not generators: a message is ~99% of records, and a 1-tuple
+    # costs a fraction of a generator per record.
 
-    def feed(self, rec: Record) -> Analysed | None:
-        """Analyse one record. Returns the analysis of a message record, else None."""
+    def feed(self, rec: Record) -> tuple[Event, ...]:
+        """Analyse one record: its events, in order (tracer.events). A message record gives its
+        `Analysed`; an HTTP or SSE record without a message may give `Findings`; a close event or a
+        new recording's header gives a `SessionClosed` per session it ends."""
         self.records += 1
         if rec.t_ns > self.last_t_ns:
             self.last_t_ns = rec.t_ns
         rtype = rec.type
         if rtype is RecordType.MESSAGE:
-            return self._message(rec)
+            return (self._message(rec),)
         if rtype is RecordType.HEADER:
-            if self.header is not None:
-                # another recording appended to the file (a host restarted its server): the sessions
-                # of the earlier one are over, even where a connection name comes back (the proxy's
-                # client→upstream names do)
-                self._end_findings_pending.extend(self.finish())
+            # another recording appended to the file (a host restarted its server): the sessions
+            # of the earlier one are over, even where a connection name comes back (the proxy's
+            # client→upstream names do)
+            out = self.finish() if self.header is not None else ()
             self.header = rec.data
-            return None
+            return out
         if rtype is RecordType.HTTP and rec.http is not None:
             http_answer(rec, self.sessions.get(rec.conn))
         if self._observers:
             self._observe(rec, None, None)
+        out: tuple[Event, ...] = ()
         if rec.http is not None and self.ruleset.http_rules:
-            self._run_http_rules(rec, None, self.sessions.get(rec.conn) or self.session(rec))
+            loose = self._run_http_rules(rec, None, self.sessions.get(rec.conn) or self.session(rec))
+            if loose:
+                out = (Findings(rec, loose),)
         if rtype is RecordType.EVENT and rec.data and rec.data.get("event") in _CLOSE_EVENTS:
-            self._end_findings_pending.extend(self.close(rec.conn, rec.t_ns))
-        return None
-
-    def close(self, conn: str, t_ns: int | None = None) -> list[Finding]:
-        """A connection closed: run the end-of-session rules and forget its state."""
-        s = self.sessions.pop(conn, None)
-        if s is None:
-            return []
-        return self._end(s, t_ns)
-
-    def finish(self) -> list[Finding]:
-        """End of input: every session still open is closed. Returns end-of-session findings."""
-        out: list[Finding] = []
-        for conn in list(self.sessions):
-            out.extend(self.close(conn, self.last_t_ns))
+            closed = self.close(rec.conn, rec.t_ns)
+            if closed is not None:
+                out += (closed,)
         return out
 
+    def close(self, conn: str, t_ns: int | None = None) -> SessionClosed | None:
+        """A connection closed: run the end-of-session rules and forget its state (None: it had no
+        session)."""
+        s = self.sessions.pop(conn, None)
+        if s is None:
+            return None
+        return self._end(s, t_ns)
+
+    def finish(self) -> tuple[SessionClosed, ...]:
+        """End of input: every session still open is closed, in the order they began."""
+        last = self.last_t_ns
+        return tuple(ev for ev in (self.close(conn, last) for conn in list(self.sessions)) if ev is not None)
+
+    def feed_legacy(self, rec: Record) -> Analysed | None:
+        """The former `feed` (the analysis of a message record, else None; other findings through
+        `take_end_findings`), for a consumer not yet moved to the events."""
+        a = None
+        for ev in self.feed(rec):
+            if ev.__class__ is Analysed:
+                a = ev
+            else:
+                self._end_findings_pending.extend(ev.findings)
+        return a
+
     def take_end_findings(self) -> list[Finding]:
-        """Findings of the last record that was not a message: a close event's end-of-session
-        findings (e.g. never-answered requests), or a record rule's (an HTTP exchange)."""
+        """With `feed_legacy`: the findings of the last records that were not messages."""
         out = self._end_findings_pending
         self._end_findings_pending = []
         return out
 
-    def run(self, records: Iterable[Record]) -> Iterator[Analysed | Finding]:
-        """Analyse a stream; yields analysed messages and, as sessions close, their end findings."""
+    def run(self, records: Iterable[Record]) -> Iterator[Event]:
+        """Analyse a stream: every event, then the end of input's."""
+        feed = self.feed
         for rec in records:
-            a = self.feed(rec)
-            if a is not None:
-                yield a
-            else:
-                yield from self.take_end_findings()
+            yield from feed(rec)
         yield from self.finish()
 
     # -- pipeline ----------------------------------------------------------------------------
@@ -177,11 +186,12 @@ class Analyser:
         after_rules(m, s)  # the session learns what this message established (tracer.update)
         return m
 
-    def _run_http_rules(self, rec: Record, m: Analysed | None, s: Session) -> None:
+    def _run_http_rules(self, rec: Record, m: Analysed | None, s: Session) -> list[Finding]:
         """Rules about a record's HTTP facts: `fn(rec, m, session)`, `m` the analysed message or None
         (an HTTP exchange without a JSON-RPC body, an SSE stream event). They run when the versions
         the message (else the connection) may speak are all theirs. Findings of a message go with
-        it; the others are taken with `take_end_findings`."""
+        it; the others are returned (feed hands them out as a `Findings` event)."""
+        loose: list[Finding] = []
         versions = possible_versions(m) if m is not None else session_versions(s, rec)
         for rule in self.ruleset.http_rules:
             if not versions <= rule.versions:
@@ -205,7 +215,8 @@ class Analyser:
                 if m is not None:
                     m.findings.append(f)
                 else:
-                    self._end_findings_pending.append(f)
+                    loose.append(f)
+        return loose
 
     def _message_observers(self, transport: str) -> tuple:
         """The observers a message of this transport goes through, in registration order."""
@@ -229,14 +240,15 @@ class Analyser:
         if run is not None:
             run(m, s)
 
-    def _end(self, s: Session, t_ns: int | None) -> list[Finding]:
-        close_session(s)
+    def _end(self, s: Session, t_ns: int | None) -> SessionClosed:
+        s.closed = True
+        key = cell = None
         if s.messages:
             key, n = s.conn, 1
             while key in self.session_cells:  # the name came back in a later recording of the file
                 n += 1
                 key = f"{s.conn}#{n}"
-            self.session_cells[key] = s.compatibility
+            cell = self.session_cells[key] = s.compatibility
         out: list[Finding] = []
         end_t = t_ns or s.last_t_ns
         for rule in self.ruleset.end_rules:
@@ -255,7 +267,7 @@ class Analyser:
                     offset=hit.offset,
                 )
                 out.append(f)
-        return out
+        return SessionClosed(s, out, end_t, key, cell)
 
 
 def analyse_all(
@@ -265,12 +277,21 @@ def analyse_all(
     a = Analyser(rules)
     msgs: list[Analysed] = []
     ends: list[Finding] = []
-    for item in a.run(records):
-        if isinstance(item, Finding):
-            ends.append(item)
+    for ev in a.run(records):
+        if ev.__class__ is Analysed:
+            msgs.append(ev)
         else:
-            msgs.append(item)
+            ends.extend(ev.findings)
     return msgs, ends
 
 
-__all__ = ["Analyser", "RuleSet", "Severity", "analyse_all", "possible_versions"]
+__all__ = [
+    "Analyser",
+    "Event",
+    "Findings",
+    "RuleSet",
+    "SessionClosed",
+    "Severity",
+    "analyse_all",
+    "possible_versions",
+]

@@ -225,7 +225,7 @@ def _lint_file(
             continue
         n += 1
         try:
-            a = feed(item)
+            events = feed(item)
         except Exception as exc:  # a record this version cannot analyse costs its line, not the report
             if not quiet:
                 problem(
@@ -237,39 +237,42 @@ def _lint_file(
                     )
                 )
             continue
-        if a is not None:
-            messages += 1
-            try:
-                eras[a.era] += 1
-            except KeyError:
-                eras[a.era] = 1
-            if quiet:
-                continue
-            if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
-                on_message(a)
-            if digests is not None:
-                digests((item.source, item.seq), message_digest(item.raw))
-            if a.findings:
-                for f in a.findings:
-                    emit(f)
-            if a.members:
-                for member in a.members:
-                    for f in member.findings:
+        for ev in events:
+            if ev.__class__ is Analysed:
+                messages += 1
+                try:
+                    eras[ev.era] += 1
+                except KeyError:
+                    eras[ev.era] = 1
+                if quiet:
+                    continue
+                if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
+                    on_message(ev)
+                if digests is not None:
+                    digests((item.source, item.seq), message_digest(item.raw))
+                if ev.findings:
+                    for f in ev.findings:
                         emit(f)
-            if not messages & 0xFFFF:
-                bar.update(done_before + inp.position(), messages)
-        else:  # an event's end-of-session findings, an HTTP record's findings
-            ends = analyser.take_end_findings()
+                if ev.members:
+                    for member in ev.members:
+                        for f in member.findings:
+                            emit(f)
+                if not messages & 0xFFFF:
+                    bar.update(done_before + inp.position(), messages)
+                continue
+            # an HTTP record's findings, or a closed session's end-of-session findings
             if not quiet:
-                for f in ends:
+                for f in ev.findings:
                     emit(f)
     stats.messages = messages
     for era, count in eras.items():
         stats.eras[_ERA_NAMES[era]] += count  # (Enum.value is a slow descriptor)
-    for f in analyser.finish():
-        emit(f)
-    for conn, cell in analyser.session_cells.items():
-        stats.sessions[f"{path}#{conn}"] = cell
+    for ev in analyser.finish():
+        for f in ev.findings:
+            emit(f)
+    # (named as each session closed: a session whose end rules raised is still counted)
+    for name, cell in analyser.session_cells.items():
+        stats.sessions[f"{path}#{name}"] = cell
     stats.records += n
 
 

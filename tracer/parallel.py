@@ -35,7 +35,7 @@ from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem, read_capture
 from tracer.classify import classify_common, classify_raw
 from tracer.inputs import HEAD_BYTES, InputError, OpenInput, open_input
-from tracer.model import Direction, Kind, RecordType
+from tracer.model import Analysed, Direction, Kind, RecordType
 
 POOL_MIN_BYTES = 16 * 1024 * 1024  # below this, process start-up costs more than the other cores give
 SHARD_MIN_BYTES = 2 * 1024 * 1024  # a smaller capture goes whole to one worker
@@ -201,7 +201,7 @@ class _FileWork:
         conn = rec.conn
         had = conn in a_.sessions
         try:
-            a = a_.feed(rec)
+            events = a_.feed(rec)
         except Exception as exc:
             out.add(
                 key,
@@ -217,26 +217,27 @@ class _FileWork:
             )
             self._sessions_after(conn, had, line, key)
             return
-        if a is not None:
-            if self.digests:
-                from tracer.baseline import message_digest
+        for ev in events:
+            if ev.__class__ is Analysed:
+                if self.digests:
+                    from tracer.baseline import message_digest
 
-                out.add(key, ("m", (rec.source, rec.seq), message_digest(rec.raw)))
-            self.messages += 1
-            era = a.era  # (named at the end: Enum.value is a slow descriptor)
-            seen = self.eras.get(era)
-            if seen is None:
-                self.eras[era] = [1, key]
-            else:
-                seen[0] += 1
-            for f in a.findings:
-                out.add(key, ("f", f))
-            for member in a.members or ():
-                for f in member.findings:
+                    out.add(key, ("m", (rec.source, rec.seq), message_digest(rec.raw)))
+                self.messages += 1
+                era = ev.era  # (named at the end: Enum.value is a slow descriptor)
+                seen = self.eras.get(era)
+                if seen is None:
+                    self.eras[era] = [1, key]
+                else:
+                    seen[0] += 1
+                for f in ev.findings:
                     out.add(key, ("f", f))
-        else:
-            for f in a_.take_end_findings():
-                out.add(key, ("f", f))
+                for member in ev.members or ():
+                    for f in member.findings:
+                        out.add(key, ("f", f))
+            else:  # an HTTP record's findings, a closed session's end findings
+                for f in ev.findings:
+                    out.add(key, ("f", f))
         self._sessions_after(conn, had, line, key)
 
     def _sessions_after(self, conn: str, had: bool, line: int, key: tuple) -> None:
@@ -261,7 +262,8 @@ class _FileWork:
         a_ = self.analyser
         for conn in list(a_.sessions):
             key = (line, 2, self.born.pop(conn, 0))
-            for f in a_.close(conn, a_.last_t_ns):
+            closed = a_.close(conn, a_.last_t_ns)
+            for f in closed.findings if closed is not None else ():
                 self.out.add(key, ("f", f))
             self._cells(key)
 
@@ -389,8 +391,9 @@ def _whole(task: Task, rules: RuleSet, digests: bool, out: _Out) -> None:
         records += 1
         work.record(item, i)
     # (the stream position is the key here: settled formats may reorder lines)
-    for f in work.analyser.finish():
-        out.add((END, 2, 0), ("f", f))
+    for ev in work.analyser.finish():
+        for f in ev.findings:
+            out.add((END, 2, 0), ("f", f))
     work._cells((END, 2, 0))
     out.add((END, 9, 0), ("end", records, work.messages, {e.value: v for e, v in work.eras.items()}))
 

@@ -1,12 +1,22 @@
-"""One safe way to write untrusted values: reports, the viewer's previews and details, mock answers.
+"""One place that writes untrusted values as JSON, with two named policies.
 
 Whatever a peer sent can reach a serializer: JSON allows lone surrogate escapes ("\\ud800"), integers
 of any size and any depth, and orjson refuses all three (lone surrogates are not UTF-8, it holds
-64-bit integers, it stops at 254 levels). `dumps` is orjson when it can and a tamed copy otherwise:
-lone surrogates become the visible text `\\ud800` (valid UTF-8 everywhere, readable), integers stay
-exact (the standard library writes them), values nested deeper than `MAX_DEPTH` become a short note.
-The result is always one valid JSON document. `safe_text` does the same for a string shown or
-written as text (a finding's message on a UTF-8 stdout).
+64-bit integers, it stops at 254 levels). Both policies let orjson do the common case and the
+standard library the rest, so the result is always one valid JSON document; they differ in what
+they owe the reader:
+
+- `readable` (reports, the viewer's previews and details, exported spans): lone surrogates become
+  the visible text `\\ud800` (valid UTF-8 everywhere, readable), integers stay exact, values nested
+  deeper than `MAX_DEPTH` become a short note. `safe_text` does the same for a string shown or
+  written as text (a finding's message on a UTF-8 stdout). The module-level `dumps`, `dumps_text`,
+  `tame` and `safe_text` are this policy.
+- `wire_exact` (what the mock answers and replay sends): the host matches an answer to its request
+  by the exact id, so the value goes as sent, a lone surrogate as its `\\ud800` escape, any depth
+  the interpreter can walk; past that, `Unserializable` (the caller then leaves the value out).
+
+`loads` reads back what either wrote (orjson, else the standard library: escaped lone surrogates
+and integers beyond 64 bits, which orjson refuses or reads as infinity).
 """
 
 from __future__ import annotations
@@ -19,6 +29,22 @@ import orjson
 
 MAX_DEPTH = 200  # below orjson's 254 and far below the interpreter's recursion limit
 TOO_DEEP = "… (nested deeper than {} levels)"
+
+
+class Unserializable(ValueError):
+    """A value `wire_exact` cannot write (deeper than the interpreter's recursion limit, NaN...)."""
+
+
+def loads(data: bytes | str) -> Any:
+    """What `dumps` (either policy) wrote, read back: orjson, or the standard library for what
+    orjson refuses (it reads 10**400 as infinity, an error). Raises ValueError."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
+
+
+# -- readable ------------------------------------------------------------------------------------
 
 
 def safe_text(text: str) -> str:
@@ -85,10 +111,66 @@ def dumps_text(value: Any, option: int = 0) -> str:
     return dumps(value, option).decode("utf-8")
 
 
-def loads(data: bytes | str) -> Any:
-    """What `dumps` wrote, read back: orjson, or the standard library for the integers beyond
-    64 bits orjson refuses (it reads 10**400 as infinity, an error). Raises ValueError."""
+# -- wire exact ----------------------------------------------------------------------------------
+
+
+def _wire_dumps(value: Any, *, sort_keys: bool = False) -> bytes:
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
+        if sort_keys:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        pass
+    try:
+        # ensure_ascii: a lone surrogate goes as its escape, the bytes stay valid UTF-8
+        return json.dumps(
+            value, ensure_ascii=True, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False
+        ).encode("ascii")
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise Unserializable(str(exc) or type(exc).__name__) from None
+
+
+def _wire_compact(value: Any, limit: int = 160) -> str:
+    """A short one-line rendering for messages and logs; never raises."""
+    try:
+        text = _wire_dumps(value).decode()
+    except Unserializable:
+        text = f"<{type(value).__name__} too deep to show>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Policy:
+    """A serializer policy: `dumps(value, ...) -> bytes`, `loads(data)`, `compact(value)` (one line,
+    for messages and logs; never raises)."""
+
+    __slots__ = ("compact", "dumps", "loads", "name")
+
+    def __init__(self, name: str, dumps, compact) -> None:
+        self.name = name
+        self.dumps = dumps
+        self.loads = loads
+        self.compact = compact
+
+    def __repr__(self) -> str:
+        return f"<safejson policy {self.name}>"
+
+
+def _readable_compact(value: Any, limit: int = 160) -> str:
+    text = dumps_text(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+readable = _Policy("readable", dumps, _readable_compact)  # dumps(value, option=0)
+wire_exact = _Policy("wire_exact", _wire_dumps, _wire_compact)  # dumps(value, *, sort_keys=False)
+
+__all__ = [
+    "MAX_DEPTH",
+    "Unserializable",
+    "dumps",
+    "dumps_text",
+    "loads",
+    "readable",
+    "safe_text",
+    "tame",
+    "wire_exact",
+]

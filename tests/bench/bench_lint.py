@@ -246,7 +246,7 @@ def baseline(path: Path, sample: int) -> tuple[float, float, float]:
 
     from tracer.analyser import Analyser
     from tracer.capture import read_capture
-    from tracer.model import Kind
+    from tracer.model import Analysed, Kind
     from tracer.rules import REGISTRY, select_rules
     from tracer.rules.mcp15_schema import schema_target
     from tracer.schemas import load_schema
@@ -263,7 +263,11 @@ def baseline(path: Path, sample: int) -> tuple[float, float, float]:
     analyser = Analyser(select_rules(["MCP101"]))  # era and pairing only; nothing timed here
     with open(path, "rb") as fh:
         for rec in read_capture(fh):
-            m = analyser.feed(rec) if hasattr(rec, "raw") else None
+            m = (
+                next((ev for ev in analyser.feed(rec) if ev.__class__ is Analysed), None)
+                if hasattr(rec, "raw")
+                else None
+            )
             target = schema_target(m) if m is not None else None
             if target is None:
                 continue

@@ -41,8 +41,8 @@ n = 0
 sizes = {{}}
 for i, rec in enumerate(longsession.records({mode!r}, {size})):
     rec.seq = i + 1  # (as the capture writer numbers them)
-    m = a.feed(rec)
-    n += len(m.findings) if m is not None else len(a.take_end_findings())
+    for ev in a.feed(rec):
+        n += len(ev.findings)
     if i % 10000 == 0:  # (sampled: a stdio session is gone once its process exited)
         for s in a.sessions.values():
             for k, v in longsession.state_sizes(s).items():

@@ -38,7 +38,6 @@ def analyse(data: bytes) -> str | None:
         for item in read_capture(io.BytesIO(data), "sweep.jsonl"):
             if not isinstance(item, ReadProblem):
                 a.feed(item)
-                a.take_end_findings()
         a.finish()
     except Exception:
         return traceback.format_exc()

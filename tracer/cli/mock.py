@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from tracer.cli.inputs import register_optional_inputs
     from tracer.cli.replay import load_recording
     from tracer.mock.engine import MockServer
-    from tracer.mock.matcher import MatchMode
+    from tracer.replay.matcher import MatchMode
 
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")

@@ -44,21 +44,30 @@ class SpanFeed:
         self.builder = SpanBuilder(emit, identity=identity, source=source, include_bodies=include_bodies)
 
     def feed(self, rec: Record) -> None:
-        a = self.analyser.feed(rec)
+        events = self.analyser.feed(rec)
         builder = self.builder
-        if a is not None:
-            builder.message(a)
+        rtype = rec.type
+        if rtype is RecordType.MESSAGE:
+            builder.message(events[0])  # (a message record gives its Analysed, and only it)
             return
-        if rec.type is RecordType.HEADER:
+        if rtype is RecordType.HEADER:
+            # a new recording: the sessions of the one before it ended here, and their end findings
+            # (never-answered requests...) go on their own connection's spans, under its identity
+            for ev in events:
+                if ev.findings:
+                    builder.findings(ev.findings, ev.t_ns, ev.session.conn)
             builder.identity = identity_of(rec.data, self.identity)
             return
-        found = self.analyser.take_end_findings()
+        # an HTTP exchange's or SSE event's findings, and a close event's end findings: one call, so
+        # those a record carries without a span of their own share one short span
+        found = [f for ev in events for f in ev.findings]
         if found:
             builder.findings(found, rec.t_ns, rec.conn)
         builder.record(rec)
 
     def finish(self) -> None:
-        self.builder.finish(self.analyser.finish(), self.analyser.last_t_ns)
+        found = [f for ev in self.analyser.finish() for f in ev.findings]
+        self.builder.finish(found, self.analyser.last_t_ns)
 
 
 def build_spans(

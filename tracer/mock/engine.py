@@ -16,17 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.classify import Classified, classify_raw, id_key
-from tracer.mock.jsonsafe import Unserializable, compact, dumps, loads
-from tracer.mock.matcher import Matcher, MatchMode
 from tracer.model import Analysed, Kind
+from tracer.replay.matcher import Matcher, MatchMode
 from tracer.replay.recording import Exchange, Recording
+from tracer.safejson import Unserializable, loads, wire_exact
 
 Emit = Callable[[bytes], Awaitable[None]]
 NO_ANSWER = -32603
 INTERNAL_ERROR = -32603
 MAX_PENDING = 10_000  # requests of one session in progress at once (a silent one waits for its cancel)
 PARSE_ERROR = -32700
-_dumps = dumps
+_dumps = wire_exact.dumps  # answers echo the caller's id and values exactly as sent
+compact = wire_exact.compact
 
 
 def error_message(req_id: Any, error: dict[str, Any]) -> bytes:

@@ -48,9 +48,9 @@ from tracer.mock.engine import (
     error_message,
     internal_error,
 )
-from tracer.mock.matcher import METHOD_NOT_FOUND
 from tracer.model import Kind
 from tracer.protocol import META_PROTOCOL_VERSION
+from tracer.replay.matcher import METHOD_NOT_FOUND
 
 SESSION_HEADER = "Mcp-Session-Id"
 MAX_SESSIONS = 1000

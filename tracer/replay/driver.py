@@ -15,22 +15,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer.classify import Classified, classify_raw, id_key
-from tracer.mock.jsonsafe import Unserializable
-from tracer.mock.jsonsafe import dumps as wire_dumps
-from tracer.mock.matcher import Matcher, MatchMode
 from tracer.model import Kind
 from tracer.replay.diff import Difference, Ignores, diff
+from tracer.replay.matcher import Matcher, MatchMode
 from tracer.replay.peers import Peer
 from tracer.replay.recording import Exchange
 from tracer.replay.script import Plan, Step, Wait
+from tracer.safejson import Unserializable, wire_exact
 
 
 def _wire(obj: Any, fallback: bytes) -> bytes:
     """`obj` as the bytes to send, exactly as captured (lone surrogates as escapes, big integers
-    kept: tracer.mock.jsonsafe); a value too deep for any encoder goes as `fallback`, the bytes
+    kept: tracer.safejson.wire_exact); a value too deep for any encoder goes as `fallback`, the bytes
     captured for it."""
     try:
-        return wire_dumps(obj)
+        return wire_exact.dumps(obj)
     except Unserializable:
         return fallback
 

@@ -11,7 +11,9 @@ Three modes:
 - `strict`: the recorded order, with the same params including `_meta` (ids and progress tokens
   excepted: the caller picks those).
 
-The replayer uses the same matcher the other way round, to answer a server's requests.
+The mock answers a host with it; the replayer uses it the other way round, to answer a server's
+requests from the capture. (It lives in replay, beside the recordings it matches against, so mock
+builds on replay and never the reverse.)
 """
 
 from __future__ import annotations
@@ -22,10 +24,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tracer.mock.jsonsafe import Unserializable, dumps
-from tracer.mock.jsonsafe import compact as compact
 from tracer.replay.diff import Difference, Ignores, diff
 from tracer.replay.recording import Exchange, is_modern
+from tracer.safejson import Unserializable, wire_exact
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -59,7 +60,7 @@ def normalise(method: str, params: Any, mode: MatchMode) -> Any:
 
 def _key(value: Any) -> bytes | None:
     try:
-        return dumps(value, sort_keys=True)
+        return wire_exact.dumps(value, sort_keys=True)
     except Unserializable:  # too deep to write down: it matches nothing (and the miss says so)
         return None
 
@@ -217,7 +218,9 @@ def _paths(diffs: list[Difference], limit: int = 3) -> str:
     parts = []
     for d in diffs[:limit]:
         if d.change == "changed":
-            parts.append(f"{d.path} (recorded {compact(d.recorded, 40)}, got {compact(d.new, 40)})")
+            parts.append(
+                f"{d.path} (recorded {wire_exact.compact(d.recorded, 40)}, got {wire_exact.compact(d.new, 40)})"
+            )
         elif d.change == "added":
             parts.append(f"{d.path} (not recorded)")
         elif d.change == "removed":
@@ -230,7 +233,7 @@ def _paths(diffs: list[Difference], limit: int = 3) -> str:
 
 def _show(ex: Exchange) -> str:
     params = normalise(ex.method, ex.params, MatchMode.PARAMS)
-    shown = f" {compact(params)}" if params else ""
+    shown = f" {wire_exact.compact(params)}" if params else ""
     where = f" (capture line {ex.line})" if ex.line else f" (seq {ex.seq})"
     return f"{ex.method}{shown}{where}"
 

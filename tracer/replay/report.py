@@ -14,10 +14,9 @@ from enum import StrEnum
 from typing import IO, Any
 
 from tracer.classify import id_key
-from tracer.mock.matcher import compact
 from tracer.replay.diff import Difference, Ignores, diff
 from tracer.replay.driver import RunResult, Sent
-from tracer.safejson import safe_text, tame
+from tracer.safejson import safe_text, tame, wire_exact
 
 
 class Outcome(StrEnum):
@@ -229,12 +228,12 @@ _COLOR = {
 
 def _fmt_diff(d: Difference) -> str:
     if d.change == "changed":
-        return f"{d.path}: {compact(d.recorded, 60)} → {compact(d.new, 60)}"
+        return f"{d.path}: {wire_exact.compact(d.recorded, 60)} → {wire_exact.compact(d.new, 60)}"
     if d.change == "added":
-        return f"{d.path}: added {compact(d.new, 60)}"
+        return f"{d.path}: added {wire_exact.compact(d.new, 60)}"
     if d.change == "removed":
-        return f"{d.path}: removed (was {compact(d.recorded, 60)})"
-    return f"{d.path}: {compact(d.recorded, 50)} → {compact(d.new, 50)} (another type)"
+        return f"{d.path}: removed (was {wire_exact.compact(d.recorded, 60)})"
+    return f"{d.path}: {wire_exact.compact(d.recorded, 50)} → {wire_exact.compact(d.new, 50)} (another type)"
 
 
 class _SafeText:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracer import __version__
-from tracer.mock.jsonsafe import dumps as wire_dumps
 from tracer.model import Analysed, Direction, Era, Kind
 from tracer.protocol import LEGACY_VERSIONS
 from tracer.replay.recording import Conversation, Exchange, describe_request
+from tracer.safejson import wire_exact
 
 DEFAULT_LEGACY_VERSION = "2025-11-25"
 
@@ -149,7 +149,7 @@ def _cancel_step(ex: Exchange) -> Step:
         "method": "notifications/cancelled",
         "params": {"requestId": ex.request.id, "reason": "the host closed the request's stream (recorded)"},
     }
-    return Step("notification", wire_dumps(obj), obj, None, synthetic=True)
+    return Step("notification", wire_exact.dumps(obj), obj, None, synthetic=True)
 
 
 def _step_for(m: Analysed, by_request: dict[int, Exchange]) -> Step | None:
@@ -215,7 +215,7 @@ def _synthesised_handshake(conv: Conversation) -> tuple[list[Step], str]:
     from tracer.classify import classify_raw
     from tracer.model import Record, RecordType
 
-    raw = wire_dumps(req)
+    raw = wire_exact.dumps(req)
     c = classify_raw(raw)
     fake = Analysed(
         Record(RecordType.MESSAGE, dir=Direction.C2S, raw=raw, conn=conv.conn),
@@ -227,7 +227,7 @@ def _synthesised_handshake(conv: Conversation) -> tuple[list[Step], str]:
     )
     ex = Exchange(fake, conn=conv.conn)
     first = Step("request", raw, req, fake, [ex], synthetic=True)
-    second = Step("notification", wire_dumps(note_obj), note_obj, None, synthetic=True)
+    second = Step("notification", wire_exact.dumps(note_obj), note_obj, None, synthetic=True)
     second.waits = [Wait(first, ex)]
     note = (
         f"connection {conv.conn}: the capture has no initialize handshake (it starts mid-session); "

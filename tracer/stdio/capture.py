@@ -374,12 +374,11 @@ class CaptureSink(CaptureOutcome):
         for rec in recs:
             if rec.__class__ is LineRun or not self._worth_analysing(rec):  # (a run: plain lines only)
                 continue
-            m = a.feed(rec)
-            found = m.findings if m is not None else a.take_end_findings()
-            for f in found:
-                self.findings[f.rule] += 1
-                if self._on_finding is not None:
-                    self._on_finding(f)
+            for ev in a.feed(rec):
+                for f in ev.findings:  # (the live rules, MCP8xx, are about lines and the process)
+                    self.findings[f.rule] += 1
+                    if self._on_finding is not None:
+                        self._on_finding(f)
 
     def _worth_analysing(self, rec: Record) -> bool:
         """Live diagnostics cover framing (MCP801-MCP804) and the process life cycle (MCP809):
@@ -399,7 +398,7 @@ class CaptureSink(CaptureOutcome):
         if self._analyser is None:
             return
         try:
-            found = self._analyser.finish()
+            found = [f for ev in self._analyser.finish() for f in ev.findings]
         except Exception as exc:
             self.analysis_error = f"{type(exc).__name__}: {exc}"
             return

@@ -150,7 +150,7 @@ class Annotator:
                 return
 
     def finish(self) -> None:
-        for f in self.analyser.finish():
+        for f in [f for ev in self.analyser.finish() for f in ev.findings]:
             self.attach_end_finding(f)
         self.stash.clear()
         self.flush(eof=True, done=True, summary=True)
@@ -188,10 +188,10 @@ class Annotator:
         timing = self.sse_timing(rec)
         if rec.type is RecordType.MESSAGE:
             self.seqmap.add(rec.seq, row)
-            a = self.analyser.feed(rec)
+            a = self.analyser.feed_legacy(rec)
             self.message(row, a, fields, timing)
             return
-        self.analyser.feed(rec)
+        self.analyser.feed_legacy(rec)
         self.put(row, fields)
         # Findings that belong to no message: end-of-session rules on a close event, and HTTP rules
         # on `http` records and SSE stream events.
