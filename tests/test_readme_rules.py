@@ -102,3 +102,29 @@ def test_the_readme_replay_screen_is_lines_replay_prints(capsys, monkeypatch, tm
     out = capsys.readouterr().out.replace(sys.executable, ".venv/bin/python").splitlines()
     shown = [line for line in screen if line.strip() != "..." and not line.startswith("new capture:")]
     assert [line for line in out if line in shown] == shown
+
+
+def test_the_readme_export_screen_lists_spans_export_writes(capsys, monkeypatch, tmp_path):
+    """Each span line of the README's export screen (name, duration, ERROR) is a span that
+    `export --format otlp-json` writes for the demo capture."""
+    import json
+
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "spans.jsonl"
+    assert cli_main(["export", "--format", "otlp-json", "-o", str(out), "fixtures/captures/demo.jsonl"]) == 0
+    spans = set()
+    for line in out.read_text(encoding="utf-8").splitlines():
+        for rs in json.loads(line).get("resourceSpans", []):
+            for ss in rs["scopeSpans"]:
+                for sp in ss["spans"]:
+                    ms = (int(sp["endTimeUnixNano"]) - int(sp["startTimeUnixNano"])) / 1e6
+                    error = sp.get("status", {}).get("code") == 2
+                    spans.add((sp["name"], f"{ms:.3f}", error))
+    text = README.read_text(encoding="utf-8")
+    start = text.index("trace 1: mcptrace.connection")
+    shown = re.findall(r"^(?:trace \d: )?\s*(\S.*?)\s+(\d+\.\d{3}) ms(  ERROR)?", text[start:], re.M)
+    assert len(shown) >= 10
+    for name, ms, error in shown:
+        assert (name, ms, bool(error)) in spans, (name, ms, error)
+    summary = capsys.readouterr().err.replace(str(out), "spans.jsonl")
+    assert summary in text
