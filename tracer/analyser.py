@@ -17,7 +17,14 @@ from tracer.events import Event, Findings, SessionClosed
 from tracer.model import Analysed, Finding, Hit, Kind, Record, RecordType, Severity
 from tracer.session import Session
 from tracer.state.shared import SharedFacts
-from tracer.update import after_rules, http_answer, match_response, register_request, updaters_for
+from tracer.update import (
+    after_rules,
+    close_session,
+    http_answer,
+    match_response,
+    register_request,
+    updaters_for,
+)
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -241,7 +248,7 @@ class Analyser:
             run(m, s)
 
     def _end(self, s: Session, t_ns: int | None) -> SessionClosed:
-        s.closed = True
+        close_session(s)
         key = cell = None
         if s.messages:
             key, n = s.conn, 1
