@@ -285,4 +285,4 @@ def test_a_har_shows_its_first_rows_while_the_rest_converts_and_closing_stops_it
     assert isinstance(view.index, SpoolIndex) and len(view) >= 200
     assert view.basics(0).rtype == "header" and view.detail(1).where.endswith("of big.har")
     view.close()
-    assert not view.index._thread.is_alive() and not os.path.exists(tmp)
+    assert view.index.proc.poll() is not None and not os.path.exists(tmp)

@@ -19,6 +19,8 @@ Thread use, as LineIndex: one thread updates, others read rows; the arrays only 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from array import array
 from collections import OrderedDict
@@ -304,15 +306,15 @@ def open_rows(path: str, *, final: bool = True) -> LineIndex | RecordIndex:
     return LineIndex(path, final=final)
 
 
-SPOOL_BATCH = 1024  # converted lines written (and made visible) at a time
 SCREEN_ROWS = 200  # rows the first update waits for: a screenful
 
 
 class SpoolIndex:
     """Rows of an input whose records need more than their own line (a HAR's entries are replayed
     in time order across the whole document; .mitm flows likewise): converted to a temporary
-    capture by a background thread while the viewer shows the rows written so far, so the first
-    screen waits for the reader's first records, not for the whole conversion.
+    capture by a process of its own (tracer.inputs.spool, on the other core) while the viewer
+    shows the rows written so far, so the first screen waits for the reader's first records, not
+    for the whole conversion.
 
     Duck-types tracer.index.LineIndex (it is one over the growing capture, final once written)."""
 
@@ -323,55 +325,58 @@ class SpoolIndex:
         self.path = capture
         self.size = inp.size or 0
         self.error: str | None = None
-        self._inp = inp
+        self.pos = 0  # input bytes the conversion has read
+        inp.fh.close()  # (the converting process opens it again: it was checked, detected, proven)
         self.index = LineIndex(capture, final=False)
-        self._written = threading.Condition()
         self._done = False
-        self._stop = False
         self._first = True
-        self._thread = threading.Thread(target=self._spool, name="mcptrace-convert", daemon=True)
+        self._cond = threading.Condition()
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tracer.inputs.spool",
+                inp.path,
+                capture,
+                "--input-format",
+                inp.format.name,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+        )
+        self._thread = threading.Thread(target=self._watch, name="mcptrace-convert", daemon=True)
         self._thread.start()
 
-    def _spool(self) -> None:
-        inp = self._inp
-        try:
-            with open(self.path, "ab") as fh:
-                fh.write(converted_header(inp.path, inp.format.name) + b"\n")
-                buf: list[bytes] = []
-                for rec in converted_records(inp.records):
-                    if self._stop:
-                        return
-                    buf.append(record_line(rec))
-                    if len(buf) >= SPOOL_BATCH:
-                        self._write(fh, buf)
-                self._write(fh, buf)
-        except Exception as exc:  # InputError, OSError: the input cannot be read on
-            self.error = str(exc)
-        finally:
-            try:
-                inp.fh.close()
-            except OSError:
-                pass
-            with self._written:
-                self._done = True
-                self._written.notify_all()
-
-    def _write(self, fh, buf: list[bytes]) -> None:
-        if buf:
-            fh.write(b"\n".join(buf) + b"\n")
-            fh.flush()
-            buf.clear()
-        with self._written:
-            self._written.notify_all()
+    def _watch(self) -> None:
+        proc = self.proc
+        assert proc.stdout is not None and proc.stderr is not None
+        for line in proc.stdout:
+            if line.startswith(b"pos "):
+                try:
+                    self.pos = int(line[4:])
+                except ValueError:
+                    pass
+            with self._cond:
+                self._cond.notify_all()
+        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        code = proc.wait()
+        with self._cond:
+            if code != 0:
+                last = err.splitlines()[-1] if err else ""
+                self.error = last or f"the conversion stopped (exit code {code})"
+            self._done = True
+            self._cond.notify_all()
 
     def update(self, max_bytes: int | None = None) -> int:
         """Index what the conversion has written (waiting a moment for more, and for a first
         screenful). Raises InputBroken once when the reader stopped on the input."""
         added = 0
         while True:
-            with self._written:
+            with self._cond:
                 if not self._done and self.index.complete:
-                    self._written.wait(0.05)
+                    self._cond.wait(0.05)
                 done = self._done
             if done:
                 self.index.final = True
@@ -400,7 +405,7 @@ class SpoolIndex:
     def progress(self) -> float:
         if self._done or not self.size:
             return 1.0 if self._done else 0.0
-        return min(0.99, self._inp.position() / self.size)
+        return min(0.99, self.pos / self.size)
 
     @property
     def ends(self) -> array:
@@ -429,6 +434,16 @@ class SpoolIndex:
         return self.index.lines(first, last)
 
     def close(self) -> None:
-        self._stop = True
+        proc = self.proc
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         self._thread.join(timeout=2)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
         self.index.close()

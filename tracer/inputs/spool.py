@@ -1,0 +1,71 @@
+"""Convert an input to a capture in a process of its own, for the viewer (tracer.inputs.lazy's
+SpoolIndex shows the capture's rows as they are written).
+
+A HAR's entries are replayed in time order across the whole document and .mitm flows likewise, so
+their rows cannot be made one at a time from the file; the conversion runs here, on the machine's
+other core, rather than in a thread that would take the viewer's interpreter lock from the screen.
+The capture is written in batches (each batch of whole lines, flushed), and after each batch the
+input position reached goes to stdout (`pos N`), for the viewer's progress. A reader that stops on
+the input says why on stderr (one line) and exits 2; what was written stays.
+
+    python -m tracer.inputs.spool INPUT CAPTURE --input-format NAME
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+BATCH = 1024  # lines written and flushed at a time
+
+
+def convert(path: str, capture: str, fmt: str, out=None) -> None:
+    """Append INPUT's records, read as FMT, to CAPTURE as converted lines, reporting positions."""
+    from tracer.inputs import FORMATS, _ensure_builtin, open_input
+    from tracer.inputs.lazy import converted_header, converted_records, record_line
+
+    _ensure_builtin()
+    if not any(f.name == fmt for f in FORMATS):  # .mitm: its reader needs mitmproxy (addons/)
+        from tracer.cli.inputs import register_optional_inputs
+
+        register_optional_inputs()
+    inp = open_input(path, fmt=fmt)
+    try:
+        with open(capture, "ab") as fh:
+            fh.write(converted_header(path, fmt) + b"\n")
+            buf: list[bytes] = []
+            for rec in converted_records(inp.records):
+                buf.append(record_line(rec))
+                if len(buf) >= BATCH:
+                    fh.write(b"\n".join(buf) + b"\n")
+                    fh.flush()
+                    buf.clear()
+                    if out is not None:
+                        out.write(f"pos {inp.position()}\n")
+                        out.flush()
+            if buf:
+                fh.write(b"\n".join(buf) + b"\n")
+    finally:
+        inp.fh.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tracer.inputs.spool", description=__doc__.split("\n\n")[0])
+    p.add_argument("input")
+    p.add_argument("capture")
+    p.add_argument("--input-format", required=True)
+    args = p.parse_args(argv)
+    from tracer.inputs import InputError
+
+    try:
+        convert(args.input, args.capture, args.input_format, sys.stdout)
+    except BrokenPipeError:  # the viewer went away
+        return 0
+    except (InputError, OSError) as exc:
+        print(str(exc)[:500], file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
