@@ -10,8 +10,9 @@ import orjson
 
 from tracer.analyser import Analyser
 from tracer.capture import ReadProblem, read_capture
+from tracer.events import SessionClosed
 from tracer.model import Analysed, Finding, RecordType, Severity
-from tracer.summary import SummaryBuilder, analyser_cells, percentile
+from tracer.summary import SummaryBuilder, percentile
 
 CAPTURES = Path(__file__).resolve().parent.parent / "fixtures" / "captures"
 
@@ -30,10 +31,13 @@ def summarise(path: Path) -> dict:
                 else:
                     for f in ev.findings:
                         b.add_finding(f)
+                    if ev.__class__ is SessionClosed:
+                        b.session_closed(ev.session, ev.name, ev.cell)
     for ev in a.finish():
         for f in ev.findings:
             b.add_finding(f)
-    return b.snapshot(analyser_cells(a))
+        b.session_closed(ev.session, ev.name, ev.cell)
+    return b.snapshot(a)
 
 
 def hand_count(path: Path):

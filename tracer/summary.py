@@ -3,6 +3,13 @@ capabilities, counts by kind and by rule, latency p50/p95/max per method.
 
 Fed one analysed message (or record, or end finding) at a time, like the analyser, so the viewer's
 background analysis and lint can build it in the same pass. The result is a plain JSON-able dict.
+
+The summary keeps only its own counters (messages, kinds, eras, rules, latencies, and what the
+messages' per-request `_meta` showed). What a session established (the handshake's versions,
+capabilities and peers, the discover probe, the compatibility cell) it reads from the analyser's
+`Session`, never re-derived: a closed session through `session_closed`, an open one from the
+analyser at `snapshot`. Sessions are told apart by the analyser's name for them, so a connection
+name that comes back in a later recording of the same file (`conn#2`) is a session of its own.
 """
 
 from __future__ import annotations
@@ -11,10 +18,14 @@ import math
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
+
+if TYPE_CHECKING:
+    from tracer.analyser import Analyser
+    from tracer.session import Session
 
 
 def percentile(sorted_values: Any, q: float) -> int:
@@ -26,41 +37,91 @@ def percentile(sorted_values: Any, q: float) -> int:
 
 @dataclass
 class SessionFacts:
+    """One session's summary: the builder's own counters, and what its `Session` established."""
+
     conn: str
     transport: str = ""
     messages: int = 0
     first_t_ns: int = 0
     last_t_ns: int = 0
     eras: Counter = field(default_factory=Counter)
-    requested_version: str | None = None  # initialize params.protocolVersion
-    negotiated_version: str | None = None  # initialize result protocolVersion
+    # what the messages' per-request _meta showed (the modern era has no handshake to keep it)
     modern_versions: set[str] = field(default_factory=set)  # _meta protocolVersion values
-    client_caps: dict | None = None
-    server_caps: dict | None = None
-    client_info: Any = None
-    server_info: Any = None
-    discover: str | None = None  # "result" / "error" / "unanswered"
-    supported_versions: list | None = None  # server/discover result
+    meta_client_caps: dict | None = None  # of the first request that carried them
+    meta_client_info: Any = None
+    meta_server_info: Any = None  # a result's _meta serverInfo
+    name: str | None = None  # the analyser's name for the session, once it closed
+    established: dict[str, Any] | None = None  # session_facts() of the closed session
 
-    def to_dict(self, cell: str | None) -> dict[str, Any]:
+    def to_dict(self, name: str, established: dict[str, Any]) -> dict[str, Any]:
+        facts = dict(established)
+        if facts["client_caps"] is None:
+            facts["client_caps"] = self.meta_client_caps
+        if facts["client_info"] is None:
+            facts["client_info"] = self.meta_client_info
+        if facts["server_info"] is None:
+            facts["server_info"] = self.meta_server_info
         return {
-            "conn": self.conn,
+            "conn": name,
             "transport": self.transport,
             "messages": self.messages,
             "first_t_ns": self.first_t_ns,
             "last_t_ns": self.last_t_ns,
             "eras": _text_keys(self.eras),
-            "cell": cell,
-            "requested_version": self.requested_version,
-            "negotiated_version": self.negotiated_version,
+            "cell": facts.pop("cell"),
+            "requested_version": facts["requested_version"],
+            "negotiated_version": facts["negotiated_version"],
             "modern_versions": sorted(self.modern_versions),
-            "client_caps": self.client_caps,
-            "server_caps": self.server_caps,
-            "client_info": self.client_info,
-            "server_info": self.server_info,
-            "discover": self.discover,
-            "supported_versions": self.supported_versions,
+            "client_caps": facts["client_caps"],
+            "server_caps": facts["server_caps"],
+            "client_info": facts["client_info"],
+            "server_info": facts["server_info"],
+            "discover": facts["discover"],
+            "supported_versions": facts["supported_versions"],
         }
+
+
+def session_facts(s: Session | None, cell: str | None = None) -> dict[str, Any]:
+    """What a session established, as the analyser keeps it (the first successful `initialize`, the
+    first `server/discover` probe). None values where the session did not establish it."""
+    out: dict[str, Any] = dict.fromkeys(
+        (
+            "requested_version",
+            "negotiated_version",
+            "client_caps",
+            "server_caps",
+            "client_info",
+            "server_info",
+            "discover",
+            "supported_versions",
+        )
+    )
+    out["cell"] = cell if cell is not None or s is None else s.compatibility
+    if s is None:
+        return out
+    init, disc = s.init, s.discover
+    if init is not None:
+        out["requested_version"] = init.requested_version
+        out["negotiated_version"] = init.negotiated_version
+        out["client_caps"] = init.client_caps
+        out["client_info"] = init.client_info
+        if init.result_seq is not None:
+            out["server_caps"] = init.server_caps
+            out["server_info"] = init.server_info
+    if disc is not None:
+        out["discover"] = disc.outcome or "unanswered"
+        res = disc.result if disc.outcome == "result" else None
+        if res is not None:
+            sv = res.get("supportedVersions")
+            out["supported_versions"] = sv if type(sv) is list else None
+            if out["server_caps"] is None:
+                caps = res.get("capabilities")
+                out["server_caps"] = caps if type(caps) is dict else None
+            if out["server_info"] is None:
+                out["server_info"] = res.get("serverInfo")
+    if out["server_caps"] is None and s.track.discover_caps is not None:
+        out["server_caps"] = s.track.discover_caps
+    return out
 
 
 class SummaryBuilder:
@@ -72,7 +133,9 @@ class SummaryBuilder:
         self.rules: Counter = Counter()
         self.severities: Counter = Counter()
         self.latencies: dict[str, array] = {}
-        self.sessions: dict[str, SessionFacts] = {}
+        self.sessions: dict[str, SessionFacts] = {}  # the open ones, by connection
+        self.closed: list[SessionFacts] = []  # in the order they closed, each with its name
+        self._names: set[str] = set()  # the closed sessions' names
         self.messages = 0
         self.first_t_ns = 0
         self.last_t_ns = 0
@@ -128,6 +191,19 @@ class SummaryBuilder:
         self.rules[f.rule] += 1
         self.severities[f.severity] += 1
 
+    def session_closed(self, session: Session, name: str | None, cell: str | None) -> None:
+        """The analyser closed SESSION (tracer.events.SessionClosed: its name and cell): its facts are
+        read now, and a later message on the same connection starts a session of its own."""
+        s = self.sessions.pop(session.conn, None)
+        if self._last is s:
+            self._last = None
+        if s is None or name is None:  # (no message: not a session any report counts)
+            return
+        s.name = name
+        s.established = session_facts(session, cell)
+        self.closed.append(s)
+        self._names.add(name)
+
     def _facts(self, m: Analysed, s: SessionFacts) -> None:
         kind = m.kind
         if m.latency_ns is not None and kind in (Kind.RESULT, Kind.ERROR) and m.answers_method:
@@ -136,55 +212,22 @@ class SummaryBuilder:
                 lat = self.latencies[m.answers_method] = array("q")
             lat.append(m.latency_ns)
         if kind is Kind.REQUEST:
-            params = m.params or {}
             meta = m.meta
             if meta is not None:
                 pv = meta.get(META_PROTOCOL_VERSION)
-                if type(pv) is str:
+                if type(pv) is str and len(s.modern_versions) < 16:  # (a peer could send thousands)
                     s.modern_versions.add(pv)
                 caps = meta.get(META_CLIENT_CAPS)
-                if type(caps) is dict and s.client_caps is None:
-                    s.client_caps = caps
+                if type(caps) is dict and s.meta_client_caps is None:
+                    s.meta_client_caps = caps
                 info = meta.get(META_CLIENT_INFO)
-                if info is not None and s.client_info is None:
-                    s.client_info = info
-            if m.method == "initialize":
-                pv = params.get("protocolVersion")
-                s.requested_version = pv if type(pv) is str else s.requested_version
-                caps = params.get("capabilities")
-                if type(caps) is dict:
-                    s.client_caps = caps
-                if params.get("clientInfo") is not None:
-                    s.client_info = params.get("clientInfo")
-            elif m.method == "server/discover" and s.discover is None:
-                s.discover = "unanswered"
-        elif kind is Kind.RESULT or kind is Kind.ERROR:
-            answered = m.answers_method
+                if info is not None and s.meta_client_info is None:
+                    s.meta_client_info = info
+        elif (kind is Kind.RESULT or kind is Kind.ERROR) and s.meta_server_info is None:
             res = m.result
-            if answered == "initialize" and res is not None:
-                pv = res.get("protocolVersion")
-                s.negotiated_version = pv if type(pv) is str else s.negotiated_version
-                caps = res.get("capabilities")
-                if type(caps) is dict:
-                    s.server_caps = caps
-                if res.get("serverInfo") is not None:
-                    s.server_info = res.get("serverInfo")
-            elif answered == "server/discover":
-                s.discover = "result" if kind is Kind.RESULT else "error"
-                if res is not None:
-                    caps = res.get("capabilities")
-                    if type(caps) is dict:
-                        s.server_caps = caps
-                    sv = res.get("supportedVersions")
-                    if type(sv) is list:
-                        s.supported_versions = sv
-                    info = res.get("serverInfo")
-                    if info is not None:
-                        s.server_info = info
-            if res is not None and s.server_info is None:
-                meta = res.get("_meta")
-                if type(meta) is dict and meta.get(META_SERVER_INFO) is not None:
-                    s.server_info = meta.get(META_SERVER_INFO)
+            meta = res.get("_meta") if res is not None else None
+            if type(meta) is dict and meta.get(META_SERVER_INFO) is not None:
+                s.meta_server_info = meta.get(META_SERVER_INFO)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -200,9 +243,17 @@ class SummaryBuilder:
             }
         return out
 
-    def snapshot(self, cells: dict[str, str] | None = None) -> dict[str, Any]:
-        """The summary as a JSON-able dict. `cells` maps conn -> the analyser's compatibility cell."""
-        cells = cells or {}
+    def snapshot(self, analyser: Analyser | None = None) -> dict[str, Any]:
+        """The summary as a JSON-able dict: closed sessions as they closed, open ones as ANALYSER
+        (the one this builder was fed from) holds them now."""
+        sessions = [s.to_dict(s.name or s.conn, s.established or session_facts(None)) for s in self.closed]
+        live = analyser.sessions if analyser is not None else {}
+        for s in self.sessions.values():
+            name, n = s.conn, 1
+            while name in self._names:  # as the analyser will name it (Analyser._end)
+                n += 1
+                name = f"{s.conn}#{n}"
+            sessions.append(s.to_dict(name, session_facts(live.get(s.conn))))
         return {
             "records": dict(self.records),
             "messages": self.messages,
@@ -212,7 +263,7 @@ class SummaryBuilder:
             "rules": dict(sorted(self.rules.items())),
             "severities": _text_keys(self.severities),
             "latency": self.latency_table(),
-            "sessions": [s.to_dict(cells.get(s.conn)) for s in self.sessions.values()],
+            "sessions": sessions,
             "first_t_ns": self.first_t_ns,
             "last_t_ns": self.last_t_ns,
             "headers": self.headers,
@@ -221,12 +272,3 @@ class SummaryBuilder:
 
 def _text_keys(counter: Counter) -> dict[str, int]:
     return {(k.label if isinstance(k, Severity) else str(k)): v for k, v in counter.items()}
-
-
-def analyser_cells(analyser: Any) -> dict[str, str]:
-    """conn -> compatibility cell, for open and closed sessions of a tracer.analyser.Analyser."""
-    cells = dict(analyser.session_cells)
-    for conn, s in analyser.sessions.items():
-        if s.messages:
-            cells[conn] = s.compatibility
-    return cells

@@ -91,6 +91,7 @@ class Conversation:
     closed_streams: list[tuple[int, Exchange]] = field(default_factory=list)
     index: int = 0
     bucket: str = ""  # HTTP: "legacy" or "modern" part of a recorded connection
+    session: int = 1  # the how-manieth session of its connection name in the input (2: `conn#2`)
 
     def rename(self, conn: str) -> None:
         self.conn = conn
@@ -176,6 +177,9 @@ class _Builder:
         self.state: dict[int, _ConvState] = {}
         self.req_bucket: dict[tuple, str] = {}  # (conn, seq, idkey) -> bucket
         self.flow_bucket: dict[tuple, str] = {}  # (conn, flow) -> bucket
+        # sessions of each connection name so far: a name that comes back after a close (a later
+        # recording appended to the file) is another session, named `conn#2` as the analyser does
+        self.sessions: dict[str, int] = {}
 
     def conv(self, rec: Record, bucket: str) -> tuple[Conversation, _ConvState]:
         key = (rec.conn, bucket)
@@ -183,15 +187,20 @@ class _Builder:
         if c is None:
             c = Conversation(rec.conn, transport=rec.transport, index=len(self.convs))
             c.bucket = bucket
+            c.session = self.sessions.setdefault(rec.conn, 1)
             self.convs.append(c)
             self.open[key] = c
             self.state[id(c)] = _ConvState()
         return c, self.state[id(c)]
 
     def close(self, conn: str | None = None) -> None:
+        ended = set()
         for key in list(self.open):
             if conn is None or key[0] == conn:
                 del self.open[key]
+                ended.add(key[0])
+        for name in ended:  # its next message starts the next session of that name
+            self.sessions[name] += 1
 
     def bucket(self, m: Analysed) -> str:
         rec = m.rec
@@ -241,14 +250,17 @@ class _Builder:
 
     def finish(self) -> list[Conversation]:
         convs = [c for c in self.convs if c.messages]
-        by_conn: dict[str, list[Conversation]] = {}
+        by_session: dict[tuple[str, int], list[Conversation]] = {}
         for c in convs:
-            by_conn.setdefault(c.conn, []).append(c)
-        for group in by_conn.values():
-            if len({c.bucket for c in group}) > 1:  # name the parts apart: "conn [modern]"
-                for c in group:
-                    if c.bucket == "modern":
-                        c.rename(f"{c.conn} [modern]")
+            by_session.setdefault((c.conn, c.session), []).append(c)
+        for (conn, n), group in by_session.items():
+            name = conn if n == 1 else f"{conn}#{n}"
+            several = len({c.bucket for c in group}) > 1  # name the parts apart: "conn [modern]"
+            for c in group:
+                if several and c.bucket == "modern":
+                    c.rename(f"{name} [modern]")
+                elif n > 1:
+                    c.rename(name)
         return convs
 
 

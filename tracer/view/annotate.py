@@ -42,7 +42,7 @@ from tracer.pairing import PairStatus
 from tracer.safejson import dumps as safe_dumps
 from tracer.safejson import loads as safe_loads
 from tracer.session import BoundedMap
-from tracer.summary import SummaryBuilder, analyser_cells
+from tracer.summary import SummaryBuilder
 from tracer.view.rowformat import (
     DIR_OF,
     ERA_OF,
@@ -150,8 +150,10 @@ class Annotator:
                 return
 
     def finish(self) -> None:
-        for f in [f for ev in self.analyser.finish() for f in ev.findings]:
-            self.attach_end_finding(f)
+        for ev in self.analyser.finish():
+            for f in ev.findings:
+                self.attach_end_finding(f)
+            self.summary.session_closed(ev.session, ev.name, ev.cell)
         self.stash.clear()
         self.flush(eof=True, done=True, summary=True)
 
@@ -191,12 +193,16 @@ class Annotator:
             a = self.analyser.feed_legacy(rec)
             self.message(row, a, fields, timing)
             return
-        self.analyser.feed_legacy(rec)
+        events = self.analyser.feed(rec)
         self.put(row, fields)
-        # Findings that belong to no message: end-of-session rules on a close event, and HTTP rules
-        # on `http` records and SSE stream events.
-        for f in self.analyser.take_end_findings():
-            self.attach_end_finding(f)
+        # Findings that belong to no message: end-of-session rules on a close event (or a new
+        # recording's header), and HTTP rules on `http` records and SSE stream events.
+        for ev in events:
+            for f in ev.findings:
+                self.attach_end_finding(f)
+            session = getattr(ev, "session", None)
+            if session is not None:  # (a SessionClosed) the summary reads what it established
+                self.summary.session_closed(session, ev.name, ev.cell)
         if rec.type is RecordType.EVENT and self.stash and rec.conn not in self.analyser.sessions:
             self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != rec.conn}
 
@@ -464,7 +470,7 @@ class Annotator:
         self.emit(msg)
 
     def summary_snapshot(self) -> dict[str, Any]:
-        snap = self.summary.snapshot(analyser_cells(self.analyser))
+        snap = self.summary.snapshot(self.analyser)
         snap["capture_findings"] = self.capture_findings[:1000]
         snap["analysed_rows"] = self.flushed
         snap["unreadable_rows"] = self.analysis_errors
