@@ -44,3 +44,22 @@ def test_sarif_rules_carry_a_help_uri(tmp_path, capsys):
 
     rules = json.loads(capsys.readouterr().out)["runs"][0]["tool"]["driver"]["rules"]
     assert rules and all(r["helpUri"].startswith("https://") for r in rules)
+
+
+def test_the_text_report_gives_each_rule_found_its_spec_page_once(capsys):
+    main(["lint", "--fail-on", "never", str(ROOT / "fixtures" / "captures" / "demo.jsonl")])
+    out = capsys.readouterr().out
+    finding_lines = [line for line in out.splitlines() if ": MCP" in line]
+    summary = out.split("Findings by rule:", 1)[1]
+    rule = all_rules()["MCP211"]
+    assert f"  MCP211 {rule.name}" in summary and spec_links(rule)[0] in summary
+    assert finding_lines and not any("https://" in line for line in finding_lines)  # not on every line
+
+
+def test_the_viewers_finding_detail_links_the_rules_spec_page():
+    from ui.widgets.detail_render import _findings
+
+    rule = all_rules()["MCP211"]
+    (_, text) = _findings({"f": [["MCP211", 2, "never answered", None, None]]})
+    assert spec_links(rule)[0] in text.plain
+    assert any(f"link {spec_links(rule)[0]}" in str(span.style) for span in text.spans)

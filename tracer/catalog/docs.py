@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tracer.catalog.registry import Rule
-from tracer.protocol import M as LATEST
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 # Per-rule cases live beside the package in a source checkout (they are not installed).
@@ -89,29 +88,11 @@ def _entry_line(i: int, entry: dict, fires_at: set[int], width: int = 150) -> st
     return f"    {i:>2} {arrow} {text}{mark}"
 
 
-SPEC_SITE = "https://modelcontextprotocol.io/specification/"
-JSONRPC_SPEC = "https://www.jsonrpc.org/specification"
-# A rule's `spec=` names spec pages as `spec/<version>/<page>.mdx:L<lines>` and the schema as
-# `schema/<version>/schema.ts:L<lines>` (the spec repository's layout, which is not shipped).
-_SPEC_REF = re.compile(r"\b(spec|schema)/(\d{4}-\d{2}-\d{2})/([\w./-]+?)(?:\.mdx|\.ts)?(?=[:;,\s]|$)")
-
-
 def spec_links(r: Rule) -> list[str]:
-    """The modelcontextprotocol.io pages a rule's spec reference names, in order, without repeats."""
-    out: list[str] = []
-    for kind, version, page in _SPEC_REF.findall(r.spec):
-        if kind == "schema":
-            url = f"{SPEC_SITE}{version}/schema"
-        else:
-            page = page.removesuffix("/index").removesuffix("index")
-            url = f"{SPEC_SITE}{version}/{page}".rstrip("/")
-        if url not in out:
-            out.append(url)
-    if "JSON-RPC" in r.spec:
-        out.append(JSONRPC_SPEC)
-    if not out and r.spec.startswith("schema"):  # "schema: ..." with no version: every version's
-        out.append(f"{SPEC_SITE}{LATEST}/schema")
-    return out
+    """The pages a rule's spec reference names (modelcontextprotocol.io, or JSON-RPC), in order,
+    without repeats: the one rendering `mcptrace rules`, SARIF (helpUri), the text report's
+    summary and the viewer's finding detail use."""
+    return list(r.links)
 
 
 def definition_site(r: Rule) -> str:

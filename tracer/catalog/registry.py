@@ -26,6 +26,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from tracer.catalog.specref import SpecRef, parse_spec, urls
 from tracer.model import Direction, Kind, Severity
 from tracer.protocol import ALL, describe_versions
 
@@ -71,6 +72,13 @@ class Rule:
     # `direction` is the record's Direction or None; `versions` what the message may speak. The
     # rule must still check for itself: this only saves calls (tests/test_rule_prefilter.py).
     possible: Callable | None = None
+    # the spec pages `spec` cites, parsed once (tracer.catalog.specref); `links` renders them
+    refs: tuple[SpecRef, ...] = ()
+
+    @property
+    def links(self) -> tuple[str, ...]:
+        """The modelcontextprotocol.io (or JSON-RPC) pages the rule's spec reference names."""
+        return urls(self.refs)
 
     @property
     def doc(self) -> str:
@@ -123,7 +131,8 @@ REGISTRY: dict[str, Rule] = {}
 def _register(rule_id: str, fn: Callable, **fields) -> Callable:
     if rule_id in REGISTRY:
         raise ValueError(f"rule id {rule_id} registered twice")
-    REGISTRY[rule_id] = Rule(id=rule_id, fn=fn, family=fn.__module__.rsplit(".", 1)[-1], **fields)
+    family = fn.__module__.rsplit(".", 1)[-1]
+    REGISTRY[rule_id] = Rule(id=rule_id, fn=fn, family=family, refs=parse_spec(fields["spec"]), **fields)
     return fn
 
 

@@ -7,7 +7,8 @@ from typing import IO
 
 from tracer import __version__
 from tracer.capture import ReadProblem
-from tracer.catalog.docs import SPEC_SITE, spec_links
+from tracer.catalog.docs import spec_links
+from tracer.catalog.specref import SPEC_SITE
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding, Severity
 from tracer.safejson import dumps_text

@@ -1,10 +1,12 @@
-"""`path:line: MCPnnn [severity] message`, one line per finding, then a summary by rule."""
+"""`path:line: MCPnnn [severity] message`, one line per finding, then a summary by rule with each
+rule's spec page (the help a reader needs once per rule, not on every line)."""
 
 from __future__ import annotations
 
 from typing import IO
 
 from tracer.capture import ReadProblem
+from tracer.catalog.docs import spec_links
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding
 from tracer.safejson import safe_text
@@ -23,9 +25,11 @@ class TextReporter(Reporter):
         self.out = out
         self.color = color
         self.names: dict[str, str] = {}
+        self.links: dict[str, str] = {}
 
     def start(self, rules: list) -> None:
         self.names = {r.id: r.name for r in rules}
+        self.links = {r.id: next(iter(spec_links(r)), "") for r in rules}
 
     def problem(self, p: ReadProblem) -> None:
         self.out.write(safe_text(f"{p.source}:{p.line}: capture problem: {p.message}\n"))
@@ -50,7 +54,10 @@ class TextReporter(Reporter):
         if stats.findings:
             out.write("\nFindings by rule:\n")
             for rule_id, n in sorted(stats.by_rule.items()):
-                out.write(f"  {rule_id} {self.names.get(rule_id, ''):<40} {n:>8}\n")
+                link = self.links.get(rule_id, "")
+                out.write(
+                    f"  {rule_id} {self.names.get(rule_id, ''):<40} {n:>8}{'  ' + link if link else ''}\n"
+                )
         eras = ", ".join(f"{k} {v}" for k, v in sorted(stats.eras.items())) or "none"
         sev = ", ".join(f"{stats.by_severity.get(k, 0)} {k}s" for k in ("error", "warning", "info"))
         out.write(

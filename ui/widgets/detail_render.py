@@ -29,11 +29,12 @@ THEME = "ansi_dark"
 
 @functools.cache
 def rule_info() -> dict[str, tuple[str, str]]:
-    """rule id -> (name, spec source). Loaded on first use (the rules live in the analysis
-    process; the UI needs only their names)."""
+    """rule id -> (name, spec page URL, else the spec source). Loaded on first use (the rules live in
+    the analysis process; the UI needs only their names and links)."""
+    from tracer.catalog.docs import spec_links
     from tracer.rules import all_rules
 
-    return {r.id: (r.name, r.spec) for r in all_rules().values()}
+    return {r.id: (r.name, next(iter(spec_links(r)), r.spec)) for r in all_rules().values()}
 
 
 def rule_names() -> dict[str, str]:
@@ -212,7 +213,9 @@ def _findings(a: dict[str, Any]) -> list[RenderableType]:
         if extra:
             t.append("\n  " + " · ".join(extra), style="dim")
         if spec:
-            t.append(f"\n  spec: {spec}", style="dim cyan")
+            t.append("\n  spec: ", style="dim")
+            # a terminal that knows hyperlinks opens the page on click
+            t.append(spec, style=f"cyan link {spec}" if spec.startswith("https://") else "dim cyan")
         out.append(t)
     return out
 
