@@ -126,6 +126,17 @@ class Hit:
     offset: int | None = None
 
 
+def paired_reason(idkey: tuple, method: str | None, direction: str, seq: int, conn: str) -> str:
+    """Why an answer paired with its request, in words (Analysed.pair_reason; the viewer's analysis
+    keeps these parts and builds the words only for the row shown)."""
+    kind, value = idkey
+    shown = repr(value) if kind == "s" else str(value)
+    return (
+        f"id {shown} ({'string' if kind == 's' else 'number'}) answers the {method} request "
+        f"that {direction} sent at seq {seq} on connection {conn}"
+    )
+
+
 @dataclass(slots=True, eq=False)
 class Analysed:
     """Everything derived from one message record. Built by `tracer.analyser.Analyser`."""
@@ -211,12 +222,7 @@ class Analysed:
             return self.pair_note
         req = self.request
         if req is not None and self.pair_status in ("paired", "after-cancel"):
-            kind, value = req.idkey
-            shown = repr(value) if kind == "s" else str(value)
-            return (
-                f"id {shown} ({'string' if kind == 's' else 'number'}) answers the {req.method} request "
-                f"that {req.dir.value} sent at seq {req.seq} on connection {self.rec.conn}"
-            )
+            return paired_reason(req.idkey, req.method, req.dir.value, req.seq, self.rec.conn)
         if self.kind is Kind.REQUEST and self.partner_seq is not None:
             return f"answered by seq {self.partner_seq}"
         return None

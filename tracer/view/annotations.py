@@ -22,7 +22,8 @@ from typing import Any
 
 import orjson
 
-from tracer.safejson import loads as safe_loads
+from tracer.view.details import expand
+from tracer.view.details import load as load_details
 from tracer.view.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES, read_line_at
 
 
@@ -264,8 +265,9 @@ class Annotations:
             return None
         buf = read_line_at(self._fd("details.jsonl"), summary.det_off)
         try:
-            return safe_loads(buf) if buf else None  # (integers beyond 64 bits: see safejson)
-        except (ValueError, RecursionError):
+            # (integers beyond 64 bits: see safejson; a compact record is expanded: tracer.view.details)
+            return expand(load_details(buf)) if buf else None
+        except (ValueError, RecursionError, IndexError, KeyError, TypeError):
             return None
 
     def next_finding(self, row: int, step: int = 1) -> int | None:
