@@ -76,15 +76,10 @@ def _cycles(nodes: set[str], edges: set[tuple[str, str]]) -> list[list[str]]:
     return out
 
 
-# tracer.mock <-> tracer.replay is being broken in the same change (#14, the analyser contract's
-# part): allowed by name until it lands, then this set is emptied.
-ALLOWED = [["tracer.mock", "tracer.replay"]]
-
-
 def test_no_import_cycle_between_the_cores_packages(graph):
     edges = _package_imports(graph)
     nodes = {p for pair in edges for p in pair}
-    cycles = [c for c in _cycles(nodes, set(edges)) if c not in ALLOWED]
+    cycles = _cycles(nodes, set(edges))
     shown = [
         {
             "cycle": comp,

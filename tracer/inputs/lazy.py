@@ -312,7 +312,7 @@ SCREEN_ROWS = 200  # rows the first update waits for: a screenful
 class SpoolIndex:
     """Rows of an input whose records need more than their own line (a HAR's entries are replayed
     in time order across the whole document; .mitm flows likewise): converted to a temporary
-    capture by a process of its own (tracer.inputs.spool, on the other core) while the viewer
+    capture by a process of its own (tracer.cli.spool, on the other core) while the viewer
     shows the rows written so far, so the first screen waits for the reader's first records, not
     for the whole conversion.
 
@@ -335,7 +335,7 @@ class SpoolIndex:
             [
                 sys.executable,
                 "-m",
-                "tracer.inputs.spool",
+                "tracer.cli.spool",
                 inp.path,
                 capture,
                 "--input-format",

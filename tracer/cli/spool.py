@@ -8,7 +8,11 @@ The capture is written in batches (each batch of whole lines, flushed), and afte
 input position reached goes to stdout (`pos N`), for the viewer's progress. A reader that stops on
 the input says why on stderr (one line) and exits 2; what was written stays.
 
-    python -m tracer.inputs.spool INPUT CAPTURE --input-format NAME
+    python -m tracer.cli.spool INPUT CAPTURE --input-format NAME
+
+It is a command of its own (a process the viewer starts), so it lives with the CLI: it may register
+the readers that need optional dependencies (tracer.cli.inputs: the .mitm reader in addons/), which
+the core's input package must not import.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ def convert(path: str, capture: str, fmt: str, out=None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tracer.inputs.spool", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tracer.cli.spool", description=__doc__.split("\n\n")[0])
     p.add_argument("input")
     p.add_argument("capture")
     p.add_argument("--input-format", required=True)
