@@ -76,7 +76,13 @@ ROWS = [
     ("request with _meta pv a legacy version", nothing, [request("tools/list", 7, version=LEGACY_V)], M, LEGACY_V, "_meta protocolVersion '2025-11-25'"),
     ("initialize carrying modern _meta", nothing, [request("initialize", 7)], M, MODERN_V, "_meta protocolVersion"),
     # -- _meta without a protocolVersion is no modern label of its own ------------------------
-    ("request with _meta but no pv, fresh", nothing, [request("tools/list", 7, version=None)], U, None, "no initialize or per-request _meta"),
+    # modern request metadata without protocolVersion: a modern request missing a field (MCP310)
+    ("request with _meta but no pv, fresh", nothing, [request("tools/list", 7, version=None)], M, None, "params._meta io.modelcontextprotocol/clientCapabilities without protocolVersion"),
+    ("request with _meta but no pv, legacy session", legacy_handshake, [request("tools/list", 7, version=None)], L, LEGACY_V, "session opened by initialize"),
+    # a rejected probe identifies a legacy server (versioning "Backward Compatibility"): what follows
+    # before the fallback handshake is not modern by inheritance
+    ("server notification after a rejected probe", rejected_probe, [notification("notifications/message", {"level": "info", "data": 1}, dir=S2C)], U, None, "no initialize or per-request _meta"),
+    ("request without _meta after a rejected probe", rejected_probe, [request("tools/list", 7, era="legacy")], U, None, "no initialize or per-request _meta"),
     ("request with _meta but no pv, legacy session", legacy_handshake, [request("tools/list", 7, version=None)], L, LEGACY_V, "session opened by initialize"),
     # -- methods that exist in one era only ------------------------------------------------------
     ("server/discover without _meta", nothing, [request("server/discover", 7, era="legacy")], M, MODERN_V, "exists only in 2026-07-28"),
@@ -129,18 +135,6 @@ HTTP_ROWS = [
     ("HTTP: a reply on a modern request's stream", nothing, [request("tools/call", 7, {"name": "t"}, headers=H_MODERN, flow=7), notification("notifications/progress", {"progressToken": 1, "progress": 1}, dir=S2C, headers=H_MODERN, flow=7)], M, MODERN_V, "travels on the stream of the modern tools/call request (seq 1)"),
 ]
 
-# Where the labeller's answer and the spec's part ways (era and version only; each reported to the
-# lead, not fixed here): strict, so the row turns red the day the labeller is fixed.
-PROBE_REJECTED = "versioning#backward-compatibility: a non-modern error to the probe identifies a legacy server"
-NO_PV = "basic/index request metadata: modern _meta without protocolVersion is a modern request missing a field (MCP310)"
-# (row id, state, message, the answers the spec allows, why the labeller's answer is not one of them)
-SPEC_DOUBTS = [
-    # the labeller counts the rejected probe as a modern request and calls what follows "modern"
-    ("server notification after a rejected probe", rejected_probe, [notification("notifications/message", {"level": "info", "data": 1}, dir=S2C)], {(U, None), (L, None)}, PROBE_REJECTED),
-    ("request without _meta after a rejected probe", rejected_probe, [request("tools/list", 7, era="legacy")], {(U, None), (L, None)}, PROBE_REJECTED),
-    # labelled unknown, so no modern rule (MCP310 included) runs on it
-    ("request with modern _meta fields but no pv", nothing, [request("tools/list", 7, version=None)], {(M, None)}, NO_PV),
-]
 # fmt: on
 
 
@@ -153,18 +147,6 @@ def test_each_message_gets_the_era_version_and_reason_the_spec_gives_it(state, s
     m = msgs[-1]
     assert (m.era, m.version) == (era, version), m.era_reason
     assert gist in m.era_reason
-
-
-@pytest.mark.parametrize(
-    ("state", "subject", "allowed"),
-    [
-        pytest.param(state, subject, allowed, id=name, marks=pytest.mark.xfail(strict=True, reason=why))
-        for name, state, subject, allowed, why in SPEC_DOUBTS
-    ],
-)
-def test_where_the_spec_says_otherwise_the_labeller_follows_the_spec(state, subject, allowed):
-    m = analyse_all(session(*state(), *subject))[0][-1]
-    assert (m.era, m.version) in allowed, m.era_reason
 
 
 def test_the_table_covers_every_kind_and_every_session_state():

@@ -15,6 +15,8 @@ from tracer.protocol import (
     LEG,
     LEGACY_ONLY_METHODS,
     LEGACY_VERSIONS,
+    META_CLIENT_CAPS,
+    META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
     MODERN_ONLY_METHODS,
@@ -73,6 +75,21 @@ def label_era(m: Analysed, s: Session) -> None:
             m.version = pv if type(pv) is str else None
             m.explain_era("params._meta protocolVersion {!r}", pv)
             return
+        if kind is Kind.REQUEST and m.dir is Direction.C2S and not _handshake_open(s):
+            key = (
+                META_CLIENT_CAPS
+                if META_CLIENT_CAPS in meta
+                else META_CLIENT_INFO
+                if META_CLIENT_INFO in meta
+                else None
+            )
+            if key is not None:
+                # request metadata only a 2026-07-28 request carries: a modern request that lacks
+                # its protocolVersion (MCP310), not one of unknown era that no modern rule judges
+                m.era = Era.MODERN
+                m.version = None
+                m.explain_era("params._meta {} without protocolVersion", key)
+                return
         if kind is Kind.NOTIFICATION and META_SUBSCRIPTION_ID in meta:
             # only a modern subscriptions/listen stream tags its notifications this way
             m.era = Era.MODERN
@@ -114,7 +131,7 @@ def label_era(m: Analysed, s: Session) -> None:
             m.explain_era("travels on the stream of the modern {} request (seq {})", *flow_era)
             return
     init = s.init
-    if init is not None and init.error_seq is None:  # a rejected initialize opened no session
+    if _handshake_open(s):  # (a rejected initialize opened no session)
         m.era = Era.LEGACY
         m.version = s.legacy_version
         if init.negotiated_version:
@@ -139,7 +156,7 @@ def label_era(m: Analysed, s: Session) -> None:
         m.version = header
         m.explain_era("MCP-Protocol-Version header {!r} without _meta", header)
         return
-    if s.modern_requests and not s.legacy_messages:
+    if s.modern_requests and not s.legacy_messages and not _only_a_rejected_probe(s):
         m.era = Era.MODERN
         m.version = MODERN_VERSION
         m.era_reason = "session carries modern requests and no initialize"
@@ -164,13 +181,26 @@ def label_era(m: Analysed, s: Session) -> None:
     m.era_reason = "no initialize or per-request _meta seen in this session yet"
 
 
+def _handshake_open(s: Session) -> bool:
+    init = s.init
+    return init is not None and init.error_seq is None
+
+
+def _only_a_rejected_probe(s: Session) -> bool:
+    """The session's one modern request was a `server/discover` probe the server rejected: per
+    versioning "Backward Compatibility" that identifies a legacy server, so what follows before a
+    handshake is not modern traffic by inheritance."""
+    disc = s.discover
+    return disc is not None and disc.outcome == "error" and s.modern_requests <= 1
+
+
 def session_versions(s: Session, rec=None) -> frozenset[str]:
     """The versions a connection may be speaking, for a record that carries no message of its own
     (an HTTP exchange, an SSE stream event): the session's era, else the request's
     `MCP-Protocol-Version` header, else every version."""
-    if s.init is not None and s.init.error_seq is None:
+    if _handshake_open(s):
         return _LEGACY_SETS.get(s.legacy_version, LEG)
-    if s.modern_requests and not s.legacy_messages:
+    if s.modern_requests and not s.legacy_messages and not _only_a_rejected_probe(s):
         return _MODERN_SET
     http = rec.http if rec is not None else None
     v = header(http.get("req_headers"), "mcp-protocol-version") if http else None
