@@ -8,6 +8,7 @@ import stat
 
 import orjson
 
+from tests.factory import message as _msg
 from tracer.capture import (
     FORMAT_VERSION,
     CaptureWriter,
@@ -17,11 +18,7 @@ from tracer.capture import (
     record_from_dict,
     record_to_dict,
 )
-from tracer.model import Direction, Record, RecordType
-
-
-def _msg(raw: bytes, d=Direction.C2S, **kw) -> Record:
-    return Record(RecordType.MESSAGE, dir=d, raw=raw, conn="c1", **kw)
+from tracer.model import Record, RecordType
 
 
 def _read(path):
