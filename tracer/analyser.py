@@ -12,9 +12,9 @@ from collections.abc import Iterable, Iterator
 from tracer.catalog.registry import Rule
 from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
-from tracer.era import label_era, possible_versions, session_versions, versions_of
+from tracer.era import label_era, possible_versions, session_versions
 from tracer.events import Event, Findings, SessionClosed
-from tracer.model import Analysed, Finding, Hit, Kind, Record, RecordType, Severity
+from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
 from tracer.session import Session
 from tracer.state.shared import SharedFacts
 from tracer.update import (
@@ -198,32 +198,8 @@ class Analyser:
         (an HTTP exchange without a JSON-RPC body, an SSE stream event). They run when the versions
         the message (else the connection) may speak are all theirs. Findings of a message go with
         it; the others are returned (feed hands them out as a `Findings` event)."""
-        loose: list[Finding] = []
         versions = possible_versions(m) if m is not None else session_versions(s, rec)
-        for rule in self.ruleset.http_rules:
-            if not versions <= rule.versions:
-                continue
-            out = rule.fn(rec, m, s)
-            if not out:
-                continue
-            for hit in [out] if type(out) is str or type(out) is Hit else out:
-                if type(hit) is str:
-                    hit = Hit(hit)
-                f = Finding(
-                    rule.id,
-                    hit.severity or rule.severity,
-                    hit.message,
-                    rec.seq,
-                    rec.line,
-                    rec.source,
-                    path=hit.path,
-                    related_seq=hit.related_seq,
-                )
-                if m is not None:
-                    m.findings.append(f)
-                else:
-                    loose.append(f)
-        return loose
+        return self.ruleset.run_http(rec, m, s, versions)
 
     def _message_observers(self, transport: str) -> tuple:
         """The observers a message of this transport goes through, in registration order."""
@@ -256,24 +232,8 @@ class Analyser:
                 n += 1
                 key = f"{s.conn}#{n}"
             cell = self.session_cells[key] = s.compatibility
-        out: list[Finding] = []
         end_t = t_ns or s.last_t_ns
-        for rule in self.ruleset.end_rules:
-            for req, hit in rule.fn(s, end_t) or ():
-                if req is not None and not versions_of(req.era, req.version) <= rule.versions:
-                    continue
-                f = Finding(
-                    rule.id,
-                    hit.severity or rule.severity,
-                    hit.message,
-                    req.seq if req else 0,
-                    req.line if req else 0,
-                    req.source if req else "",
-                    path=hit.path,
-                    related_seq=hit.related_seq,
-                    offset=hit.offset,
-                )
-                out.append(f)
+        out = self.ruleset.run_end(s, end_t)
         return SessionClosed(s, out, end_t, key, cell)
 
 
