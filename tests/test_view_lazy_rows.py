@@ -286,3 +286,16 @@ def test_a_har_shows_its_first_rows_while_the_rest_converts_and_closing_stops_it
     assert view.basics(0).rtype == "header" and view.detail(1).where.endswith("of big.har")
     view.close()
     assert view.index.proc.poll() is not None and not os.path.exists(tmp)
+
+
+def test_a_host_log_that_grows_while_it_is_read_shows_every_line_read(tmp_path):
+    path = tmp_path / "mcp.log"
+    path.write_bytes(HOSTLOG + b"\n")
+    idx = RecordIndex(open_input(str(path)))
+    try:
+        with open(path, "ab") as fh:  # the host goes on logging after the viewer opened the file
+            fh.write(HOSTLOG.replace(b"\xef\xbb\xbf", b"") + b"\n")
+        idx.build()
+        assert [idx.line(r) for r in range(len(idx))] == _converted_lines(str(path))
+    finally:
+        idx.close()

@@ -106,6 +106,7 @@ class RecordIndex:
         self.seqs = array("q")
         self.meta = array("q")
         self.conns: list[str] = []
+        self._rows = 0  # rows readers may ask for (their lines are indexed)
         self._conn_idx: dict[str, int] = {}
         self.done = False
         self._pos = 0
@@ -137,7 +138,6 @@ class RecordIndex:
                         ci = conn_idx[rec.conn] = len(self.conns)
                         self.conns.append(rec.conn)
                     bits = context(rec)
-                    # (the index arrays grow in this order: a reader sees a row once meta has it)
                     add_line(rec.line)
                     add_seq(rec.seq)
                     add_meta(ci << CONTEXT_BITS | bits)
@@ -151,16 +151,19 @@ class RecordIndex:
             raise InputBroken(str(exc)) from None
         finally:
             self._sync_src()
+            # rows become visible once their lines are indexed: a reader (the screen) never has to
+            # index the input itself, which this thread is doing
+            self._rows = len(self.meta)
         return len(self) - before
 
     def _sync_src(self) -> None:
-        """Index the input's lines at least as far as the reader has read (all of them at the end)."""
+        """Index the input's lines at least as far as the reader has read (all of them at the end,
+        however far the file has grown meanwhile)."""
         src = self.src
-        want = self.size if self.done else self._pos
-        while src._probe < want:
+        while self.done or src._probe < self._pos:
             probe = src._probe
-            src.update(max_bytes=CHUNK)
-            if src._probe == probe:  # (nothing more to read: the file is what it is)
+            src.update(max_bytes=CHUNK)  # (it looks at the file's size each time)
+            if src._probe == probe or (self.done and src.complete):
                 break
 
     def build(self) -> int:
@@ -181,7 +184,7 @@ class RecordIndex:
     # -- reading -----------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.meta) + 1
+        return self._rows + 1
 
     @property
     def ends(self) -> range:
@@ -191,18 +194,12 @@ class RecordIndex:
     def record(self, row: int, line: bytes | None = None) -> Record:
         """Row ROW's record (row >= 1), made from its line (read when not given) and context."""
         i = row - 1
-        if i < 0 or i >= len(self.meta):
+        if i < 0 or i >= self._rows:
             raise IndexError(row)
         meta = self.meta[i]
         n = self.linenos[i]
         if line is None:
-            src = self.src
-            while n - 1 >= len(src):  # (a row can come before the line index got its line)
-                probe = src._probe
-                src.update(max_bytes=CHUNK)
-                if src._probe == probe:
-                    raise IndexError(row)
-            line = src.line(n - 1)
+            line = self.src.line(n - 1)
         if n == 1 and line.startswith(BOM):  # the reader started past it
             line = line[len(BOM) :]
         ctx = meta & ((1 << CONTEXT_BITS) - 1)
