@@ -73,6 +73,10 @@ def _same_rows(path: Path, work: Path) -> int:
         got = ann.details(s)
         assert got == _plain(want), f"row {row} of {path.name}"
         assert s.kind == want["kind"] and s.era == want["era"]
+        rules = [f[0] for f in want.get("f") or ()] + [
+            f[0] for m in want.get("members") or () for f in m.get("f") or ()
+        ]
+        assert ann.finding_rules(s) == rules  # what the filter's rule: term reads
         assert s.nfind == len(want.get("f") or ()) + sum(
             len(m.get("f") or ()) for m in want.get("members") or ()
         )

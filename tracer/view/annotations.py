@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from tracer.view.details import expand
+from tracer.view.details import expand, finding_ids
 from tracer.view.details import load as load_details
 from tracer.view.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES, read_line_at
 
@@ -269,6 +269,17 @@ class Annotations:
             return expand(load_details(buf)) if buf else None
         except (ValueError, RecursionError, IndexError, KeyError, TypeError):
             return None
+
+    def finding_rules(self, summary: RowSummary | None) -> list[str]:
+        """The rule ids of a row's findings (a batch: its own, then its members'), for the filter's
+        `rule:` term, without building the rest of its details."""
+        if summary is None or summary.det_off < 0:
+            return []
+        buf = read_line_at(self._fd("details.jsonl"), summary.det_off)
+        try:
+            return finding_ids(load_details(buf)) if buf else []
+        except (ValueError, RecursionError, IndexError, KeyError, TypeError):
+            return []
 
     def next_finding(self, row: int, step: int = 1) -> int | None:
         """The next (step 1) or previous (step -1) row with findings."""

@@ -81,10 +81,7 @@ class RowFields:
             out: list[str] = []
             s = self.s
             if s is not None and s.nfind and self.view.ann is not None:
-                d = self.view.ann.details(s) or {}
-                out = [f[0] for f in d.get("f") or ()]
-                for mem in d.get("members") or ():
-                    out.extend(f[0] for f in mem.get("f") or ())
+                out = self.view.ann.finding_rules(s)
             self._rules = out
         return self._rules
 
