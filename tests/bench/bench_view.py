@@ -105,16 +105,11 @@ async def child(path: str, t_start: float, analyse_for: float) -> dict:
 
 
 def run_child(path: str, analyse_for: float, tree: Path = REPO) -> dict:
-    """Measure in a fresh process; TREE: whose viewer (its own copy of this script runs there)."""
+    """Measure in a fresh process; TREE: whose viewer (this script's measurement, that tree's code)."""
     # CLOCK_MONOTONIC is system-wide: the child measures from this moment, interpreter start included
-    script = tree / "tests" / "bench" / "bench_view.py"
     t0 = time.monotonic()
-    p = subprocess.run(
-        [sys.executable, str(script), "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)],
-        capture_output=True,
-        text=True,
-        cwd=tree,
-    )
+    cmd = [sys.executable, __file__, "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)]
+    p = subprocess.run([*cmd, "--tree", str(tree)], capture_output=True, text=True, cwd=tree)
     if p.returncode != 0:
         raise SystemExit(f"child failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -164,8 +159,12 @@ def main() -> None:
     )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--t0", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--tree", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
+        if args.tree and Path(args.tree).resolve() != REPO:
+            sys.path.remove(str(REPO))  # that tree's viewer, measured the same way
+            sys.path.insert(0, str(Path(args.tree).resolve()))
         t_start = args.t0 if args.t0 is not None else time.monotonic()
         print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for))))
         return
