@@ -10,8 +10,8 @@ say: the line's number, the row's seq, its connection (interned) and a few forma
 those bits (`InputFormat.rebuild`): 24 bytes a row stay in memory, plus 8 a line of the input.
 
 Formats whose records need more than their line (HAR entries replayed in time order across the
-document, mitmproxy flows) are converted to a temporary capture as before, but by a background
-thread while the viewer shows what is written (`SpoolIndex`).
+document, mitmproxy flows) are converted to a temporary capture as before, but by a process of
+its own while the viewer shows what is written (`SpoolIndex`).
 
 Thread use, as LineIndex: one thread updates, others read rows; the arrays only grow.
 """
@@ -23,7 +23,6 @@ import subprocess
 import sys
 import threading
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
@@ -110,7 +109,7 @@ class RecordIndex:
         self._conn_idx: dict[str, int] = {}
         self.done = False
         self._pos = 0
-        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache: dict[int, bytes] = {}
 
     # -- building ----------------------------------------------------------------------------
 
@@ -207,18 +206,14 @@ class RecordIndex:
 
     def _row_bytes(self, row: int) -> bytes:
         if row == 0:
-            if len(self) <= 0:
-                raise IndexError(row)
             return self.header
-        cache = self._cache
+        cache = self._cache  # (a plain dict: the screen's and the filters' threads share it)
         got = cache.get(row)
-        if got is not None:
-            cache.move_to_end(row)
-            return got
-        got = record_line(self.record(row))
-        cache[row] = got
-        if len(cache) > CACHE_ROWS:
-            cache.popitem(last=False)
+        if got is None:
+            got = record_line(self.record(row))
+            if len(cache) >= CACHE_ROWS:
+                cache.clear()
+            cache[row] = got
         return got
 
     def length(self, row: int) -> int:
