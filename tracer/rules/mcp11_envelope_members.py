@@ -3,19 +3,70 @@
 from __future__ import annotations
 
 from tracer.catalog.registry import MESSAGE_KINDS, method_starts, rule
+from tracer.classify import exact_json
+from tracer.http.state import current
 from tracer.model import Analysed, Hit, Kind, Severity
-from tracer.rules.mcp10_envelope import (
-    _AN_OBJECT,
-    _REQUEST_METHODS,
-    _UNREADABLE_ID_CODES,
-    INVALID,
-    MAX_ERROR_MESSAGE,
-    _integral_float,
-    _is_int,
-    _json_type,
-    _no_id_by_transport,
-    _really_float,
-)
+from tracer.protocol import ALL_REQUEST_METHODS, MODERN_EXTENSION_REQUESTS
+from tracer.rules.mcp10_envelope import _TRANSPORT_REJECTED_BODIES, INVALID, _json_type
+
+MAX_ERROR_MESSAGE = 300
+
+
+_AN_OBJECT: dict = {}
+
+
+_REQUEST_METHODS = ALL_REQUEST_METHODS | MODERN_EXTENSION_REQUESTS
+
+
+_UNREADABLE_ID_CODES = (-32700, -32600)
+
+
+def _integral_float(v) -> bool:
+    return type(v) is float and v.is_integer()
+
+
+def _is_int(v) -> bool:
+    return (type(v) is int) or (type(v) is float and v.is_integer())
+
+
+def _no_id_by_transport(m: Analysed, s) -> bool:
+    """Streamable HTTP lets an error without id answer an HTTP-level rejection: a foreign `Origin`
+    ("MUST respond with HTTP 403 Forbidden. The HTTP response body MAY comprise a JSON-RPC error
+    response that has no id") and a notification or response the server cannot accept (an HTTP error
+    status whose body "MAY comprise a JSON-RPC error response that has no id"). A request rejected by
+    the transport is answered by the HTTP status too: a legacy server's 400 to a modern request
+    ("rejected per server validation with 400 Bad Request", 2026-07-28 versioning), a 400 for a
+    missing session, a 404 for an expired one (2025-11-25 transports). The body of such an answer
+    is the transport's, not a JSON-RPC response to the request, so it may lack the id too. So is
+    the error body of a refused GET or DELETE (a server without a GET stream "MUST ... return HTTP
+    405 Method Not Allowed", 2025-11-25 transports): that HTTP request carried no JSON-RPC message
+    whose id it could name."""
+    http = m.rec.http
+    if http is None or m.rec.sse is not None:
+        return False
+    status = http.get("status")
+    if type(status) is not int or status < 400:
+        return False
+    cur = current(m.rec, s)
+    flow = cur.flow if cur is not None else None
+    if flow is None:
+        return False
+    if status == 403 and "origin" in flow.req_map:
+        return True
+    if flow.body_kind is None and flow.method in ("GET", "DELETE"):
+        return True
+    return flow.body_kind in _TRANSPORT_REJECTED_BODIES or flow.body_kind is Kind.REQUEST
+
+
+def _really_float(m: Analysed, *path: str) -> bool:
+    """orjson reads integers beyond 64 bits as floats: re-read the message exactly to tell
+    `1.0` (written with a fraction) from 18446744073709551617 (a plain integer)."""
+    if m.batch_seq is not None:
+        return True
+    value = exact_json(m.rec.raw, None)
+    for key in path:
+        value = value.get(key) if type(value) is dict else None
+    return type(value) is float
 
 
 @rule(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from tracer.catalog.registry import rule
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import L1, L2, since
-from tracer.rules.mcp10_envelope import BATCH
+
+BATCH = (Kind.BATCH,)
 
 
 @rule(

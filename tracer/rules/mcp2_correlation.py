@@ -15,7 +15,6 @@ from tracer.protocol import (
     MODERN,
     MODERN_EXTENSION_REQUESTS,
 )
-from tracer.tracking import token_key
 
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
 
@@ -105,23 +104,6 @@ _REMOVED_IN_MODERN = frozenset(
 )
 
 NEVER_ANSWERED_GRACE_NS = 0
-
-RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire
-
-
-def _cancelled_progress_request(m: Analysed, s):
-    """The cancelled request a `notifications/progress` reports on (by its progressToken), or None."""
-    params = m.params
-    tok = token_key(params.get("progressToken")) if params is not None else None
-    if tok is None or m.rec.dir is None:
-        return None
-    requester = m.rec.dir.other
-    for req in s.pending.values():
-        if req.cancelled_seq is not None and req.dir is requester:
-            meta = req.meta
-            if meta is not None and token_key(meta.get("progressToken")) == tok:
-                return req
-    return None
 
 
 @rule(

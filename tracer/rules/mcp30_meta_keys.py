@@ -24,9 +24,7 @@ from tracer.catalog.registry import rule
 from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import (
-    LOGGING_LEVELS,
     META_CLIENT_CAPS,
-    META_PROTOCOL_VERSION,
     MODERN,
     since,
 )
@@ -36,9 +34,6 @@ L3_PLUS = since("2025-06-18")
 
 L4_PLUS = since("2025-11-25")
 
-REQUEST = (Kind.REQUEST,)
-
-RESULT = (Kind.RESULT,)
 
 BASIC = "spec/2026-07-28/basic/index.mdx"
 
@@ -62,35 +57,6 @@ def _discover_result_caps(m: Analysed) -> dict | None:
     return caps if type(caps) is dict else None
 
 
-def _client_request(m: Analysed) -> bool:
-    return m.rec.dir is not Direction.S2C
-
-
-def _missing_required_meta(params) -> bool:
-    if type(params) is not dict:
-        return True
-    meta = params.get("_meta")
-    return type(meta) is not dict or META_PROTOCOL_VERSION not in meta or META_CLIENT_CAPS not in meta
-
-
-def _implementation_problem(value) -> str | None:
-    if type(value) is not dict:
-        return "is not an object"
-    if type(value.get("name")) is str and type(value.get("version")) is str:
-        return None
-    missing = [k for k in ("name", "version") if type(value.get(k)) is not str]
-    if missing:
-        return f"lacks string {' and '.join(missing)}"
-    return None
-
-
-_LEVELS = frozenset(LOGGING_LEVELS)
-
-_OK_CAPS: dict = {}
-
-_OK_INFO = {"name": "", "version": ""}
-
-
 def legacy_server(s: Session) -> bool:
     """The server showed it is legacy-only: it rejected the `server/discover` probe with an error
     that is not a modern one (-32020/-32021/-32022), so modern-result rules do not apply to it."""
@@ -98,40 +64,8 @@ def legacy_server(s: Session) -> bool:
     return disc is not None and disc.outcome == "error" and disc.error_code not in (-32020, -32021, -32022)
 
 
-_LISTEN_NOTIFICATIONS = frozenset(
-    {
-        "notifications/subscriptions/acknowledged",
-        "notifications/tools/list_changed",
-        "notifications/prompts/list_changed",
-        "notifications/resources/list_changed",
-        "notifications/resources/updated",
-    }
-)
-
-
 def _pending_listens(s: Session) -> list:
     return [r for r in s.pending.values() if r.method == "subscriptions/listen" and r.dir is Direction.C2S]
-
-
-def _on_listen_stream(m: Analysed, s: Session) -> bool:
-    """Whether a server notification travels on a `subscriptions/listen` stream: the
-    acknowledgment always does; on HTTP, any notification in the SSE response of a listen POST;
-    elsewhere (stdio), list_changed / resources/updated while a listen is open (modern servers
-    deliver those only on listen streams)."""
-    if m.method == "notifications/subscriptions/acknowledged":
-        return True
-    listens = _pending_listens(s)
-    if not listens:
-        return False
-    http = m.rec.http
-    flow = http.get("flow") if http else None
-    if flow is None:
-        return True
-    for req in listens:
-        rhttp = req.msg.rec.http if req.msg is not None else None
-        if rhttp and rhttp.get("flow") == flow:
-            return True
-    return False
 
 
 @rule(

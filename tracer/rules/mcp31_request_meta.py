@@ -15,21 +15,76 @@ from tracer.protocol import (
     META_SUBSCRIPTION_ID,
     MODERN,
 )
-from tracer.rules.mcp30_meta_keys import (
-    _LEVELS,
-    _LISTEN_NOTIFICATIONS,
-    _OK_CAPS,
-    _OK_INFO,
-    BASIC,
-    REQUEST,
-    RESULT,
-    _client_request,
-    _implementation_problem,
-    _missing_required_meta,
-    _on_listen_stream,
-    legacy_server,
-)
+from tracer.rules.mcp30_meta_keys import BASIC, _pending_listens, legacy_server
 from tracer.session import Session
+
+REQUEST = (Kind.REQUEST,)
+
+
+RESULT = (Kind.RESULT,)
+
+
+_LEVELS = frozenset(LOGGING_LEVELS)
+
+
+_LISTEN_NOTIFICATIONS = frozenset(
+    {
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    }
+)
+
+
+_OK_CAPS: dict = {}
+
+
+_OK_INFO = {"name": "", "version": ""}
+
+
+def _client_request(m: Analysed) -> bool:
+    return m.rec.dir is not Direction.S2C
+
+
+def _implementation_problem(value) -> str | None:
+    if type(value) is not dict:
+        return "is not an object"
+    if type(value.get("name")) is str and type(value.get("version")) is str:
+        return None
+    missing = [k for k in ("name", "version") if type(value.get(k)) is not str]
+    if missing:
+        return f"lacks string {' and '.join(missing)}"
+    return None
+
+
+def _missing_required_meta(params) -> bool:
+    if type(params) is not dict:
+        return True
+    meta = params.get("_meta")
+    return type(meta) is not dict or META_PROTOCOL_VERSION not in meta or META_CLIENT_CAPS not in meta
+
+
+def _on_listen_stream(m: Analysed, s: Session) -> bool:
+    """Whether a server notification travels on a `subscriptions/listen` stream: the
+    acknowledgment always does; on HTTP, any notification in the SSE response of a listen POST;
+    elsewhere (stdio), list_changed / resources/updated while a listen is open (modern servers
+    deliver those only on listen streams)."""
+    if m.method == "notifications/subscriptions/acknowledged":
+        return True
+    listens = _pending_listens(s)
+    if not listens:
+        return False
+    http = m.rec.http
+    flow = http.get("flow") if http else None
+    if flow is None:
+        return True
+    for req in listens:
+        rhttp = req.msg.rec.http if req.msg is not None else None
+        if rhttp and rhttp.get("flow") == flow:
+            return True
+    return False
 
 
 @rule(

@@ -112,21 +112,6 @@ def _pairs(pairs: list) -> _Obj:
     return d
 
 
-def _fits(method: str, value) -> str | None:
-    if type(value) is not dict:
-        return "is not an object"
-    if method == "elicitation/create":
-        if value.get("action") not in ("accept", "decline", "cancel"):
-            return "is not an ElicitResult (action accept, decline or cancel)"
-    elif method == "sampling/createMessage":
-        lack = [k for k in ("role", "content", "model") if k not in value]
-        if lack:
-            return f"is not a CreateMessageResult (lacks {', '.join(lack)})"
-    elif method == "roots/list" and type(value.get("roots")) is not list:
-        return "is not a ListRootsResult (no roots array)"
-    return None
-
-
 __all__ = ["input_required", "is_input_required", "own_pending"]
 
 

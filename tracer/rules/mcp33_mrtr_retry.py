@@ -6,8 +6,23 @@ from tracer.catalog.registry import rule
 from tracer.jsonpath import member
 from tracer.model import Analysed, Hit, Severity
 from tracer.protocol import MODERN
-from tracer.rules.mcp32_mrtr import INPUT_METHODS, MRTR, REQUEST, _fits, own_pending, retried_round
+from tracer.rules.mcp32_mrtr import INPUT_METHODS, MRTR, REQUEST, own_pending, retried_round
 from tracer.tracking import MRTR_METHODS
+
+
+def _fits(method: str, value) -> str | None:
+    if type(value) is not dict:
+        return "is not an object"
+    if method == "elicitation/create":
+        if value.get("action") not in ("accept", "decline", "cancel"):
+            return "is not an ElicitResult (action accept, decline or cancel)"
+    elif method == "sampling/createMessage":
+        lack = [k for k in ("role", "content", "model") if k not in value]
+        if lack:
+            return f"is not a CreateMessageResult (lacks {', '.join(lack)})"
+    elif method == "roots/list" and type(value.get("roots")) is not list:
+        return "is not a ListRootsResult (no roots array)"
+    return None
 
 
 @rule(

@@ -115,25 +115,6 @@ def _unsupported_version(asked, s: Session) -> str | None:
 _NOT_FOUND = re.compile(r"not\s*found", re.I)
 
 
-def _known_tool(m: Analysed, s: Session):
-    """(request params, tool) when the call names a tool of the last tools/list, else (params, None)."""
-    req = m.request
-    params = req.params if req is not None else None
-    if params is None:
-        return None, None
-    track = getattr(s, "track", None)
-    if track is None:
-        return params, None
-    return params, track.tool(params.get("name"))
-
-
-_VALIDATION = re.compile(
-    r"validat|invalid (?:argument|input|param)|required (?:argument|property)|"
-    r"missing (?:argument|required)|schema",
-    re.I,
-)
-
-
 @rule(
     "MCP350",
     "retired-error-code",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tracer.catalog.registry import rule
 from tracer.model import Analysed, Era, Hit, Kind, Severity
 from tracer.protocol import (
@@ -9,8 +11,26 @@ from tracer.protocol import (
     META_PROTOCOL_VERSION,
     since,
 )
-from tracer.rules.mcp35_errors import _VALIDATION, ERROR, _code, _known_tool
+from tracer.rules.mcp35_errors import ERROR, _code
 from tracer.session import Session
+
+_VALIDATION = re.compile(
+    r"validat|invalid (?:argument|input|param)|required (?:argument|property)|"
+    r"missing (?:argument|required)|schema",
+    re.I,
+)
+
+
+def _known_tool(m: Analysed, s: Session):
+    """(request params, tool) when the call names a tool of the last tools/list, else (params, None)."""
+    req = m.request
+    params = req.params if req is not None else None
+    if params is None:
+        return None, None
+    track = getattr(s, "track", None)
+    if track is None:
+        return params, None
+    return params, track.tool(params.get("name"))
 
 
 @rule(

@@ -109,36 +109,12 @@ def _where_declared(m: Analysed, s) -> str:
     return f"the InitializeResult (seq {s.init.result_seq})"
 
 
-_LIST_CHANGED = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/prompts/list_changed": "prompts",
-    "notifications/resources/list_changed": "resources",
-}
-
-
 def subscribed(uri: str, subs) -> bool:
     """A URI is covered by a subscription to it or to a resource it is a sub-resource of."""
     if uri in subs:
         return True
     return any(uri.startswith(sub.rstrip("/") + "/") for sub in subs)
 
-
-_TASK_CAP = {
-    "tools/call": (Direction.S2C, ("tasks", "requests", "tools", "call")),
-    "sampling/createMessage": (Direction.C2S, ("tasks", "requests", "sampling", "createMessage")),
-    "elicitation/create": (Direction.C2S, ("tasks", "requests", "elicitation", "create")),
-}
-
-_MODERN_FEATURE = {
-    "tools/list": "tools",
-    "tools/call": "tools",
-    "prompts/list": "prompts",
-    "prompts/get": "prompts",
-    "resources/list": "resources",
-    "resources/templates/list": "resources",
-    "resources/read": "resources",
-    "completion/complete": "completions",
-}
 
 __all__ = ["elicitation_gap", "negotiated_severity", "subscribed"]
 

@@ -6,18 +6,21 @@ from tracer.catalog.registry import rule
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.pairing import cancelled_target
 from tracer.protocol import ALL, LEG
-from tracer.rules.mcp41_capabilities import (
-    _LIST_CHANGED,
-    _TASK_CAP,
-    L4_ONLY,
-    LIFE,
-    NOTE,
-    REQUEST,
-    _has,
-    _where_declared,
-    subscribed,
-)
+from tracer.rules.mcp41_capabilities import L4_ONLY, LIFE, NOTE, REQUEST, _has, _where_declared, subscribed
 from tracer.tracking import client_caps, server_caps
+
+_LIST_CHANGED = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
+
+
+_TASK_CAP = {
+    "tools/call": (Direction.S2C, ("tasks", "requests", "tools", "call")),
+    "sampling/createMessage": (Direction.C2S, ("tasks", "requests", "sampling", "createMessage")),
+    "elicitation/create": (Direction.C2S, ("tasks", "requests", "elicitation", "create")),
+}
 
 
 @rule(

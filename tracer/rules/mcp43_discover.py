@@ -5,7 +5,18 @@ from __future__ import annotations
 from tracer.catalog.registry import RESPONSES, rule
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import MODERN
-from tracer.rules.mcp41_capabilities import _MODERN_FEATURE, REQUEST, _has
+from tracer.rules.mcp41_capabilities import REQUEST, _has
+
+_MODERN_FEATURE = {
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "completion/complete": "completions",
+}
 
 
 @rule(

@@ -1,6 +1,6 @@
 """MCP501-MCP506: cancellation (a cancel naming no request, an unknown or answered one, a message
 after its cancel, server cancels outside a listen, cancels over HTTP). Progress, ping and logging
-are mcp51_progress.py, mcp52_ping.py and mcp53_logging.py (which share this module's helpers).
+are mcp51_progress.py, mcp52_ping.py and mcp53_logging.py.
 
 Progress tokens, log levels and the requests a cancel can name are tracked by the analyser
 (tracer.tracking, tracer.pairing); these rules only read them.
@@ -14,11 +14,25 @@ from tracer.http.state import endpoint_request
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.pairing import PairStatus, cancelled_target
 from tracer.protocol import (
-    META_LOG_LEVEL,
     MODERN,
 )
-from tracer.rules.mcp2_correlation import _cancelled_progress_request
-from tracer.tracking import flow_of, token_key
+from tracer.tracking import token_key
+
+
+def _cancelled_progress_request(m: Analysed, s):
+    """The cancelled request a `notifications/progress` reports on (by its progressToken), or None."""
+    params = m.params
+    tok = token_key(params.get("progressToken")) if params is not None else None
+    if tok is None or m.rec.dir is None:
+        return None
+    requester = m.rec.dir.other
+    for req in s.pending.values():
+        if req.cancelled_seq is not None and req.dir is requester:
+            meta = req.meta
+            if meta is not None and token_key(meta.get("progressToken")) == tok:
+                return req
+    return None
+
 
 NOTE = (Kind.NOTIFICATION,)
 
@@ -26,58 +40,11 @@ REQUEST = (Kind.REQUEST,)
 
 CANCEL = ("notifications/cancelled",)
 
-PROGRESS = ("notifications/progress",)
 
 CANCELLATION = "spec/2025-11-25/basic/utilities/cancellation.mdx"
 
-PROGRESS_DOC = "spec/2025-11-25/basic/utilities/progress.mdx"
 
 RACE_MS = 50  # a cancel this soon after the response may have crossed it on the wire
-
-
-def _num(v) -> bool:
-    t = type(v)
-    return t is int or t is float
-
-
-def _token_problem(v) -> str | None:
-    t = type(v)
-    if t is str or t is int:
-        return None
-    if t is float and v.is_integer():
-        return None  # MCP110 warns about 1.0-style integers
-    return f"{'a boolean' if t is bool else type(v).__name__ if v is not None else 'null'}"
-
-
-def _progress_entry(m: Analysed, s):
-    """(token key, active entry, finished entry) for a progress notification."""
-    params = m.params
-    tok = token_key(params.get("progressToken")) if params is not None else None
-    if tok is None or m.rec.dir is None:
-        return None, None, None
-    key = (m.rec.dir.other, tok)
-    t = s.track
-    return tok, t.progress.get(key), t.progress_done.get(key)
-
-
-PING_PROMPT_MS = 1000  # "promptly": the inspector's threshold
-
-
-def _log_candidates(m: Analysed, s):
-    """The client requests a modern log notification may belong to: the request whose HTTP stream
-    carries it, else every pending client request (stdio has no per-request stream)."""
-    flow = flow_of(m)
-    if flow is not None:
-        carrier = s.track.flows.get(flow)
-        if carrier is not None:
-            return [carrier]
-    return [r for (d, _), r in s.pending.items() if d is Direction.C2S]
-
-
-def _log_level(req) -> str | None:
-    meta = req.meta
-    level = meta.get(META_LOG_LEVEL) if meta is not None else None
-    return level if type(level) is str else None
 
 
 @rule(

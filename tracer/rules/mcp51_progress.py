@@ -5,16 +5,38 @@ from __future__ import annotations
 from tracer.catalog.registry import rule
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import MODERN
-from tracer.rules.mcp50_cancellation import (
-    NOTE,
-    PROGRESS,
-    PROGRESS_DOC,
-    REQUEST,
-    _num,
-    _progress_entry,
-    _token_problem,
-)
+from tracer.rules.mcp50_cancellation import NOTE, REQUEST
 from tracer.tracking import MISSING, flow_of, token_key
+
+PROGRESS = ("notifications/progress",)
+
+
+PROGRESS_DOC = "spec/2025-11-25/basic/utilities/progress.mdx"
+
+
+def _num(v) -> bool:
+    t = type(v)
+    return t is int or t is float
+
+
+def _progress_entry(m: Analysed, s):
+    """(token key, active entry, finished entry) for a progress notification."""
+    params = m.params
+    tok = token_key(params.get("progressToken")) if params is not None else None
+    if tok is None or m.rec.dir is None:
+        return None, None, None
+    key = (m.rec.dir.other, tok)
+    t = s.track
+    return tok, t.progress.get(key), t.progress_done.get(key)
+
+
+def _token_problem(v) -> str | None:
+    t = type(v)
+    if t is str or t is int:
+        return None
+    if t is float and v.is_integer():
+        return None  # MCP110 warns about 1.0-style integers
+    return f"{'a boolean' if t is bool else type(v).__name__ if v is not None else 'null'}"
 
 
 @rule(

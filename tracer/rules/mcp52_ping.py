@@ -5,7 +5,9 @@ from __future__ import annotations
 from tracer.catalog.registry import RESPONSES, rule
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import LEG
-from tracer.rules.mcp50_cancellation import PING_PROMPT_MS, REQUEST
+from tracer.rules.mcp50_cancellation import REQUEST
+
+PING_PROMPT_MS = 1000  # "promptly": the inspector's threshold
 
 
 @rule(

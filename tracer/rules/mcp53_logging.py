@@ -5,8 +5,25 @@ from __future__ import annotations
 from tracer.catalog.registry import rule
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
 from tracer.protocol import ALL, LOG_LEVEL_RANK, LOGGING_LEVELS, META_LOG_LEVEL, MODERN
-from tracer.rules.mcp50_cancellation import NOTE, _log_candidates, _log_level
-from tracer.tracking import MISSING
+from tracer.rules.mcp50_cancellation import NOTE
+from tracer.tracking import MISSING, flow_of
+
+
+def _log_candidates(m: Analysed, s):
+    """The client requests a modern log notification may belong to: the request whose HTTP stream
+    carries it, else every pending client request (stdio has no per-request stream)."""
+    flow = flow_of(m)
+    if flow is not None:
+        carrier = s.track.flows.get(flow)
+        if carrier is not None:
+            return [carrier]
+    return [r for (d, _), r in s.pending.items() if d is Direction.C2S]
+
+
+def _log_level(req) -> str | None:
+    meta = req.meta
+    level = meta.get(META_LOG_LEVEL) if meta is not None else None
+    return level if type(level) is str else None
 
 
 @rule(

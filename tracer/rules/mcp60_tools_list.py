@@ -108,26 +108,6 @@ def schema_text(schema: dict) -> str:
     return text
 
 
-def validation_error(schema: dict, instance) -> str | None:
-    """The first reason `instance` fails `schema`, or None (also when the schema is unusable)."""
-    dialect = schema.get("$schema")
-    if dialect is not None and dialect not in KNOWN_DIALECTS:
-        return None
-    v = _compiled(schema_text(schema))
-    if v is None:
-        return None
-    try:
-        if v.is_valid(instance):  # the common case, without building an error
-            return None
-        v.validate(instance)
-    except jsonschema_rs.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.instance_path)
-        return f"{exc.message}" + (f" (at {where})" if where else "")
-    except Exception:
-        return None
-    return None
-
-
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 

@@ -10,12 +10,40 @@ import functools
 import json
 import re
 
+import jsonschema_rs
+
 from tracer.catalog.registry import rule
 from tracer.era import possible_versions
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import L1, L2, L3, L4, M, between, since
-from tracer.rules.mcp60_tools_list import TOOLS, complete, validation_error
+from tracer.rules.mcp60_tools_list import KNOWN_DIALECTS, TOOLS, _compiled, complete, schema_text
 from tracer.tracking import MISSING
+
+
+def validation_error(schema: dict, instance) -> str | None:
+    """The first reason `instance` fails `schema`, or None (also when the schema is unusable)."""
+    dialect = schema.get("$schema")
+    if dialect is not None and dialect not in KNOWN_DIALECTS:
+        return None
+    v = _compiled(schema_text(schema))
+    if v is None:
+        return None
+    try:
+        if v.is_valid(instance):  # the common case, without building an error
+            return None
+        v.validate(instance)
+    except jsonschema_rs.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.instance_path)
+        return f"{exc.message}" + (f" (at {where})" if where else "")
+    except Exception:
+        return None
+    return None
+
+
+def _cursor(m_or_req) -> object:
+    params = m_or_req.params
+    return params.get("cursor", MISSING) if params is not None else MISSING
+
 
 RESULT = (Kind.RESULT,)
 
@@ -189,15 +217,6 @@ def _template_re(template: str) -> re.Pattern:
     expansion counts as a resource)."""
     parts = re.split(r"\{[^{}]*\}", template)
     return re.compile(".*".join(re.escape(p) for p in parts), re.S)
-
-
-def _listed(uri: str, resources: frozenset[str], templates: tuple[str, ...]) -> bool:
-    return uri in resources or any(_template_re(tpl).fullmatch(uri) for tpl in templates)
-
-
-def _cursor(m_or_req) -> object:
-    params = m_or_req.params
-    return params.get("cursor", MISSING) if params is not None else MISSING
 
 
 @rule(

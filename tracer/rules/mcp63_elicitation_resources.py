@@ -6,7 +6,11 @@ from tracer.catalog.registry import rule
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import L4, M
 from tracer.rules.mcp60_tools_list import complete
-from tracer.rules.mcp61_tool_calls import RESULT, _listed
+from tracer.rules.mcp61_tool_calls import RESULT, _template_re
+
+
+def _listed(uri: str, resources: frozenset[str], templates: tuple[str, ...]) -> bool:
+    return uri in resources or any(_template_re(tpl).fullmatch(uri) for tpl in templates)
 
 
 @rule(

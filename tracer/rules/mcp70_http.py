@@ -21,15 +21,21 @@ from tracer.http.origin import foreign_origin
 from tracer.http.state import current, req_header
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, L3, MODERN, since
-from tracer.rules.mcp71_sse import (
-    NOT_A_MESSAGE,
-    SSE_L1,
-    ST,
-    STAYS_OPEN_MS,
-    _cancelled,
-    _event_name,
-    _stream_cur,
-)
+from tracer.rules.mcp71_sse import NOT_A_MESSAGE, SSE_L1, ST, _event_name, _stream_cur
+
+STAYS_OPEN_MS = 1000  # a stream still open this long after its final response "stays open" (MCP709)
+
+
+def _cancelled(f, s) -> bool:
+    """Whether the client cancelled the request of flow F (`notifications/cancelled`): then the
+    server SHOULD NOT (2026-07-28: MUST NOT) answer it, so a stream ending without its response is
+    what the spec asks for."""
+    key = (Direction.C2S, f.idkey)
+    req = s.pending.get(key)
+    if req is None or req.seq != f.first_seq:
+        req = s.answered.get(key)
+    return req is not None and req.seq == f.first_seq and req.cancelled_seq is not None
+
 
 ST_L2 = "spec/2025-11-25/basic/transports.mdx"
 
@@ -49,26 +55,10 @@ def _post_message(rec: Record, m: Analysed | None) -> bool:
     return m is not None and rec.dir is Direction.C2S and rec.transport == HTTP
 
 
-def _flow(rec, s):
-    cur = current(rec, s)
-    return cur.flow if cur is not None else None
-
-
-def _modern_request(rec: Record, m: Analysed | None) -> bool:
-    return _post_message(rec, m) and m.kind is Kind.REQUEST and "req_headers" in rec.http
-
-
 def _req(rec: Record, s) -> dict[str, str]:
     """The request's headers, lowercased names (from the HTTP observer)."""
     cur = current(rec, s)
     return cur.flow.req_map if cur is not None else {}
-
-
-def _name_source(m: Analysed) -> tuple[str, object] | None:
-    params = m.params or {}
-    if m.method == "resources/read":
-        return "uri", params.get("uri")
-    return "name", params.get("name")
 
 
 @http_rule(

@@ -28,7 +28,6 @@ L2_L4 = between("2025-03-26", "2025-11-25")
 
 HTTP, HTTP_SSE = "http", "http+sse"
 
-STAYS_OPEN_MS = 1000  # a stream still open this long after its final response "stays open" (MCP709)
 
 NOT_A_MESSAGE = frozenset({"not-json", "not-utf8", "not-object", "too-deep"})
 
@@ -53,17 +52,6 @@ def _stream_cur(rec: Record, s, transport: str = HTTP):
         return None
     cur = current(rec, s)
     return cur if cur is not None and cur.flow is not None and cur.flow.stream else None
-
-
-def _cancelled(f, s) -> bool:
-    """Whether the client cancelled the request of flow F (`notifications/cancelled`): then the
-    server SHOULD NOT (2026-07-28: MUST NOT) answer it, so a stream ending without its response is
-    what the spec asks for."""
-    key = (Direction.C2S, f.idkey)
-    req = s.pending.get(key)
-    if req is None or req.seq != f.first_seq:
-        req = s.answered.get(key)
-    return req is not None and req.seq == f.first_seq and req.cancelled_seq is not None
 
 
 def unrelated(m: Analysed, f) -> str | None:

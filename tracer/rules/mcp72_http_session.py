@@ -11,13 +11,12 @@ from __future__ import annotations
 from tracer.catalog.registry import http_rule
 from tracer.http.state import current, req_header, resp_header, state
 from tracer.model import Analysed, Hit, Record, Severity
-from tracer.protocol import L3, L4, between
+from tracer.protocol import between
 
 ST = "spec/2025-11-25/basic/transports.mdx"
 
 L2_L4 = between("2025-03-26", "2025-11-25")
 
-L3_L4 = frozenset({L3, L4})
 
 HTTP = "http"
 
@@ -34,11 +33,6 @@ def _minted(s) -> tuple[str, int, int] | None:
     if st is None or st.session_id is None or not st.session_with_initialize:
         return None
     return st.session_id, st.session_seq, st.session_t_ns
-
-
-def _after_handshake(rec: Record, s) -> bool:
-    init = s.init
-    return init is not None and init.result_seq is not None and rec.seq > init.result_seq
 
 
 @http_rule(

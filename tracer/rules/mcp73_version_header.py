@@ -5,8 +5,15 @@ from __future__ import annotations
 from tracer.catalog.registry import http_rule
 from tracer.http.state import req_header
 from tracer.model import Analysed, Hit, Record, Severity
-from tracer.protocol import VERSIONS
-from tracer.rules.mcp72_http_session import L3_L4, ST, _after_handshake, _cur
+from tracer.protocol import L3, L4, VERSIONS
+from tracer.rules.mcp72_http_session import ST, _cur
+
+L3_L4 = frozenset({L3, L4})
+
+
+def _after_handshake(rec: Record, s) -> bool:
+    init = s.init
+    return init is not None and init.result_seq is not None and rec.seq > init.result_seq
 
 
 @http_rule(

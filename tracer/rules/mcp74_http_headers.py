@@ -14,8 +14,31 @@ from tracer.http.tools import NAMED_METHODS, param_header_problems
 from tracer.jsonpath import member
 from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
 from tracer.protocol import META_PROTOCOL_VERSION, MODERN
-from tracer.rules.mcp70_http import SH_M, _flow, _modern_request, _name_source, _req
-from tracer.rules.mcp75_modern_http import _MUST_BE_400, HTTP
+from tracer.rules.mcp70_http import SH_M, _post_message, _req
+from tracer.rules.mcp75_modern_http import HTTP
+
+
+def _flow(rec, s):
+    cur = current(rec, s)
+    return cur.flow if cur is not None else None
+
+
+def _modern_request(rec: Record, m: Analysed | None) -> bool:
+    return _post_message(rec, m) and m.kind is Kind.REQUEST and "req_headers" in rec.http
+
+
+def _name_source(m: Analysed) -> tuple[str, object] | None:
+    params = m.params or {}
+    if m.method == "resources/read":
+        return "uri", params.get("uri")
+    return "name", params.get("name")
+
+
+_MUST_BE_400 = {
+    -32020: "HeaderMismatch",
+    -32021: "MissingRequiredClientCapability",
+    -32022: "UnsupportedProtocolVersion",
+}
 
 
 @http_rule(

@@ -16,12 +16,6 @@ SH_M = "spec/2026-07-28/basic/transports/streamable-http.mdx"
 
 HTTP = "http"
 
-_MUST_BE_400 = {
-    -32020: "HeaderMismatch",
-    -32021: "MissingRequiredClientCapability",
-    -32022: "UnsupportedProtocolVersion",
-}
-
 
 def _modern_success_since(s, seq: int) -> bool:
     """Whether a modern request was answered with a result after the message at SEQ (the answered
