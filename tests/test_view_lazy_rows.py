@@ -299,3 +299,19 @@ def test_a_host_log_that_grows_while_it_is_read_shows_every_line_read(tmp_path):
         assert [idx.line(r) for r in range(len(idx))] == _converted_lines(str(path))
     finally:
         idx.close()
+
+
+def test_a_har_is_analysed_once_its_background_conversion_is_whole(tmp_path):
+    capture = tmp_path / "big.jsonl"
+    generate(capture, 12_000, 120)
+    path = tmp_path / "big.har"
+    generate_input(str(capture), path, "har")
+    view = open_view(str(path))
+    try:
+        view.start()  # (the viewer starts the analysis with its first screen)
+        early = view.ann.proc is not None and not view.index.complete and view.index.proc.poll() is None
+        view.index.build()
+        assert view.ann.wait(lambda: view.ann.done, timeout=300)
+        assert not early and view.ann.error is None and view.ann.rows_done == len(view)
+    finally:
+        view.close()

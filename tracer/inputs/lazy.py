@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import orjson
@@ -322,6 +322,7 @@ class SpoolIndex:
         self.index = LineIndex(capture, final=False)
         self._done = False
         self._first = True
+        self._when_written: list[Callable[[], None]] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(
             [
@@ -360,6 +361,18 @@ class SpoolIndex:
                 self.error = last or f"the conversion stopped (exit code {code})"
             self._done = True
             self._cond.notify_all()
+            waiting, self._when_written = self._when_written, []
+        for call in waiting:
+            call()
+
+    def when_written(self, call: Callable[[], None]) -> bool:
+        """Call CALL (from the watching thread) once the conversion has ended; False, and no call,
+        when it has already."""
+        with self._cond:
+            if self._done:
+                return False
+            self._when_written.append(call)
+            return True
 
     def update(self, max_bytes: int | None = None) -> int:
         """Index what the conversion has written (waiting a moment for more, and for a first

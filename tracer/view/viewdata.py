@@ -316,7 +316,12 @@ class CaptureView:
         self.closed = False
 
     def start(self) -> None:
-        """Start the background analysis (any thread; nothing happens once closed)."""
+        """Start the background analysis (any thread; nothing happens once closed). A capture
+        still being converted in the background is analysed once it is whole (the analysis of a
+        file that is not followed ends at its end, with the end-of-session rules)."""
+        index = self.index
+        if isinstance(index, SpoolIndex) and index.when_written(self.start):
+            return
         with self._lock:
             if self.ann is not None and not self.closed and self.ann.proc is None:
                 self.ann.start()
