@@ -18,7 +18,8 @@ from tests.geninputs import generate as generate_input
 from tracer.cli.inputs import register_optional_inputs
 from tracer.index import LineIndex
 from tracer.inputs import open_input
-from tracer.inputs.lazy import RecordIndex, SpoolIndex, open_rows
+from tracer.inputs.lazy import RecordIndex, open_rows
+from tracer.inputs.spooled import SpoolIndex
 from tracer.view.annotate import Annotator
 from tracer.view.viewdata import converted_capture, open_view
 

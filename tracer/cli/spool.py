@@ -1,4 +1,4 @@
-"""Convert an input to a capture in a process of its own, for the viewer (tracer.inputs.lazy's
+"""Convert an input to a capture in a process of its own, for the viewer (tracer.inputs.spooled's
 SpoolIndex shows the capture's rows as they are written).
 
 A HAR's entries are replayed in time order across the whole document and .mitm flows likewise, so

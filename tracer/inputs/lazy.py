@@ -11,7 +11,7 @@ those bits (`InputFormat.rebuild`): 24 bytes a row stay in memory, plus 8 a line
 
 Formats whose records need more than their line (HAR entries replayed in time order across the
 document, mitmproxy flows) are converted to a temporary capture as before, but by a process of
-its own while the viewer shows what is written (`SpoolIndex`).
+its own while the viewer shows what is written (tracer.inputs.spooled.SpoolIndex).
 
 Thread use, as LineIndex: one thread updates, others read rows; the arrays only grow.
 """
@@ -19,11 +19,8 @@ Thread use, as LineIndex: one thread updates, others read rows; the arrays only 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import threading
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import orjson
@@ -296,159 +293,3 @@ def open_rows(path: str, *, final: bool = True) -> LineIndex | RecordIndex:
             return RecordIndex(inp)
         inp.fh.close()
     return LineIndex(path, final=final)
-
-
-SCREEN_ROWS = 200  # rows the first update waits for: a screenful
-
-
-class SpoolIndex:
-    """Rows of an input whose records need more than their own line (a HAR's entries are replayed
-    in time order across the whole document; .mitm flows likewise): converted to a temporary
-    capture by a process of its own (tracer.cli.spool, on the other core) while the viewer
-    shows the rows written so far, so the first screen waits for the reader's first records, not
-    for the whole conversion.
-
-    Duck-types tracer.index.LineIndex (it is one over the growing capture, final once written)."""
-
-    FIRST_STEP = CHUNK
-    STEP = CHUNK
-
-    def __init__(self, inp: OpenInput, capture: str):
-        self.path = capture
-        self.size = inp.size or 0
-        self.error: str | None = None
-        self.pos = 0  # input bytes the conversion has read
-        inp.fh.close()  # (the converting process opens it again: it was checked, detected, proven)
-        self.index = LineIndex(capture, final=False)
-        self._done = False
-        self._first = True
-        self._when_written: list[Callable[[], None]] = []
-        self._cond = threading.Condition()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tracer.cli.spool",
-                inp.path,
-                capture,
-                "--input-format",
-                inp.format.name,
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            close_fds=True,
-        )
-        self._thread = threading.Thread(target=self._watch, name="mcptrace-convert", daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        proc = self.proc
-        assert proc.stdout is not None and proc.stderr is not None
-        for line in proc.stdout:
-            if line.startswith(b"pos "):
-                try:
-                    self.pos = int(line[4:])
-                except ValueError:
-                    pass
-            with self._cond:
-                self._cond.notify_all()
-        err = proc.stderr.read().decode("utf-8", "replace").strip()
-        code = proc.wait()
-        with self._cond:
-            if code != 0:
-                last = err.splitlines()[-1] if err else ""
-                self.error = last or f"the conversion stopped (exit code {code})"
-            self._done = True
-            self._cond.notify_all()
-            waiting, self._when_written = self._when_written, []
-        for call in waiting:
-            call()
-
-    def when_written(self, call: Callable[[], None]) -> bool:
-        """Call CALL (from the watching thread) once the conversion has ended; False, and no call,
-        when it has already."""
-        with self._cond:
-            if self._done:
-                return False
-            self._when_written.append(call)
-            return True
-
-    def update(self, max_bytes: int | None = None) -> int:
-        """Index what the conversion has written (waiting a moment for more, and for a first
-        screenful). Raises InputBroken once when the reader stopped on the input."""
-        added = 0
-        while True:
-            with self._cond:
-                if not self._done and self.index.complete:
-                    self._cond.wait(0.05)
-                done = self._done
-            if done:
-                self.index.final = True
-            added += self.index.update(max_bytes)
-            # the first update waits for a screenful of rows (or the end), as the viewer's first
-            # screen waited for the whole conversion before
-            if done or not self._first or len(self.index) >= SCREEN_ROWS:
-                break
-        self._first = False
-        if done and self.error is not None and self.index.complete:
-            why, self.error = self.error, None
-            raise InputBroken(why)
-        return added
-
-    def build(self) -> int:
-        added = 0
-        while not self.complete:
-            added += self.update()
-        return added
-
-    @property
-    def complete(self) -> bool:
-        return self._done and self.index.final and self.index.complete
-
-    @property
-    def progress(self) -> float:
-        if self._done or not self.size:
-            return 1.0 if self._done else 0.0
-        return min(0.99, self.pos / self.size)
-
-    @property
-    def ends(self) -> array:
-        return self.index.ends
-
-    @property
-    def fd(self) -> int:
-        return self.index.fd
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    def span(self, row: int) -> tuple[int, int]:
-        return self.index.span(row)
-
-    def length(self, row: int) -> int:
-        return self.index.length(row)
-
-    def line(self, row: int, limit: int | None = None) -> bytes:
-        return self.index.line(row, limit)
-
-    def read_part(self, row: int, offset: int, n: int) -> bytes:
-        return self.index.read_part(row, offset, n)
-
-    def lines(self, first: int, last: int) -> Iterator[tuple[int, bytes]]:
-        return self.index.lines(first, last)
-
-    def close(self) -> None:
-        proc = self.proc
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._thread.join(timeout=2)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        self.index.close()

@@ -27,7 +27,8 @@ from tracer.capture import record_from_dict
 from tracer.classify import classify_raw
 from tracer.filter import id_text
 from tracer.index import LineIndex
-from tracer.inputs.lazy import RecordIndex, SpoolIndex, converted_header, converted_records, record_line
+from tracer.inputs.lazy import RecordIndex, converted_header, converted_records, record_line
+from tracer.inputs.spooled import SpoolIndex
 from tracer.model import Record
 from tracer.safejson import dumps_text, safe_text
 from tracer.view.annotations import Annotations, RowSummary
