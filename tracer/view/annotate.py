@@ -43,7 +43,7 @@ from tracer.inputs.lazy import open_rows
 from tracer.model import Analysed, Finding, Kind, RecordType
 from tracer.pairing import PairStatus
 from tracer.safejson import dumps as safe_dumps
-from tracer.summary import SummaryBuilder, analyser_cells
+from tracer.summary import SummaryBuilder
 from tracer.view.details import SseClock, compact, expand
 from tracer.view.rowformat import (
     DIR_OF,
@@ -152,6 +152,7 @@ class Annotator:
         for ev in self.analyser.finish():
             for f in ev.findings:
                 self.attach_end_finding(f)
+            self.summary.session_closed(ev.session, ev.name, ev.cell)
         self.stash.clear()
         self.flush(eof=True, done=True, summary=True)
 
@@ -200,6 +201,8 @@ class Annotator:
             for f in ev.findings:
                 self.attach_end_finding(f)
             session = getattr(ev, "session", None)
+            if session is not None:  # (a SessionClosed) the summary reads what it established
+                self.summary.session_closed(session, ev.name, ev.cell)
             if session is not None and self.stash:  # its requests can no longer be answered
                 conn = session.conn
                 self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != conn}
@@ -377,7 +380,7 @@ class Annotator:
         self.emit(msg)
 
     def summary_snapshot(self) -> dict[str, Any]:
-        snap = self.summary.snapshot(analyser_cells(self.analyser))
+        snap = self.summary.snapshot(self.analyser)
         snap["capture_findings"] = self.capture_findings[:1000]
         snap["analysed_rows"] = self.store.flushed
         snap["unreadable_rows"] = self.analysis_errors
