@@ -1,21 +1,20 @@
-"""Rule documentation, rendered from the registry (the README's rule table is generated from here).
-
-python -m tracer.rules --write-readme README.md   # rewrite the table between the markers
-python -m tracer.rules                            # print the Markdown table
+"""Rule documentation rendered from the registry: the tables `mcptrace rules` prints (text and
+Markdown), one rule explained (`mcptrace rules ID`: spec source and pages, definition site, cases,
+a failing mini-session), and the spec links every report uses (`spec_links`).
 """
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import json
 import re
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from tracer.catalog.registry import Rule
 
+# the markers of the rule table the README once held: it must hold no copy of the catalog now
+# (`mcptrace rules` renders it; tests/test_readme_rules.py)
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 # Per-rule cases live beside the package in a source checkout (they are not installed).
 CASES_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
@@ -35,19 +34,6 @@ def table_markdown(rules: Iterable[Rule]) -> str:
         summary = r.summary.replace("|", "\\|")
         lines.append(f"| {r.id} | {r.name} | {r.severity.label} | {r.versions_label} | {summary} |")
     return "\n".join(lines) + "\n"
-
-
-def readme_block(rules: Iterable[Rule]) -> str:
-    """The README section between the markers (markers included)."""
-    return f"{START}\n{table_markdown(rules)}{END}"
-
-
-def replace_block(text: str, block: str) -> str | None:
-    """`text` with the part between the markers replaced by `block`; None when a marker is missing."""
-    start, end = text.find(START), text.find(END)
-    if start < 0 or end < start:
-        return None
-    return text[:start] + block + text[end + len(END) :]
 
 
 def docstring_example(r: Rule) -> str | None:
@@ -134,34 +120,3 @@ def explain(r: Rule) -> str:
         out += ["", f"  Failing mini-session ({where}: {case.get('name', '')}):"]
         out += [_entry_line(i, e, at) for i, e in enumerate(case.get("messages", []), 1)]
     return "\n".join(out) + "\n"
-
-
-def main(argv: list[str] | None, rules: Iterable[Rule]) -> int:
-    """`python -m tracer.rules` (tracer/rules/__main__.py passes the whole catalog as `rules`)."""
-    ap = argparse.ArgumentParser(prog="python -m tracer.rules", description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--write-readme",
-        metavar="README",
-        help="rewrite the rule table between the markers "
-        f"{START} and {END} (appended as a new section when the markers are missing)",
-    )
-    args = ap.parse_args(argv)
-    rules = list(rules)
-    if not args.write_readme:
-        sys.stdout.write(table_markdown(rules))
-        return 0
-    path = Path(args.write_readme)
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-    except OSError as exc:
-        sys.stderr.write(f"cannot read {path}: {exc.strerror}\n")
-        return 2
-    block = readme_block(rules)
-    new = replace_block(text, block)
-    if new is None:
-        new = text.rstrip("\n") + ("\n\n" if text else "") + "## Rule catalog\n\n" + block + "\n"
-        sys.stderr.write(f"{path}: no {START} / {END} markers; appended a 'Rule catalog' section\n")
-    if new != text:
-        path.write_text(new, encoding="utf-8")
-    sys.stderr.write(f"{path}: rule table with {len(rules)} rules is up to date\n")
-    return 0
