@@ -41,8 +41,9 @@ def test_a_message_record_gives_exactly_its_analysis_and_a_batch_brings_its_memb
     init, batch = build_records(
         [{"c2s": INIT}, {"c2s": [{"jsonrpc": "2.0", "method": "notifications/initialized"}, LIST]}]
     )
-    (ev,) = a.feed(init)
+    ev = a.feed(init)  # the analysis itself (no tuple on the hot path), iterating as its one event
     assert ev.__class__ is Analysed and ev.method == "initialize"
+    assert list(ev) == [ev]
     (ev,) = a.feed(batch)
     assert ev.__class__ is Analysed and [m.method for m in ev.members] == [
         "notifications/initialized",

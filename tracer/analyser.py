@@ -13,7 +13,7 @@ from tracer.catalog.registry import Rule
 from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions
-from tracer.events import Event, Findings, SessionClosed
+from tracer.events import Event, Events, Findings, SessionClosed
 from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
 from tracer.session import Session
 from tracer.state.shared import SharedFacts
@@ -38,7 +38,6 @@ class Analyser:
         self.records = 0
         self.messages = 0
         self.last_t_ns = 0
-        self._end_findings_pending: list[Finding] = []
         self.session_cells: dict[str, str] = {}  # conn -> compatibility cell, for closed sessions
         # what the sessions of one analysis share, e.g. a stateless HTTP endpoint's tools (tracer.state.shared)
         self.shared = SharedFacts()
@@ -49,19 +48,21 @@ class Analyser:
 
     # -- public API --------------------------------------------------------------------------
     # Every consumer is one loop over what these return (tracer.events): lint, export, the tee,
-    # the addon, the viewer. Tuples, not generators: a message is ~99% of records, and a 1-tuple
-    # costs a fraction of a generator per record.
+    # the addon, the viewer. A message record (~99% of records) gives its Analysed itself, which
+    # iterates as its own one event: no tuple, no generator, no loop per message for a consumer
+    # that tests for it first (bench_contract measures what each would cost).
 
-    def feed(self, rec: Record) -> tuple[Event, ...]:
+    def feed(self, rec: Record) -> Events:
         """Analyse one record: its events, in order (tracer.events). A message record gives its
-        `Analysed`; an HTTP or SSE record without a message may give `Findings`; a close event or a
-        new recording's header gives a `SessionClosed` per session it ends."""
+        `Analysed` (itself a sequence of one event); any other record a tuple: `Findings` of an
+        HTTP or SSE record without a message, a `SessionClosed` per session a close event or a new
+        recording's header ends, or nothing."""
         self.records += 1
         if rec.t_ns > self.last_t_ns:
             self.last_t_ns = rec.t_ns
         rtype = rec.type
         if rtype is RecordType.MESSAGE:
-            return (self._message(rec),)
+            return self._message(rec)
         if rtype is RecordType.HEADER:
             # another recording appended to the file (a host restarted its server): the sessions
             # of the earlier one are over, even where a connection name comes back (the proxy's
@@ -97,28 +98,15 @@ class Analyser:
         last = self.last_t_ns
         return tuple(ev for ev in (self.close(conn, last) for conn in list(self.sessions)) if ev is not None)
 
-    def feed_legacy(self, rec: Record) -> Analysed | None:
-        """The former `feed` (the analysis of a message record, else None; other findings through
-        `take_end_findings`), for a consumer not yet moved to the events."""
-        a = None
-        for ev in self.feed(rec):
-            if ev.__class__ is Analysed:
-                a = ev
-            else:
-                self._end_findings_pending.extend(ev.findings)
-        return a
-
-    def take_end_findings(self) -> list[Finding]:
-        """With `feed_legacy`: the findings of the last records that were not messages."""
-        out = self._end_findings_pending
-        self._end_findings_pending = []
-        return out
-
     def run(self, records: Iterable[Record]) -> Iterator[Event]:
         """Analyse a stream: every event, then the end of input's."""
         feed = self.feed
         for rec in records:
-            yield from feed(rec)
+            a = feed(rec)
+            if a.__class__ is Analysed:
+                yield a
+            else:
+                yield from a
         yield from self.finish()
 
     # -- pipeline ----------------------------------------------------------------------------
@@ -255,6 +243,7 @@ def analyse_all(
 __all__ = [
     "Analyser",
     "Event",
+    "Events",
     "Findings",
     "RuleSet",
     "SessionClosed",

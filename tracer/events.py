@@ -1,21 +1,25 @@
 """What the analyser hands back: one stream of typed events, the same for every consumer.
 
-`Analyser.feed(record)` and `Analyser.finish()` return a tuple of these, in the order they happened:
+`Analyser.feed(record)` and `Analyser.finish()` return these, in the order they happened:
 
 - `Analysed` (tracer.model): a message record's analysis; a batch's members come with it
-  (`members`), each with its own findings. A message record always gives exactly this one event.
+  (`members`), each with its own findings. A message record always gives exactly this one event,
+  returned as itself (an Analysed iterates as its own one event) rather than in a tuple: messages
+  are ~99% of records, and a tuple and a loop each cost more than the test for it. Every other
+  record gives a tuple (often empty).
 - `Findings`: findings that belong to no message: an HTTP exchange without a JSON-RPC body, an SSE
   stream event (`rec` is that record).
 - `SessionClosed`: a session ended (its connection closed, a new recording's header, the end of
   input), with the findings of the end-of-session rules (never-answered requests...). The session
   itself comes with it, closed and no longer written, for a summary to read.
 
-A consumer is one loop:
+A consumer is one loop (`for ev in analyser.feed(rec)` works for every record), or, on a hot
+path, the message first:
 
-    for ev in analyser.feed(rec):
-        if ev.__class__ is Analysed: ...      # (the common case first: ~99% of records)
-        elif ev.__class__ is Findings: ...
-        else: ...                            # SessionClosed
+    a = analyser.feed(rec)
+    if a.__class__ is Analysed: ...          # a message record: nearly every one
+    else:
+        for ev in a: ...                     # Findings, SessionClosed
 
 `all_findings(ev)` gives every finding of any event, in report order.
 """
@@ -57,6 +61,7 @@ class SessionClosed:
 
 
 Event = Analysed | Findings | SessionClosed
+Events = Analysed | tuple[Event, ...]  # what Analyser.feed returns (an Analysed is its own 1 event)
 
 
 def all_findings(ev: Event) -> Iterator[Finding]:
@@ -68,4 +73,4 @@ def all_findings(ev: Event) -> Iterator[Finding]:
             yield from member.findings
 
 
-__all__ = ["Analysed", "Event", "Findings", "SessionClosed", "all_findings"]
+__all__ = ["Analysed", "Event", "Events", "Findings", "SessionClosed", "all_findings"]

@@ -225,7 +225,7 @@ def _lint_file(
             continue
         n += 1
         try:
-            events = feed(item)
+            a = feed(item)
         except Exception as exc:  # a record this version cannot analyse costs its line, not the report
             if not quiet:
                 problem(
@@ -237,31 +237,30 @@ def _lint_file(
                     )
                 )
             continue
-        for ev in events:
-            if ev.__class__ is Analysed:
-                messages += 1
-                try:
-                    eras[ev.era] += 1
-                except KeyError:
-                    eras[ev.era] = 1
-                if quiet:
-                    continue
-                if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
-                    on_message(ev)
-                if digests is not None:
-                    digests((item.source, item.seq), message_digest(item.raw))
-                if ev.findings:
-                    for f in ev.findings:
-                        emit(f)
-                if ev.members:
-                    for member in ev.members:
-                        for f in member.findings:
-                            emit(f)
-                if not messages & 0xFFFF:
-                    bar.update(done_before + inp.position(), messages)
+        if a.__class__ is Analysed:  # a message record (nearly every one): its analysis itself
+            messages += 1
+            try:
+                eras[a.era] += 1
+            except KeyError:
+                eras[a.era] = 1
+            if quiet:
                 continue
-            # an HTTP record's findings, or a closed session's end-of-session findings
-            if not quiet:
+            if on_message is not None:  # e.g. a baseline fingerprinting the message's bytes
+                on_message(a)
+            if digests is not None:
+                digests((item.source, item.seq), message_digest(item.raw))
+            if a.findings:
+                for f in a.findings:
+                    emit(f)
+            if a.members:
+                for member in a.members:
+                    for f in member.findings:
+                        emit(f)
+            if not messages & 0xFFFF:
+                bar.update(done_before + inp.position(), messages)
+            continue
+        if not quiet:  # an HTTP record's findings, a closed session's end-of-session findings
+            for ev in a:
                 for f in ev.findings:
                     emit(f)
     stats.messages = messages

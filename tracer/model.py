@@ -8,6 +8,7 @@ every old capture.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -234,6 +235,11 @@ class Analysed:
     @property
     def worst(self) -> Severity | None:
         return max((f.severity for f in self.findings), default=None)
+
+    def __iter__(self) -> Iterator[Analysed]:
+        """An Analysed is the one event a message record gives (tracer.events): `for ev in
+        analyser.feed(rec)` sees it once, as it sees a tuple of events for other records."""
+        return iter((self,))
 
     @property
     def label(self) -> str:

@@ -201,7 +201,7 @@ class _FileWork:
         conn = rec.conn
         had = conn in a_.sessions
         try:
-            events = a_.feed(rec)
+            a = a_.feed(rec)
         except Exception as exc:
             out.add(
                 key,
@@ -217,25 +217,25 @@ class _FileWork:
             )
             self._sessions_after(conn, had, line, key)
             return
-        for ev in events:
-            if ev.__class__ is Analysed:
-                if self.digests:
-                    from tracer.baseline import message_digest
+        if a.__class__ is Analysed:  # a message record: its analysis itself
+            if self.digests:
+                from tracer.baseline import message_digest
 
-                    out.add(key, ("m", (rec.source, rec.seq), message_digest(rec.raw)))
-                self.messages += 1
-                era = ev.era  # (named at the end: Enum.value is a slow descriptor)
-                seen = self.eras.get(era)
-                if seen is None:
-                    self.eras[era] = [1, key]
-                else:
-                    seen[0] += 1
-                for f in ev.findings:
+                out.add(key, ("m", (rec.source, rec.seq), message_digest(rec.raw)))
+            self.messages += 1
+            era = a.era  # (named at the end: Enum.value is a slow descriptor)
+            seen = self.eras.get(era)
+            if seen is None:
+                self.eras[era] = [1, key]
+            else:
+                seen[0] += 1
+            for f in a.findings:
+                out.add(key, ("f", f))
+            for member in a.members or ():
+                for f in member.findings:
                     out.add(key, ("f", f))
-                for member in ev.members or ():
-                    for f in member.findings:
-                        out.add(key, ("f", f))
-            else:  # an HTTP record's findings, a closed session's end findings
+        else:  # an HTTP record's findings, a closed session's end findings
+            for ev in a:
                 for f in ev.findings:
                     out.add(key, ("f", f))
         self._sessions_after(conn, had, line, key)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from tracer.analyser import Analyser
 from tracer.capture import ReadProblem
 from tracer.export.spans import Span, SpanBuilder
-from tracer.model import Record, RecordType
+from tracer.model import Analysed, Record, RecordType
 
 
 def identity_of(header: dict | None, fallback: str) -> str:
@@ -46,11 +46,10 @@ class SpanFeed:
     def feed(self, rec: Record) -> None:
         events = self.analyser.feed(rec)
         builder = self.builder
-        rtype = rec.type
-        if rtype is RecordType.MESSAGE:
-            builder.message(events[0])  # (a message record gives its Analysed, and only it)
+        if events.__class__ is Analysed:  # a message record: its analysis itself
+            builder.message(events)
             return
-        if rtype is RecordType.HEADER:
+        if rec.type is RecordType.HEADER:
             # a new recording: the sessions of the one before it ended here, and their end findings
             # (never-answered requests...) go on their own connection's spans, under its identity
             for ev in events:

@@ -368,9 +368,9 @@ def build(records: Iterable[Record | ReadProblem], source: str = "", fmt: str = 
                 b.close()  # concatenated captures: a new capture starts new sessions
             analyser.feed(item)
             continue
-        events = analyser.feed(item)  # (no rules: a message's Analysed, nothing else)
-        if item.type is RecordType.MESSAGE:
-            b.message(events[0])
+        a = analyser.feed(item)  # (no rules: a message's Analysed, nothing else)
+        if a.__class__ is Analysed:
+            b.message(a)
         elif item.type is RecordType.EVENT and item.data:
             event = item.data.get("event")
             if event == "stream-closed":
