@@ -190,8 +190,7 @@ class Annotator:
         timing = self.sse.timing(rec) if rec.sse or rtype is RecordType.EVENT else None
         if rtype is _MESSAGE:
             self.seqmap.add(rec.seq, row)
-            for ev in self.analyser.feed(rec):  # a message record: its Analysed, alone
-                self.message(row, ev, fields, timing)
+            self.message(row, self.analyser.feed(rec), fields, timing)  # (a message record: its Analysed)
             return
         events = self.analyser.feed(rec)
         self.store.put(row, fields)

@@ -126,6 +126,9 @@ class ViewerScreen(Screen):
             # Let the first screen be drawn before indexing the rest: this loop holds the GIL,
             # and the UI would otherwise wait for it at every step of its first frame.
             self.first_drawn.wait(FIRST_SCREEN_WAIT)
+            # The analysis starts with the screen, not after the whole index: the rows shown first
+            # are the first it analyses (it reads the file on its own, in another process).
+            self._start_analysis(view)
             last = 0.0
             while not view.index.complete:
                 view.index.update(max_bytes=view.index.STEP)
@@ -138,9 +141,8 @@ class ViewerScreen(Screen):
             self.post_message(OpenFailed(str(exc)))
             return
         self.post_message(IndexProgress(len(view.index), 1.0, True))
-        # The analysis starts once the index is built: both scan the whole file, and on a 1 GB
-        # capture the index (and so G, the jump to the end) should not share the disk and the
-        # memory bus with it.
+
+    def _start_analysis(self, view: CaptureView) -> None:
         try:
             view.start()
         except OSError as exc:

@@ -1,0 +1,111 @@
+"""Benchmark the viewer's background analysis against `lint` on the same capture, in the same run.
+
+Prints, per tree (this checkout, and any other given with --tree, e.g. an older commit in a
+`git worktree`), rounds interleaved so that both feel the same load:
+- lint's rate (tracer.lint.lint_paths with every rule, one process, no report), in messages per
+  second of CPU time and of wall time;
+- the viewer's analysis process (tracer.view.annotations.Annotations, as the viewer starts it): its
+  rate the same two ways, and the wall time from its start until the last row's findings are known
+  (the analysis reports `done`), which is what a filter on analysed fields waits for at worst;
+- the ratio analysis / lint (1.00: the viewer's findings come at lint's speed).
+
+    python tests/bench/bench_view_analysis.py [--messages 300000] [--pad 200] [--file PATH]
+        [--tree /tmp/other-checkout] [--rounds 3]
+
+CPU time is the steadier figure on a shared machine (wall time counts the other processes' turns
+too). Nothing here asserts a time; it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+LINT = """
+import json, sys, time
+from tracer.analyser import RuleSet
+from tracer.lint import Reporter, lint_paths
+c, w = time.process_time(), time.perf_counter()
+stats = lint_paths([sys.argv[1]], RuleSet(), Reporter(), progress=False)
+print(json.dumps({"messages": stats.messages, "cpu": time.process_time() - c, "wall": time.perf_counter() - w}))
+"""
+
+VIEW = """
+import json, os, sys, time
+from tracer.view.annotations import Annotations
+tick = os.sysconf("SC_CLK_TCK")
+ann = Annotations(sys.argv[1])
+w = time.perf_counter()
+ann.start()
+ann.wait(lambda: ann.done, timeout=3600)
+wall = time.perf_counter() - w
+# the process has finished its work and is about to exit: its CPU time so far is the analysis'
+fields = open(f"/proc/{ann.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+cpu = (int(fields[11]) + int(fields[12])) / tick
+ok = ann.done and ann.error is None
+ann.stop()
+print(json.dumps({"rows": ann.rows_done, "cpu": cpu, "wall": wall, "ok": ok}))
+"""
+
+
+def run(tree: str, code: str, path: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", code, path], cwd=tree, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{tree}: child failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=300_000)
+    ap.add_argument("--pad", type=int, default=200)
+    ap.add_argument("--file", help="use this capture instead of generating one")
+    ap.add_argument("--tree", action="append", default=[], help="another checkout to measure alongside")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    path = args.file
+    if path is None:
+        from tests.gencapture import generate
+
+        path = str(
+            Path(tempfile.gettempdir()) / f"mcptrace-bench-view-analysis-{args.messages}-{args.pad}.jsonl"
+        )
+        if not os.path.exists(path):
+            print(f"generating {path} ({args.messages:,} messages)...", file=sys.stderr)
+            generate(path, args.messages, args.pad)
+    trees = [str(REPO), *args.tree]
+    got: dict[str, dict[str, list]] = {t: {"lint": [], "view": []} for t in trees}
+    for _ in range(args.rounds):
+        for tree in trees:
+            got[tree]["lint"].append(run(tree, LINT, path))
+            got[tree]["view"].append(run(tree, VIEW, path))
+    print(f"capture: {path}: {os.path.getsize(path) / 1e6:.0f} MB; medians of {args.rounds} rounds")
+    for tree in trees:
+        lint, view = got[tree]["lint"], got[tree]["view"]
+        n = lint[0]["messages"]
+        l_cpu = statistics.median(n / x["cpu"] for x in lint)
+        l_wall = statistics.median(n / x["wall"] for x in lint)
+        v_cpu = statistics.median(n / x["cpu"] for x in view)
+        v_wall = statistics.median(n / x["wall"] for x in view)
+        last = statistics.median(x["wall"] for x in view)
+        lint_s = statistics.median(x["wall"] for x in lint)
+        print(f"{tree}{'' if all(x['ok'] for x in view) else '  (an analysis did not finish cleanly)'}")
+        print(f"  lint:               {l_cpu:9,.0f} msg/s CPU   {l_wall:9,.0f} msg/s wall   {lint_s:6.1f} s")
+        print(
+            f"  viewer's analysis:  {v_cpu:9,.0f} msg/s CPU   {v_wall:9,.0f} msg/s wall   "
+            f"last row's findings known after {last:6.1f} s"
+        )
+        print(f"  analysis / lint:    {v_cpu / l_cpu:9.2f} (CPU)         {v_wall / l_wall:9.2f} (wall)")
+
+
+if __name__ == "__main__":
+    main()
