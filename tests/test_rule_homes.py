@@ -11,8 +11,8 @@ from tracer.rules import all_rules
 
 RULES_DIR = Path(tracer.rules.__file__).parent
 MODULE = re.compile(r"mcp(\d+)_[a-z0-9_]+")
-# not rule modules: the package itself and the old registry import path
-NOT_RULE_MODULES = {"__init__", "registry"}
+# not rule modules: the package itself
+NOT_RULE_MODULES = {"__init__"}
 
 
 def rule_modules() -> dict[str, str]:
