@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
-import gc
 import os
 import stat
 import sys
@@ -409,11 +408,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--follow", action="store_true")
     args = p.parse_args(argv)
     faulthandler.enable()  # a fatal signal (native code) still says why on stderr, which the viewer shows
-    # This process only analyses: the rule tables and schemas imported above live as long as it does,
-    # so the collector need not walk them again and again (a fifth of the analysis' time went there),
-    # and it may wait for more new objects between collections. Garbage is still collected.
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
     ann = Annotator(args.capture, args.workdir, follow=args.follow, emit=_stdout_emitter())
 
     def watch_stdin() -> None:  # the viewer closes our stdin (or dies): stop
