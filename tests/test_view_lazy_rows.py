@@ -316,3 +316,24 @@ def test_a_har_is_analysed_once_its_background_conversion_is_whole(tmp_path):
         assert not early and view.ann.error is None and view.ann.rows_done == len(view)
     finally:
         view.close()
+
+
+async def test_a_large_host_log_opens_lazily_and_g_reaches_its_last_row(tmp_path):
+    from tests.ui_support import SIZE, until, viewer
+    from ui.app import McpTraceApp
+
+    capture = tmp_path / "big.jsonl"
+    generate(capture, 12_000, 120)
+    path = tmp_path / "mcp-server-gen.log"
+    generate_input(str(capture), path, "hostlog", swap_every=97)
+    expected = _converted_lines(str(path))
+    app = McpTraceApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the log to open")
+        scr = viewer(app)
+        assert isinstance(scr.view.index, RecordIndex)  # (its first rows: see the test above)
+        await pilot.press("G")
+        await until(pilot, lambda: scr.list.selected_row == len(expected) - 1, "the last row")
+        await pilot.pause()
+        assert scr.view.index.line(len(expected) - 1) == expected[-1]
+        assert scr.view.parsed < len(expected) / 20  # the rows on screen were made, not the file's
