@@ -2,10 +2,10 @@
 
 Prints, per tree (this checkout, and any other given with --tree, e.g. an older commit in a
 `git worktree`), rounds interleaved so that both feel the same load:
-- lint's rate (tracer.lint.lint_paths with every rule, one process, no report), in messages per
-  second of CPU time and of wall time;
+- lint's rate (`mcptrace lint --jobs 1`, every rule, its JSON report thrown away), in messages
+  per second of CPU time and of wall time, process start included;
 - the viewer's analysis process (tracer.view.annotations.Annotations, as the viewer starts it): its
-  rate the same two ways, and the wall time from its start until the last row's findings are known
+  rate the same two ways (process start included too), and the wall time from its start until the last row's findings are known
   (the analysis reports `done`), which is what a filter on analysed fields waits for at worst;
 - the ratio analysis / lint (1.00: the viewer's findings come at lint's speed).
 
@@ -30,13 +30,22 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+# `mcptrace lint --jobs 1` as a user runs it (interpreter start and imports included, as they are in
+# the analysis process's figures), its report thrown away; CPU time is the child's own
 LINT = """
-import json, sys, time
-from tracer.analyser import RuleSet
-from tracer.lint import Reporter, lint_paths
-c, w = time.process_time(), time.perf_counter()
-stats = lint_paths([sys.argv[1]], RuleSet(), Reporter(), progress=False)
-print(json.dumps({"messages": stats.messages, "cpu": time.process_time() - c, "wall": time.perf_counter() - w}))
+import json, os, subprocess, sys, time
+w = time.perf_counter()
+t0 = os.times()
+cmd = [sys.executable, "-c", "from tracer.cli import main; main()", "lint", "--jobs", "1", "--no-config",
+       "--no-progress", "--fail-on", "never", "-f", "json", sys.argv[1]]
+subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+t1 = os.times()
+wall = time.perf_counter() - w
+from tracer.capture import read_capture
+with open(sys.argv[1], "rb") as fh:
+    n = sum(1 for r in read_capture(fh) if getattr(r, "type", None) is not None and r.type.value == "message")
+cpu = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+print(json.dumps({"messages": n, "cpu": cpu, "wall": wall}))
 """
 
 VIEW = """
