@@ -111,7 +111,7 @@ ROWS = [
     # -- answers speak the era of what they answer -------------------------------------------------
     ("result of initialize", nothing, [initialize(7), initialized(7, "2025-06-18")], L, "2025-06-18", "answers initialize: negotiated '2025-06-18'"),
     ("result of initialize without a version", nothing, [initialize(7), result(7, {"capabilities": {}})], L, LEGACY_V, "negotiated None"),
-    ("error to initialize", nothing, [initialize(7), error(7)], L, LEGACY_V, "initialize at seq 1 (not yet negotiated)"),
+    ("error to initialize", nothing, [initialize(7), error(7)], L, LEGACY_V, "answers initialize (seq 1) with an error: no session opened"),
     ("result of a modern request", nothing, [request("tools/list", 7), result(7)], M, MODERN_V, "answers modern tools/list (seq 1)"),
     ("error to a modern probe", nothing, [request("server/discover", 7), error(7)], M, MODERN_V, "answers modern server/discover"),
     ("result of a modern request, legacy session", legacy_handshake, [request("tools/list", 7), result(7)], M, MODERN_V, "answers modern tools/list"),

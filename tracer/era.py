@@ -118,6 +118,11 @@ def label_era(m: Analysed, s: Session) -> None:
             m.version = negotiated if type(negotiated) is str else req.version
             m.explain_era("answers initialize: negotiated {!r}", negotiated)
             return
+        if req.method == "initialize" and kind is Kind.ERROR and req.era is Era.LEGACY:
+            m.era = Era.LEGACY
+            m.version = req.version
+            m.explain_era("answers initialize (seq {}) with an error: no session opened", req.seq)
+            return
         if req.era is Era.MODERN:
             m.era = Era.MODERN
             m.version = req.version
