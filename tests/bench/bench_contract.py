@@ -8,9 +8,11 @@ no speed was lost. With `--against REV`, that commit is unpacked into a temporar
 (`git archive`: no worktree, nothing in the repository changes) and each measurement runs in a child
 process with one tree or the other on sys.path, the two alternated round by round (first one, then
 the other, then the other way round) on the same generated capture, since these machines are
-noisy; `--tree REV` measures a commit instead of the working tree (whatever else is uncommitted
-there is left out). It prints each round's rates and, per measurement, the median of each tree and
-their ratio (this tree / REV: above 1 is faster).
+noisy. Each child reports its own CPU time, not wall time: on a machine shared by many processes
+the wall clock measures the neighbours too (wall-time rounds here ranged x0.3-x3.4; CPU-time
+rounds stay within about 10%). `--tree REV` measures a commit instead of the working tree
+(whatever else is uncommitted there is left out). It prints each round's rates and, per
+measurement, the median of each tree and their ratio (this tree / REV: above 1 is faster).
 
 Measurements:
   - `lint` with every rule (what `mcptrace lint` costs);
@@ -52,20 +54,20 @@ if what == "export":
     from tracer.analyser import Analyser
     from tracer.capture import read_capture
     from tracer.export import build_spans
-    t = time.perf_counter()
+    t = time.process_time()
     with open(path, "rb") as fh:
         b = build_spans(read_capture(fh, path), lambda span: None, source=path, identity="bench",
                         analyser=Analyser(select_rules(None, None)))
-    dt = time.perf_counter() - t
+    dt = time.process_time() - t
     print(b.spans, dt)
 else:
     from tracer.lint import Reporter, lint_paths
     class Null(Reporter):
         pass
     rules = RuleSet(select_rules({select!r}, None))
-    t = time.perf_counter()
+    t = time.process_time()
     stats = lint_paths([path], rules, Null(), progress=False)
-    dt = time.perf_counter() - t
+    dt = time.process_time() - t
     print(stats.messages, dt)
 """
 
@@ -128,9 +130,9 @@ us = {{name: [] for name in shapes}}
 for r in range({rounds}):
     names = list(shapes) if r % 2 == 0 else list(shapes)[::-1]
     for name in names:
-        t = time.perf_counter()
+        t = time.process_time()
         shapes[name]()
-        us[name].append((time.perf_counter() - t) / len(records) * 1e6)
+        us[name].append((time.process_time() - t) / len(records) * 1e6)
 base = statistics.median(us["Analysed itself"])
 for name, v in us.items():
     m = statistics.median(v)
