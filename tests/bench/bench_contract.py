@@ -3,8 +3,8 @@
 Run: python tests/bench/bench_contract.py [--against REV] [--tree REV] [--shapes] [--messages N] [--rounds 5]
 
 Written for the analyser's event contract (tracer.events, issue #14 item 2): every consumer loops
-over the tuple `Analyser.feed` returns instead of `feed` + `take_end_findings`, and this checks that
-no speed was lost. With `--against REV`, that commit is unpacked into a temporary directory
+over the events `Analyser.feed` returns (a message's Analysed itself, else a tuple) instead of
+`feed` + `take_end_findings`, and this checks that no speed was lost. With `--against REV`, that commit is unpacked into a temporary directory
 (`git archive`: no worktree, nothing in the repository changes) and each measurement runs in a child
 process with one tree or the other on sys.path, the two alternated round by round (first one, then
 the other, then the other way round) on the same generated capture, since these machines are
