@@ -1,4 +1,4 @@
-"""An official-SDK client that is interrupted on purpose (tests/test_fault_stops.py): it completes
+"""An official-SDK client that is interrupted on purpose (tests/addons/test_fault_stops.py): it completes
 one tools/call, then starts a long `slow` call (fixtures/sdk/server.py), saying `calling slow` just
 before and `in flight` once its first progress notification arrived (a streamed answer); it then
 waits until its peer goes away.

@@ -9,7 +9,7 @@ does around each of 20-45 rule calls cost as much as the rules themselves. The g
 registered with `linecache` under a name listing its rules, and each call's line names its rule and
 where it is defined, so a rule that raises shows its own frame under a readable runner line.
 
-Each saving has a general twin that gives the same findings (tests/test_dispatch_fast_paths.py):
+Each saving has a general twin that gives the same findings (tests/tracer/test_dispatch_fast_paths.py):
 `RuleSet(rules, fast=False)` runs every rule the message's kind, method and versions admit, in
 order, through one plain loop, with no plan, prefilter or generated code. HTTP rules and end rules
 (`run_http`, `run_end`) are plain loops.

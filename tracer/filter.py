@@ -6,7 +6,7 @@ Terms separated by spaces are ANDed, `|` is OR (binding looser than AND), `!` ne
 group after it, and parentheses group. A bare word or a quoted string is free text: a
 case-insensitive substring of the message's raw bytes. The terms are documented once, in
 tracer/filter_terms.py: the help screen, the filter bar's hint and `mcptrace help filter` render
-that table, the parser takes its field names from it, and tests/test_filter_terms.py holds every
+that table, the parser takes its field names from it, and tests/tracer/test_filter_terms.py holds every
 documented value to this parser (and every value the parser accepts to the table).
 
 The matcher reads a `Fields` object: anything with the attributes below. `AnalysedFields` adapts an

@@ -7,7 +7,7 @@ module imports no code that writes them. Memory is bounded however long a sessio
 table is a window of the newest entries (a duplicate answer, a late cancel, a reused cursor come
 within seconds on real traffic), and what the rules need for the whole session is kept compactly
 (legacy request ids in `UsedIds`). The pending table holds requests still awaiting an answer;
-cancelled ones move out of it past tracer.update.pairing.CANCELLED_CAP (tests/test_bounded_state.py,
+cancelled ones move out of it past tracer.update.pairing.CANCELLED_CAP (tests/tracer/state/test_bounded_state.py,
 tests/bench/bench_memory.py).
 """
 

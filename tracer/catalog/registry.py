@@ -70,7 +70,7 @@ class Rule:
     # out. `method` is the message's method (a response: the method it answers) when it is one the
     # protocol knows, else None (an unknown method, or a response whose request was not seen);
     # `direction` is the record's Direction or None; `versions` what the message may speak. The
-    # rule must still check for itself: this only saves calls (tests/test_rule_prefilter.py).
+    # rule must still check for itself: this only saves calls (tests/tracer/rules/test_rule_prefilter.py).
     possible: Callable | None = None
     # the spec pages `spec` cites, parsed once (tracer.catalog.specref); `links` renders them
     refs: tuple[SpecRef, ...] = ()
@@ -153,7 +153,7 @@ def rule(
     possible: Callable | None = None,
 ) -> Callable[[Callable], Callable]:
     """Register a message rule, `fn(m, s)`, under an id from shared/spec/RULES.md. Ids are never
-    reused; a rule lives in the module of tracer/rules its id names (tests/test_rule_homes.py)."""
+    reused; a rule lives in the module of tracer/rules its id names (tests/tracer/rules/test_rule_homes.py)."""
 
     def deco(fn: Callable) -> Callable:
         return _register(

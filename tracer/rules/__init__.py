@@ -2,7 +2,7 @@
 
 A rule MCPabc lives in the module whose digits are the longest prefix of "abc": MCP101 in
 mcp10_envelope.py, MCP310 in mcp31_request_meta.py, MCP2xx in mcp2_correlation.py
-(tests/test_rule_homes.py checks it). Rules run in id order whatever the module order (the schema
+(tests/tracer/rules/test_rule_homes.py checks it). Rules run in id order whatever the module order (the schema
 safety net, MCP150-MCP152, last on each message: `Rule.order`). The registry, the docs and shared
 helpers live in tracer.catalog.
 """

@@ -1,6 +1,6 @@
 """The bounded tables session state is made of: a window of the newest entries (`BoundedMap`) and
 the compact record of a legacy session's request ids (`UsedIds`). Memory stays flat however long a
-session runs (tests/test_bounded_state.py, tests/bench/bench_memory.py)."""
+session runs (tests/tracer/state/test_bounded_state.py, tests/bench/bench_memory.py)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ MISSING: Any = object()  # a member that is absent (as opposed to present with a
 # The window of each table below, in entries: progress tokens (active ones are a handful; a cancelled
 # request's stays until 1,024 newer ones came), finished tokens, cursors, listens, MRTR rounds and
 # URL elicitations. Each is used again within seconds on real traffic, and each table fills early in
-# a long session, so memory stays flat (tests/test_bounded_state.py, tests/bench/bench_memory.py).
+# a long session, so memory stays flat (tests/tracer/state/test_bounded_state.py, tests/bench/bench_memory.py).
 TRACK_CAP = 1_024
 
 

@@ -10,7 +10,7 @@ orjson escapes each line (exactly as the general encoder, `orjson.dumps` of the 
 one `map` over the template formats them: no Python code runs per line. Anything else (a partial
 line at either end, CRLF, invalid UTF-8, a line that is no `{...}`, an open multi-line group in
 the live check) takes the general per-line path, so the capture file is byte for byte what that
-path writes (tests/test_tee_flood.py checks it)."""
+path writes (tests/tracer/stdio/test_tee_flood.py checks it)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,125 @@
+"""The background analysis writes, row by row, what the analyser says about each message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracer.analyser import analyse_all
+from tracer.capture import read_capture
+from tracer.model import Kind, RecordType
+from tracer.view.annotate import Annotator
+from tracer.view.annotations import Annotations
+from tracer.view.viewdata import CaptureView
+
+CAPTURES = Path(__file__).resolve().parents[3] / "fixtures" / "captures"
+FIXTURES = sorted(CAPTURES.glob("*.jsonl"))
+
+
+def _expected(path: Path):
+    with open(path, "rb") as fh:
+        recs = [r for r in read_capture(fh, str(path)) if not hasattr(r, "torn")]
+    msgs, ends = analyse_all(recs)
+    return recs, msgs, ends
+
+
+def _annotate(path: Path, workdir: Path) -> list:
+    msgs = []
+    Annotator(str(path), str(workdir), emit=msgs.append).run()
+    return msgs
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_row_summaries_agree_with_the_analyser_for_every_message(path, tmp_path):
+    recs, msgs, ends = _expected(path)
+    progress = _annotate(path, tmp_path)
+    assert progress[-1]["done"] and progress[-1]["rows"] == len(recs)
+    ann = Annotations(str(path), workdir=str(tmp_path))
+    for m in progress:
+        ann._apply(m)
+    row_of_seq = {r.seq: i for i, r in enumerate(recs) if r.type is RecordType.MESSAGE}
+    end_counts: dict[int, int] = {}
+    for f in ends:
+        end_counts[f.seq] = end_counts.get(f.seq, 0) + 1
+    for m in msgs:
+        row = row_of_seq[m.seq]
+        s = ann.row(row)
+        assert s.kind == m.kind.value and s.era == m.era.value
+        assert s.method == (m.label or None)
+        assert s.partner == (row_of_seq.get(m.partner_seq) if m.partner_seq is not None else None)
+        if m.latency_ns is not None:
+            assert s.latency_ns == m.latency_ns // 1000 * 1000
+        own = len(m.findings) + sum(len(x.findings) for x in m.members or ())
+        assert s.nfind == own + end_counts.get(m.seq, 0)
+        d = ann.details(s)
+        assert d["why"] == m.era_reason
+        assert [f[0] for f in d.get("f", [])] == [f.rule for f in m.findings] + [
+            f.rule for f in ends if f.seq == m.seq
+        ]
+    with_findings = sorted(
+        {row_of_seq[m.seq] for m in msgs if m.findings} | {row_of_seq[f.seq] for f in ends if f.seq}
+    )
+    assert list(ann.finding_rows) == with_findings
+
+
+def test_a_request_learns_its_partner_and_latency_when_the_answer_comes(tmp_path):
+    path = CAPTURES / "demo.jsonl"
+    _, msgs, _ = _expected(path)
+    view = CaptureView(str(path))
+    view.start()
+    try:
+        assert view.ann.wait(lambda: view.ann.done, 30)
+        view.index.build()
+        requests = [m for m in msgs if m.kind is Kind.REQUEST and m.partner_seq is not None]
+        assert requests
+        for m in requests:
+            row = next(r for r in range(len(view)) if view.basics(r).seq == m.seq)
+            info = view.info(row)
+            assert view.basics(info.partner).seq == m.partner_seq
+            assert info.latency_ns == m.latency_ns // 1000 * 1000
+    finally:
+        view.close()
+
+
+def test_broken_and_blank_lines_become_rows_that_say_so(tmp_path):
+    path = tmp_path / "cap.jsonl"
+    path.write_bytes(
+        b'{"type":"header","format":"mcptrace","version":1}\n\nnot json\n'
+        b'{"type":"message","seq":1,"t_ns":5,"dir":"c2s","text":"{\\"jsonrpc\\":\\"2.0\\",\\"id\\":1,\\"method\\":\\"ping\\"}"}\n'
+        b'{"type":"mess'
+    )
+    work = tmp_path / "w"
+    work.mkdir()
+    progress = _annotate(path, work)
+    ann = Annotations(str(path), workdir=str(work))
+    for m in progress:
+        ann._apply(m)
+    kinds = [ann.row(i).rtype for i in range(5)]
+    assert kinds == ["header", "blank", "broken", "message", "broken"]
+    assert "torn last line" in ann.details(ann.row(4))["broken"]
+    assert "broken capture record" in ann.details(ann.row(2))["broken"]
+
+
+def test_sse_events_get_their_place_and_gaps_in_the_stream(tmp_path):
+    from tests.factory import notification, request, result
+    from tracer.capture import CaptureWriter, header_record
+    from tracer.model import Direction, Record
+
+    path = tmp_path / "sse.jsonl"
+    http = {"method": "POST", "url": "http://127.0.0.1/mcp", "status": 200}
+    on = dict(conn="c", transport="http")
+    sse = dict(on, http=http, sse={"stream": "s1", "event": "message"})
+    with CaptureWriter(path, header_record("http")) as w:
+        w.write(request("tools/call", 1, {"name": "x"}, era="legacy", t_ns=1_000_000, http=http, **on))
+        w.write(Record(RecordType.EVENT, t_ns=2_000_000, data={"event": "stream-open", "stream": "s1"}, **on))
+        progress = {"progressToken": 1, "progress": 1}
+        w.write(notification("notifications/progress", progress, dir=Direction.S2C, t_ns=5_000_000, **sse))
+        w.write(result(1, {"content": []}, t_ns=9_000_000, **sse))
+    progress = _annotate(path, tmp_path)
+    ann = Annotations(str(path), workdir=str(tmp_path))
+    for m in progress:
+        ann._apply(m)
+    first, second = ann.details(ann.row(3))["sse"], ann.details(ann.row(4))["sse"]
+    assert (first["n"], first["since_open"], first["since_prev"]) == (1, 3_000_000, 3_000_000)
+    assert (second["n"], second["since_open"], second["since_prev"]) == (2, 7_000_000, 4_000_000)

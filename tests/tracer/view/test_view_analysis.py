@@ -1,0 +1,137 @@
+"""The viewer's analysis process says, row by row, what the analyser run in this process says.
+
+The oracle is the analyser over the capture's records here, each message's details built at once
+(tracer.view.details.detail_of); the analysis process stores them compactly and the viewer expands
+the one it shows. Both must give the same words, for every fixture capture and every rule case.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cases import build_records, load_rule_cases
+from tracer.analyser import analyse_all
+from tracer.capture import header_record, read_capture, write_records
+from tracer.model import RecordType
+from tracer.safejson import dumps as safe_dumps
+from tracer.view.annotate import Annotator
+from tracer.view.annotations import Annotations
+from tracer.view.details import SseClock, detail_of
+from tracer.view.rowformat import SeqMap, finding_list
+
+CAPTURES = Path(__file__).resolve().parents[3] / "fixtures" / "captures"
+FIXTURES = sorted(CAPTURES.glob("*.jsonl"))
+CASES = load_rule_cases()
+RULE_IDS = sorted({rule_id for rule_id, _ in CASES})
+
+
+def _in_process(path: Path) -> dict[int, dict]:
+    """Row -> the details of its message, from the analyser run here over the capture's records."""
+    with open(path, "rb") as fh:
+        recs = [r for r in read_capture(fh, str(path)) if getattr(r, "type", None) is not None]
+    msgs, ends = analyse_all(recs)
+    seqs = SeqMap()
+    sse = SseClock()
+    timing = {}
+    for r in recs:
+        if r.type is RecordType.MESSAGE:
+            seqs.add(r.seq, r.line - 1)
+        t = sse.timing(r)
+        if t is not None:
+            timing[r.seq] = t
+    out = {}
+    for m in msgs:
+        d = detail_of(m, seqs.row)
+        if m.seq in timing:
+            d["sse"] = timing[m.seq]
+        out[m.rec.line - 1] = d
+    for f in ends:
+        row = seqs.row(f.seq) if f.seq else None
+        if row is not None:
+            out[row].setdefault("f", []).append(finding_list(f, seqs.row))
+    return out
+
+
+def _by_the_viewer(path: Path, work: Path) -> Annotations:
+    progress: list = []
+    Annotator(str(path), str(work), emit=progress.append).run()
+    ann = Annotations(str(path), workdir=str(work))
+    for msg in progress:
+        ann._apply(msg)
+    assert ann.done
+    return ann
+
+
+def _same_rows(path: Path, work: Path) -> int:
+    expected = _in_process(path)
+    ann = _by_the_viewer(path, work)
+    for row, want in expected.items():
+        s = ann.row(row)
+        got = ann.details(s)
+        assert got == _plain(want), f"row {row} of {path.name}"
+        assert s.kind == want["kind"] and s.era == want["era"]
+        rules = [f[0] for f in want.get("f") or ()] + [
+            f[0] for m in want.get("members") or () for f in m.get("f") or ()
+        ]
+        assert ann.finding_rules(s) == rules  # what the filter's rule: term reads
+        assert s.nfind == len(want.get("f") or ()) + sum(
+            len(m.get("f") or ()) for m in want.get("members") or ()
+        )
+    return len(expected)
+
+
+def _plain(value):
+    """A details dict as it is stored: JSON (no enums, no tuples), written by the readable policy
+    (a lone surrogate becomes its visible escape, as the detail pane shows it)."""
+    return json.loads(safe_dumps(value))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_the_viewer_shows_for_each_row_of_a_fixture_what_the_analyser_says_of_it(path, tmp_path):
+    assert _same_rows(path, tmp_path) > 0
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+def test_the_viewer_shows_for_each_row_of_a_rule_case_what_the_analyser_says_of_it(rule_id, tmp_path):
+    for i, (_, case) in enumerate(c for c in CASES if c[0] == rule_id):
+        cap = tmp_path / f"case{i}.jsonl"
+        transport = case.get("transport", "stdio")
+        write_records(
+            str(cap), header_record(transport), build_records(case["messages"], transport), redact=False
+        )
+        work = tmp_path / f"w{i}"
+        work.mkdir()
+        _same_rows(cap, work)
+
+
+def test_ids_and_reasons_that_json_cannot_keep_as_they_are_still_read_the_same(tmp_path):
+    # a string id with a lone surrogate and an id beyond 64 bits: their reasons are stored as words
+    cap = tmp_path / "c.jsonl"
+    lines = [
+        b'{"jsonrpc":"2.0","id":"\\ud800x","method":"ping"}',
+        b'{"jsonrpc":"2.0","id":"\\ud800x","result":{}}',
+        b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}',
+        b'{"jsonrpc":"2.0","id":"caf\xc3\xa9","method":"initialize","params":{"protocolVersion":"\xc3\xa9"}}',
+        b'{"jsonrpc":"2.0","id":"caf\xc3\xa9","result":{"protocolVersion":"\xc3\xa9"}}',
+    ]
+    from tests.cases import T0
+    from tracer.model import Direction, Record
+
+    recs = [
+        Record(
+            RecordType.MESSAGE,
+            seq=i + 1,
+            t_ns=T0 + i,
+            dir=Direction.C2S if i % 2 == 0 else Direction.S2C,
+            transport="stdio",
+            conn="stdio-1",
+            raw=line,
+        )
+        for i, line in enumerate(lines)
+    ]
+    write_records(str(cap), header_record("stdio"), recs, redact=False)
+    assert _same_rows(cap, tmp_path) == len(lines)
