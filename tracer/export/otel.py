@@ -39,7 +39,7 @@ from tracer import __version__
 from tracer.export import mapping as M
 from tracer.export.live import signal_url
 from tracer.export.otlp_json import service_name
-from tracer.export.spans import Span
+from tracer.export.spantypes import Span
 
 STUCK_S = 1.0  # an export still retrying after this long, at the end: the backend is down or hung
 _KINDS = {"client": SpanKind.CLIENT, "internal": SpanKind.INTERNAL, "server": SpanKind.SERVER}

@@ -18,7 +18,7 @@ import orjson
 
 from tracer import __version__
 from tracer.export import mapping as M
-from tracer.export.spans import Span
+from tracer.export.spantypes import Span
 
 BATCH = 512  # spans per line
 _KIND = {"internal": 1, "server": 2, "client": 3}
