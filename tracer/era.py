@@ -75,20 +75,18 @@ def label_era(m: Analysed, s: Session) -> None:
             m.version = pv if type(pv) is str else None
             m.explain_era("params._meta protocolVersion {!r}", pv)
             return
-        if kind is Kind.REQUEST and m.dir is Direction.C2S and not _handshake_open(s):
-            key = (
-                META_CLIENT_CAPS
-                if META_CLIENT_CAPS in meta
-                else META_CLIENT_INFO
-                if META_CLIENT_INFO in meta
-                else None
-            )
-            if key is not None:
-                # request metadata only a 2026-07-28 request carries: a modern request that lacks
-                # its protocolVersion (MCP310), not one of unknown era that no modern rule judges
+        if (META_CLIENT_CAPS in meta or META_CLIENT_INFO in meta) and kind is Kind.REQUEST:
+            init = s.init
+            if (init is None or init.error_seq is not None) and m.rec.dir is Direction.C2S:
+                # request metadata only a 2026-07-28 request carries, outside a legacy handshake: a
+                # modern request that lacks its protocolVersion (MCP310), not one of unknown era
+                # that no modern rule judges
                 m.era = Era.MODERN
                 m.version = None
-                m.explain_era("params._meta {} without protocolVersion", key)
+                m.explain_era(
+                    "params._meta {} without protocolVersion",
+                    META_CLIENT_CAPS if META_CLIENT_CAPS in meta else META_CLIENT_INFO,
+                )
                 return
         if kind is Kind.NOTIFICATION and META_SUBSCRIPTION_ID in meta:
             # only a modern subscriptions/listen stream tags its notifications this way
@@ -136,7 +134,7 @@ def label_era(m: Analysed, s: Session) -> None:
             m.explain_era("travels on the stream of the modern {} request (seq {})", *flow_era)
             return
     init = s.init
-    if _handshake_open(s):  # (a rejected initialize opened no session)
+    if init is not None and init.error_seq is None:  # (a rejected initialize opened no session)
         m.era = Era.LEGACY
         m.version = s.legacy_version
         if init.negotiated_version:
