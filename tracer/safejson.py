@@ -36,12 +36,10 @@ class Unserializable(ValueError):
 
 
 def loads(data: bytes | str) -> Any:
-    """What `dumps` (either policy) wrote, read back: orjson, or the standard library for what
-    orjson refuses (it reads 10**400 as infinity, an error). Raises ValueError."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
+    """What `dumps` (either policy) wrote, read back exactly, by the standard library: orjson reads an
+    integer beyond 64 bits as a float without a word (2**64 + 1 would come back as 2**64, a
+    different JSON-RPC id). Raises ValueError."""
+    return json.loads(data)
 
 
 # -- readable ------------------------------------------------------------------------------------

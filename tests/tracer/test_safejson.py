@@ -34,9 +34,10 @@ def test_a_lone_surrogate_is_shown_to_a_reader_as_visible_text():
 
 
 @pytest.mark.parametrize("policy", [wire_exact, readable], ids=lambda p: p.name)
-def test_an_integer_beyond_64_bits_stays_exact(policy):
-    big = 10**400
-    assert loads(policy.dumps({"n": big})) == {"n": big}
+@pytest.mark.parametrize("big", [2**64 + 1, -(2**63) - 1, 10**400], ids=["2**64+1", "-2**63-1", "10**400"])
+def test_an_integer_beyond_64_bits_stays_exact(policy, big):
+    back = loads(policy.dumps({"n": big}))
+    assert back == {"n": big} and type(back["n"]) is int
 
 
 def test_deep_nesting_is_cut_for_a_reader_and_kept_on_the_wire_until_the_interpreter_cannot():
