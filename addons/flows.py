@@ -42,17 +42,19 @@ def request_facts(flow: http.HTTPFlow, *, live: bool = True) -> tuple:
         req.headers.fields,
         body,
         t_ns,
+        req.http_version,
     )
 
 
 def exchange_from(facts: tuple) -> Exchange:
-    fid, peer, client_id, method, url, fields, body, t_ns = facts
+    fid, peer, client_id, method, url, fields, body, t_ns, version = facts
     client = f"{peer[0]}:{peer[1]}" if peer else ""
     ex = Exchange(
         id=fid, client=client, method=method, url=url, req_headers=_fields(fields), client_id=client_id
     )
     ex.req_body = body
     ex.t_ns = t_ns
+    ex.http_version = version
     return ex
 
 

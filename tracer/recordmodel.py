@@ -97,6 +97,7 @@ HTTP_MEMBERS: dict[str, frozenset] = {
     "error": _STR,
     "body_bytes": _INT,
     "server": _STR,
+    "http_version": _STR,
 }
 SSE_MEMBERS: dict[str, frozenset] = {"id": _STR, "event": _STR, "stream": _KEY, "retry": _INT}
 DATA_MEMBERS: dict[str, frozenset] = {

@@ -46,6 +46,7 @@ class _Flow:
     truncated: int | None = None
     conn: str = ""  # the capture's connection: the HAR entry's `connection`
     server: str | None = None  # where the server was reached (HAR: serverIPAddress)
+    http_version: str = "HTTP/1.1"  # as the capture recorded it (older captures did not: HTTP/1.1)
     ended: str | None = None  # how an SSE stream ended (stream-closed reason)
 
 
@@ -120,6 +121,8 @@ class HarBuilder:
             f.error = http["error"]
         if type(http.get("server")) is str:
             f.server = http["server"]
+        if type(http.get("http_version")) is str:
+            f.http_version = http["http_version"]
         f.end_t = max(f.end_t, rec.t_ns)
         if not f.conn:
             f.conn = rec.conn
@@ -161,7 +164,7 @@ class HarBuilder:
         request: dict[str, Any] = {
             "method": f.method,
             "url": f.url,
-            "httpVersion": "HTTP/1.1",
+            "httpVersion": f.http_version,
             "cookies": [],
             "headers": _headers(f.req_headers),
             "queryString": [{"name": k, "value": v} for k, v in parse_qsl(u.query, keep_blank_values=True)],
@@ -195,7 +198,7 @@ class HarBuilder:
         response: dict[str, Any] = {
             "status": 0 if failed else f.status,
             "statusText": "",
-            "httpVersion": "HTTP/1.1",
+            "httpVersion": f.http_version,
             "cookies": [],
             "headers": _headers(f.resp_headers),
             "content": content,

@@ -23,6 +23,16 @@ STATUS_CODE = "rpc.response.status_code"
 NET_TRANSPORT = "network.transport"
 NET_PROTOCOL = "network.protocol.name"
 NET_PROTOCOL_VERSION = "network.protocol.version"
+# the request line's version, as captures record it -> network.protocol.version (the conventions
+# write "1.1", "2", "3")
+HTTP_VERSIONS = {
+    "HTTP/1.0": "1.0",
+    "HTTP/1.1": "1.1",
+    "HTTP/2.0": "2",
+    "HTTP/2": "2",
+    "HTTP/3": "3",
+    "HTTP/3.0": "3",
+}
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"  # Opt-In: only with --include-bodies

@@ -175,6 +175,13 @@ class SpanBuilder:
             attrs[M.NET_PROTOCOL] = protocol
         http = rec.http
         if type(http) is dict:
+            version = (
+                M.HTTP_VERSIONS.get(http.get("http_version"))
+                if type(http.get("http_version")) is str
+                else None
+            )
+            if version is not None:
+                attrs[M.NET_PROTOCOL_VERSION] = version
             host, port = self._server(http.get("url"))
             if host:
                 attrs[M.SERVER_ADDRESS] = host

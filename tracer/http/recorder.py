@@ -71,6 +71,7 @@ class Exchange:
     t_resp_ns: int = 0  # when the response head arrived (0: now)
     client_id: str = ""  # the client's TCP connection (mitmproxy's client connection id; "": use `client`)
     server: str = ""  # "ip:port" the server was actually reached at ("" when unknown)
+    http_version: str = ""  # the request's, as on its request line ("HTTP/1.1", "HTTP/2.0"; "": unknown)
 
 
 @dataclass(slots=True, eq=False)
@@ -352,6 +353,8 @@ class HttpRecorder:
             ct = header(ex.req_headers, "content-type")
             if ct is not None:
                 http["content_type"] = ct
+            if ex.http_version:
+                http["http_version"] = ex.http_version
             f.head_sent = True
         return http
 
@@ -363,6 +366,8 @@ class HttpRecorder:
         if not f.head_sent:
             http["req_headers"] = self._headers(ex.req_headers)
             http["request_t_ns"] = _now(ex.t_ns)  # a GET's first record comes with its answer
+            if ex.http_version:
+                http["http_version"] = ex.http_version
             f.head_sent = True
         if full:
             http["resp_headers"] = self._headers(ex.resp_headers)

@@ -111,6 +111,9 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
         req_body=_text(req.get("postData")),
         t_ns=sent,
     )
+    version = req.get("httpVersion")
+    if isinstance(version, str) and 0 < len(version) <= 16:
+        ex.http_version = version
     conn = entry.get("connection")  # HAR 1.2: the id of the client's TCP connection, when the writer knew it
     if isinstance(conn, str) and len(conn) <= 256:
         ex.client_id = conn

@@ -202,6 +202,7 @@ def test_live_proxy_export_of_both_eras_marks_http_transport_and_legacy_session_
     assert sorted(s["attrs"]["mcptrace.capture.seq"] for s in got) == sorted(m.seq for m in requests)
     for s in got:
         assert s["attrs"]["network.transport"] == "tcp" and s["attrs"]["network.protocol.name"] == "http"
+        assert s["attrs"]["network.protocol.version"] == "1.1"  # the SDK's httpx client speaks HTTP/1.1
         assert s["attrs"]["server.address"] == "127.0.0.1" and isinstance(s["attrs"]["server.port"], int)
     legacy = [
         s

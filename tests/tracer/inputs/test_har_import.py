@@ -246,3 +246,27 @@ def test_an_event_stream_stored_as_latin_1_is_read_back_as_the_utf8_it_was(tmp_p
     recs, _ = _read(path)
     answers = [json.loads(r.raw) for r in recs if r.type is RecordType.MESSAGE and r.dir is Direction.S2C]
     assert [a["result"]["content"][0]["text"] for a in answers[1:]] == ["héllo ✓", "héllo ✓"]
+
+
+def test_the_request_lines_http_version_is_kept_from_a_har_to_the_spans_and_back_to_a_har(tmp_path):
+    from tracer.analyser import Analyser
+    from tracer.export import build_spans
+    from tracer.export.har import HarBuilder
+
+    entries = _session()
+    for e in entries:
+        e["request"]["httpVersion"] = "HTTP/2.0"  # devtools writes what the browser spoke
+    path = tmp_path / "h2.har"
+    path.write_text(json.dumps(har(entries)))
+    recs, problems = _read(path)
+    assert not problems
+    heads = [r.http for r in recs if r.http and "req_headers" in r.http]
+    assert heads and all(h["http_version"] == "HTTP/2.0" for h in heads)
+    spans = []
+    build_spans(recs, spans.append, source=str(path), identity="h2", analyser=Analyser())
+    requests = [s for s in spans if "jsonrpc.request.id" in s.attrs]
+    assert requests and all(s.attrs["network.protocol.version"] == "2" for s in requests)
+    builder = HarBuilder()
+    for r in recs:
+        builder.feed(r)
+    assert {e["request"]["httpVersion"] for e in builder.entries()} == {"HTTP/2.0"}
