@@ -92,3 +92,32 @@ def load_rule_cases() -> list[tuple[str, dict]]:
         for case in doc.get("cases", []):
             cases.append((doc["rule"], case))
     return cases
+
+
+# A legacy 2025-11-25 handshake as case entries (build_records): initialize, its result, initialized.
+LEGACY_HANDSHAKE: list[dict] = [
+    {
+        "c2s": {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        }
+    },
+    {
+        "s2c": {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "result": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "s", "version": "1"},
+            },
+        }
+    },
+    {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
+]

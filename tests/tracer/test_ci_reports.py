@@ -7,35 +7,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from tests.cases import build_records
+from tests.cases import LEGACY_HANDSHAKE, build_records
 from tracer.capture import header_record, write_records
 from tracer.cli import main
 
 INIT = [
-    {
-        "c2s": {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "c", "version": "1"},
-            },
-        }
-    },
-    {
-        "s2c": {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "result": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "s", "version": "1"},
-            },
-        }
-    },
-    {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
+    *LEGACY_HANDSHAKE,
     {"c2s": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}},
     {"s2c": {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}},
 ]

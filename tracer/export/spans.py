@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from tracer.classify import id_key
 from tracer.export import mapping as M
-from tracer.export.spantypes import Span, SpanEvent, _add_event, _cap, _digest, _id_text
+from tracer.export.spantypes import Span, SpanEvent, add_event, cap_text, digest, id_text
 from tracer.export.tracecontext import traceparent, valid_tracestate
 from tracer.http.headers import header
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
@@ -72,15 +72,15 @@ class SpanBuilder:
         for f in found:
             span = self._open_for(conn, f.seq) if f.seq else None
             if span is not None:
-                _add_event(span, self._finding_event(f, t_ns))
+                add_event(span, self._finding_event(f, t_ns))
             else:
                 loose.append(f)
         if loose:
             root = self._root(conn, t_ns) if conn is not None else None
-            trace = root.trace_id if root is not None else _digest(16, self.identity, "capture")
+            trace = root.trace_id if root is not None else digest(16, self.identity, "capture")
             span = Span(
                 trace,
-                _digest(8, self.identity, "findings", str(t_ns), str(self.spans)),
+                digest(8, self.identity, "findings", str(t_ns), str(self.spans)),
                 root.span_id if root is not None else None,
                 "mcptrace.findings",
                 t_ns,
@@ -152,21 +152,21 @@ class SpanBuilder:
 
     def _base_attrs(self, m: Analysed, method: str) -> dict[str, Any]:
         rec = m.rec
-        method = _cap(method)
+        method = cap_text(method)
         attrs: dict[str, Any] = {M.METHOD: method}
         if m.version is not None:
             attrs[M.PROTOCOL_VERSION] = m.version
         obj = m.obj
         if type(obj) is dict and type(obj.get("jsonrpc")) is str and obj["jsonrpc"] != "2.0":
-            attrs[M.JSONRPC_VERSION] = _cap(obj["jsonrpc"])
+            attrs[M.JSONRPC_VERSION] = cap_text(obj["jsonrpc"])
         params = m.params or {}
         target = M.TARGETS.get(method)
         if target is not None and type(params.get(target[0])) is str:
-            attrs[target[1]] = _cap(params[target[0]])
+            attrs[target[1]] = cap_text(params[target[0]])
         if method in M.OPERATIONS:
             attrs[M.OPERATION] = M.OPERATIONS[method]
         if method in M.RESOURCE_METHODS and type(params.get("uri")) is str:
-            attrs[M.RESOURCE_URI] = _cap(params["uri"])
+            attrs[M.RESOURCE_URI] = cap_text(params["uri"])
         transport = M.NETWORK_TRANSPORT.get(rec.transport)
         if transport is not None:
             attrs[M.NET_TRANSPORT] = transport
@@ -189,20 +189,20 @@ class SpanBuilder:
                     attrs[M.SERVER_PORT] = port
             sid = header(http.get("req_headers"), "mcp-session-id")
             if sid is not None and m.era.value == "legacy":
-                attrs[M.SESSION_ID] = _cap(sid)
+                attrs[M.SESSION_ID] = cap_text(sid)
         attrs[M.ERA] = m.era.value
-        attrs[M.ERA_REASON] = _cap(m.era_reason)
+        attrs[M.ERA_REASON] = cap_text(m.era_reason)
         if self.source:
             attrs[M.CAPTURE_FILE] = self.source
         attrs[M.CAPTURE_SEQ] = rec.seq
-        attrs[M.CONNECTION] = _cap(rec.conn)
+        attrs[M.CONNECTION] = cap_text(rec.conn)
         return attrs
 
     def _request(self, m: Analysed) -> None:
         rec = m.rec
         method = m.method or ""
         attrs = self._base_attrs(m, method)
-        rid = _id_text(m.id)
+        rid = id_text(m.id)
         if rid is not None:
             attrs[M.REQUEST_ID] = rid
         if (
@@ -214,7 +214,7 @@ class SpanBuilder:
             attrs[M.TOOL_ARGUMENTS] = dumps_text(m.params["arguments"])
         span = self._new_span(m, attrs)
         for f in m.findings:
-            _add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, self._finding_event(f, rec.t_ns))
         if m.op_seq is not None and m.op_seq != rec.seq:  # a later round of an MRTR operation
             op = self._ops.get((rec.conn, m.op_seq))
             if op is not None:
@@ -249,7 +249,7 @@ class SpanBuilder:
                 span.attrs[M.ERROR_TYPE] = "_OTHER"
             span.is_error = True
             msg = err.get("message")
-            span.error = _cap(msg) if type(msg) is str else None
+            span.error = cap_text(msg) if type(msg) is str else None
         elif m.kind is Kind.ERROR:
             span.attrs[M.ERROR_TYPE] = "_OTHER"
             span.is_error = True
@@ -264,7 +264,7 @@ class SpanBuilder:
                 span.attrs[M.TOOL_RESULT] = dumps_text(result)
         self._sse_event(span, m)
         for f in m.findings:
-            _add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, self._finding_event(f, rec.t_ns))
         if m.op_seq is not None:
             self._round(
                 span, m, input_required=result is not None and result.get("resultType") == "input_required"
@@ -282,7 +282,7 @@ class SpanBuilder:
                 return
             op = self._ops[key] = Span(
                 span.trace_id,
-                _digest(8, self.identity, conn, "op", str(m.op_seq)),
+                digest(8, self.identity, conn, "op", str(m.op_seq)),
                 span.parent_id,
                 f"{M.OP_SPAN_NAME} {span.name}",
                 span.start_ns,
@@ -322,17 +322,17 @@ class SpanBuilder:
         if span is None:
             self._short(m, "notification", m.findings)
             return
-        attrs: dict[str, Any] = {M.NOTIFICATION_METHOD: _cap(method), M.NOTIFICATION_SEQ: rec.seq}
+        attrs: dict[str, Any] = {M.NOTIFICATION_METHOD: cap_text(method), M.NOTIFICATION_SEQ: rec.seq}
         for name in ("progress", "total"):
             value = params.get(name)
             if type(value) in (int, float):
                 attrs[f"mcptrace.{name}"] = value
-        _add_event(span, SpanEvent(M.NOTIFICATION_EVENT, rec.t_ns, attrs))
+        add_event(span, SpanEvent(M.NOTIFICATION_EVENT, rec.t_ns, attrs))
         if method == "notifications/cancelled" and span._cancel_t is None:
             span._cancel_t = rec.t_ns
         self._sse_event(span, m)
         for f in m.findings:
-            _add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, self._finding_event(f, rec.t_ns))
 
     def _short(self, m: Analysed, what: str, found: list[Finding]) -> None:
         """A message that belongs to no request span: a zero-length span of its own."""
@@ -346,13 +346,13 @@ class SpanBuilder:
         if not method and self.source:
             attrs[M.CAPTURE_FILE] = self.source
         attrs[M.KIND] = what
-        rid = _id_text(m.id)
+        rid = id_text(m.id)
         if rid is not None and what != "notification":
             attrs[M.REQUEST_ID] = rid
         span = self._new_span(m, attrs, name=attrs.get(M.METHOD) or f"mcptrace.{what}")
         self._sse_event(span, m)
         for f in found:
-            _add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, self._finding_event(f, rec.t_ns))
         self._emit(span)
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ class SpanBuilder:
         if name is None:
             target = M.TARGETS.get(method)
             name = f"{method} {attrs[target[1]]}" if target is not None and target[1] in attrs else method
-        span_id = _digest(8, self.identity, rec.conn, str(rec.seq))
+        span_id = digest(8, self.identity, rec.conn, str(rec.seq))
         root = self._root(rec.conn, rec.t_ns)
         if m.era.value != "unknown":
             root.attrs[M.ERA] = m.era.value
@@ -393,8 +393,8 @@ class SpanBuilder:
         root = self._roots.get(conn)
         if root is None:
             root = self._roots[conn] = Span(
-                _digest(16, self.identity, conn),
-                _digest(8, self.identity, conn, "root"),
+                digest(16, self.identity, conn),
+                digest(8, self.identity, conn, "root"),
                 None,
                 M.ROOT_SPAN_NAME,
                 t_ns,
@@ -438,11 +438,11 @@ class SpanBuilder:
         attrs: dict[str, Any] = {
             M.FINDING_RULE: f.rule,
             M.FINDING_SEVERITY: f.severity.label,
-            M.FINDING_MESSAGE: _cap(f.message),
+            M.FINDING_MESSAGE: cap_text(f.message),
             M.FINDING_SEQ: f.seq,
         }
         if f.path:
-            attrs[M.FINDING_PATH] = _cap(f.path)
+            attrs[M.FINDING_PATH] = cap_text(f.path)
         return SpanEvent(M.FINDING_EVENT, t_ns, attrs)
 
     def _sse_event(self, span: Span, m: Analysed) -> None:
@@ -451,13 +451,13 @@ class SpanBuilder:
             return
         attrs: dict[str, Any] = {M.CAPTURE_SEQ: m.rec.seq}
         if type(sse.get("id")) is str:
-            attrs[M.SSE_ID] = _cap(sse["id"])
+            attrs[M.SSE_ID] = cap_text(sse["id"])
         if type(sse.get("event")) is str:
-            attrs[M.SSE_NAME] = _cap(sse["event"])
+            attrs[M.SSE_NAME] = cap_text(sse["event"])
         opened = self._streams.get(sse.get("stream")) if type(sse.get("stream")) is str else None
         if opened is not None:
             attrs[M.SSE_OFFSET_MS] = round((m.rec.t_ns - opened) / 1e6, 3)
-        _add_event(span, SpanEvent(M.SSE_EVENT, m.rec.t_ns, attrs))
+        add_event(span, SpanEvent(M.SSE_EVENT, m.rec.t_ns, attrs))
 
     def _server(self, url: Any) -> tuple[str | None, int | None]:
         if type(url) is not str:

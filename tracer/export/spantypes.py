@@ -45,22 +45,22 @@ class Span:
     _cancel_t: int | None = None
 
 
-def _digest(size: int, *parts: str) -> bytes:
+def digest(size: int, *parts: str) -> bytes:
     out = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=size).digest()
     return out if any(out) else out[:-1] + b"\1"  # an all-zero id is invalid
 
 
-def _cap(text: str) -> str:
+def cap_text(text: str) -> str:
     """A peer's string as a span name or attribute: bounded (a backend, and memory, need not hold a
     megabyte method name)."""
     text = text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "…"
     return safe_text(text)  # (a lone surrogate is legal JSON, but no exporter encodes it)
 
 
-def _id_text(value: Any) -> str | None:
+def id_text(value: Any) -> str | None:
     t = type(value)
     if t is str:
-        return _cap(value)
+        return cap_text(value)
     if t is int:
         return str(value)  # exact, beyond 64 bits too
     if t is float:
@@ -68,7 +68,7 @@ def _id_text(value: Any) -> str | None:
     return None
 
 
-def _add_event(span: Span, event: SpanEvent) -> None:
+def add_event(span: Span, event: SpanEvent) -> None:
     """Events of one span are bounded (a call open for hours may see a million progress
     notifications): findings always go in, others past MAX_EVENTS are only counted."""
     if len(span.events) < MAX_EVENTS or (event.name == M.FINDING_EVENT and len(span.events) < 2 * MAX_EVENTS):

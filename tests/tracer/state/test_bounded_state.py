@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests import longsession
-from tests.cases import build_records
+from tests.cases import LEGACY_HANDSHAKE, build_records
 from tracer import session as session_mod
 from tracer.analyser import Analyser, analyse_all
 from tracer.rules import select_rules
@@ -72,32 +72,7 @@ def test_a_long_session_lints_clean_as_its_first_cycles_do(small_caps):
 
 # -- the outcomes a window could change --------------------------------------------------------
 
-INIT = [
-    {
-        "c2s": {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "c", "version": "1"},
-            },
-        }
-    },
-    {
-        "s2c": {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "result": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "s", "version": "1"},
-            },
-        }
-    },
-    {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
-]
+INIT = LEGACY_HANDSHAKE
 
 
 def _calls(ids) -> list[dict]:
