@@ -4,6 +4,7 @@ the per-line path writes, and the capture process gets the CPU a flood needs."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -175,6 +176,14 @@ def _policies(pid: int) -> set[int]:
     return {os.sched_getscheduler(int(t)) for t in os.listdir(f"/proc/{pid}/task")}
 
 
+def _all_stopped(pid: int) -> bool:
+    states = []
+    for t in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{t}/stat", "rb") as f:
+            states.append(f.read().rsplit(b")", 1)[1].split()[0])
+    return all(s in (b"T", b"t") for s in states)
+
+
 @pytest.mark.skipif(not tee_splice.available() or not hasattr(os, "SCHED_IDLE"), reason="Linux only")
 @pytest.mark.skipif(
     not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE"
@@ -192,8 +201,16 @@ def test_a_hurried_capture_process_runs_normally_and_goes_back_to_the_background
         while _policies(feed.pid) != {os.SCHED_IDLE} and time.monotonic() < deadline:
             time.sleep(0.01)  # (its writer thread is starting)
         assert _policies(feed.pid) == {os.SCHED_IDLE}
-        feed.hurry()
-        assert _policies(feed.pid) == {os.SCHED_OTHER}  # every thread, the writer's too
+        # Stopped while we look: with nothing to do, the capture process may step back to the
+        # background at any moment after the hurry (that is the second half of this test).
+        os.kill(feed.pid, signal.SIGSTOP)
+        while not _all_stopped(feed.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        try:
+            feed.hurry()
+            assert _policies(feed.pid) == {os.SCHED_OTHER}  # every thread, the writer's too
+        finally:
+            os.kill(feed.pid, signal.SIGCONT)
         feed.event("note")  # work for it; once done and quiet, it steps back by itself
         while _policies(feed.pid) != {os.SCHED_IDLE} and time.monotonic() < deadline:
             time.sleep(0.01)
