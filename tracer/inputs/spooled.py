@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tracer.inputs import OpenInput
 
 SCREEN_ROWS = 200  # rows the first update waits for: a screenful
+JOIN_BOUND_S = 60.0  # how long closing waits for the watcher (it ends with the process's pipes)
 
 
 class SpoolIndex:
@@ -62,15 +63,22 @@ class SpoolIndex:
     def _watch(self) -> None:
         proc = self.proc
         assert proc.stdout is not None and proc.stderr is not None
-        for line in proc.stdout:
-            if line.startswith(b"pos "):
-                try:
-                    self.pos = int(line[4:])
-                except ValueError:
-                    pass
-            with self._cond:
-                self._cond.notify_all()
-        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        # This thread owns the pipes and closes them itself: `close` waits for it instead of
+        # closing them under it (a watcher descheduled on a busy machine then read a closed file,
+        # an unhandled error in a thread).
+        try:
+            for line in proc.stdout:
+                if line.startswith(b"pos "):
+                    try:
+                        self.pos = int(line[4:])
+                    except ValueError:
+                        pass
+                with self._cond:
+                    self._cond.notify_all()
+            err = proc.stderr.read().decode("utf-8", "replace").strip()
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
         code = proc.wait()
         with self._cond:
             if code != 0:
@@ -164,8 +172,7 @@ class SpoolIndex:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        self._thread.join(timeout=2)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        # the process is gone, so its pipes end: the watcher reads to their end, closes them, ends
+        if self._thread is not threading.current_thread():
+            self._thread.join(JOIN_BOUND_S)
         self.index.close()

@@ -412,7 +412,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def watch_stdin() -> None:  # the viewer closes our stdin (or dies): stop
         try:
-            while sys.stdin.buffer.read(4096):
+            # the descriptor, not sys.stdin: a daemon thread blocked in a buffered read holds its
+            # lock, and the interpreter aborted at exit on it (SIGABRT, "Fatal Python error:
+            # _enter_buffered_busy") whenever the analysis ended before the viewer closed our stdin
+            while os.read(0, 4096):
                 pass
         except (OSError, ValueError):
             pass

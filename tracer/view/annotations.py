@@ -68,6 +68,8 @@ def unpack_row(data: bytes | memoryview, at: int, methods: list[str]) -> RowSumm
 class Annotations:
     """Runs `python -m tracer.view.annotate` on a capture and mirrors what it reports."""
 
+    STOP_BOUND_S = 60.0  # how long stopping waits for the reader thread (it ends with the process)
+
     def __init__(
         self,
         capture: str,
@@ -117,12 +119,15 @@ class Annotations:
 
     def _read(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                msg = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            self._apply(msg)
+        # this thread owns the pipe and closes it at its end: `stop` waits for it rather than
+        # closing it under it (a reader between two reports then read a closed file)
+        with self.proc.stdout as out:
+            for line in out:
+                try:
+                    msg = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                self._apply(msg)
         with self.cond:
             if not self.done and self.error is None and self._exit_code() not in (None, 0):
                 why = self._last_stderr_line()
@@ -215,8 +220,13 @@ class Annotations:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-            if proc.stdout:
-                proc.stdout.close()
+            # the process is gone, so its stdout ends: the reader reads to its end, closes it, ends
+            reader = self._thread
+            if reader is None:
+                if proc.stdout:
+                    proc.stdout.close()
+            elif reader is not threading.current_thread():
+                reader.join(self.STOP_BOUND_S)
         for fd in (self._rows_fd, self._det_fd):
             if fd >= 0:
                 os.close(fd)
