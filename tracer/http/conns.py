@@ -70,6 +70,7 @@ class Connections:
     def __init__(self, close: Callable[[str, str], object]):
         self._close = close
         self._names: BoundedMap = BoundedMap(NAMES_CAP)
+        self._next: BoundedMap = BoundedMap(NAMES_CAP)  # base -> the number its next name tries first
         self._tcp: dict[tuple, str] = {}  # (client connection, endpoint) -> conn
         self._carriers: dict[str, set[tuple]] = {}  # conn -> the TCP keys bound to it
         self._clients: dict[str, set[tuple]] = {}  # client connection -> its TCP keys
@@ -81,11 +82,16 @@ class Connections:
         self._closing: dict[str, str] = {}  # conn -> client, closed once its exchanges are done
 
     def unique(self, base: str) -> str:
-        name, n = base, 1
+        """BASE, else BASE#2, BASE#3...: the first name not taken. The search starts after the
+        number BASE last got: a client that opens a TCP connection per request has one base for
+        all of them, and probing from #2 each time made the Nth connection cost N lookups."""
+        n = self._next.get(base, 1)
+        name = base if n == 1 else f"{base}#{n}"
         while name in self._names:
             n += 1
             name = f"{base}#{n}"
         self._names.put(name, True)
+        self._next.put(base, n + 1)
         return name
 
     @staticmethod

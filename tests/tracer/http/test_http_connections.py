@@ -406,3 +406,46 @@ def test_a_flow_file_ends_each_sessionless_connection_when_its_tcp_connection_cl
     assert [c for c, _ in events] == [conns[4], conns[0]]  # in the order the connections closed
     msgs, ends = analyse_all(recs)
     assert [f.rule for m in msgs for f in m.findings] + [f.rule for f in ends] == []
+
+
+class _CountingNames(dict):
+    """A name table that counts the lookups naming a connection makes."""
+
+    lookups = 0
+
+    def __contains__(self, key) -> bool:
+        type(self).lookups += 1
+        return super().__contains__(key)
+
+    def put(self, key, value) -> None:
+        self[key] = value
+
+
+def test_naming_the_thousandth_connection_of_one_client_looks_up_as_few_names_as_the_second():
+    # A client that opens a TCP connection per request gives every connection the same base name:
+    # each new one must not walk the names of all the earlier ones (the proxy's recording work).
+    from tracer.http.conns import Connections
+
+    conns = Connections(lambda conn, client: None)
+    conns._names = _CountingNames()
+    names = []
+    per_name = []
+    for _ in range(1000):
+        before = _CountingNames.lookups
+        names.append(conns.unique("127.0.0.1→127.0.0.1:8765/mcp"))
+        per_name.append(_CountingNames.lookups - before)
+    assert names[:3] == [
+        "127.0.0.1→127.0.0.1:8765/mcp",
+        "127.0.0.1→127.0.0.1:8765/mcp#2",
+        "127.0.0.1→127.0.0.1:8765/mcp#3",
+    ]
+    assert len(set(names)) == 1000
+    assert max(per_name) == 1, per_name[-3:]
+
+
+def test_a_name_another_base_already_took_is_skipped():
+    from tracer.http.conns import Connections
+
+    conns = Connections(lambda conn, client: None)
+    assert conns.unique("a#2") == "a#2"
+    assert [conns.unique("a") for _ in range(3)] == ["a", "a#3", "a#4"]
