@@ -23,6 +23,11 @@ class OpenFailed(Message):
         self.error = error
 
 
+class ReopenWhole(Message):
+    """The rows read so far are not the input's (a HAR whose entries are out of time order): open
+    it again, converting the whole document first (tracer.inputs.spooled.InputRestart)."""
+
+
 class IndexProgress(Message):
     """More rows are indexed (`done`: the whole file)."""
 

@@ -8,7 +8,12 @@ The capture is written in batches (each batch of whole lines, flushed), and afte
 input position reached goes to stdout (`pos N`), for the viewer's progress. A reader that stops on
 the input says why on stderr (one line) and exits 2; what was written stays.
 
-    python -m tracer.cli.spool INPUT CAPTURE --input-format NAME
+    python -m tracer.cli.spool INPUT CAPTURE --input-format NAME [--whole]
+
+A HAR is read entry by entry (tracer.inputs.harstream), so its first rows are written before the
+whole document is parsed; when the file is not one that reader gives the whole-document reader's
+records for, the conversion stops with exit code 3 (RESTART) and the viewer converts it again with
+--whole (har.read, the whole document).
 
 It is a command of its own (a process the viewer starts), so it lives with the CLI: it may register
 the readers that need optional dependencies (tracer.cli.inputs: the .mitm reader in addons/), which
@@ -21,10 +26,26 @@ import argparse
 import sys
 
 BATCH = 1024  # lines written and flushed at a time
+RESTART = 3  # exit code: convert again with --whole
 
 
-def convert(path: str, capture: str, fmt: str, out=None) -> None:
-    """Append INPUT's records, read as FMT, to CAPTURE as converted lines, reporting positions."""
+def _streamed(path: str, fmt: str):
+    """An OpenInput of a HAR read entry by entry (the records open_input's would give)."""
+    from tracer.inputs import BOM, FORMATS, OpenInput, _ensure_builtin
+    from tracer.inputs.harstream import stream
+    from tracer.inputs.settle import settle
+
+    _ensure_builtin()
+    fh = open(path, "rb")  # noqa: SIM115 (closed by convert)
+    if fh.read(len(BOM)) != BOM:
+        fh.seek(0)
+    har = next(f for f in FORMATS if f.name == fmt)
+    return OpenInput(path, har, settle(stream(fh, path)), fh)
+
+
+def convert(path: str, capture: str, fmt: str, out=None, *, whole: bool = False) -> None:
+    """Append INPUT's records, read as FMT, to CAPTURE as converted lines, reporting positions.
+    Raises tracer.inputs.harstream.Unstreamable when a HAR needs the whole-document reader."""
     from tracer.inputs import FORMATS, _ensure_builtin, open_input
     from tracer.inputs.lazy import converted_header, converted_records, record_line
 
@@ -33,7 +54,7 @@ def convert(path: str, capture: str, fmt: str, out=None) -> None:
         from tracer.cli.inputs import register_optional_inputs
 
         register_optional_inputs()
-    inp = open_input(path, fmt=fmt)
+    inp = _streamed(path, fmt) if fmt == "har" and not whole else open_input(path, fmt=fmt)
     try:
         with open(capture, "ab") as fh:
             fh.write(converted_header(path, fmt) + b"\n")
@@ -58,13 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("input")
     p.add_argument("capture")
     p.add_argument("--input-format", required=True)
+    p.add_argument("--whole", action="store_true", help="read a HAR as one document")
     args = p.parse_args(argv)
     from tracer.inputs import InputError
+    from tracer.inputs.harstream import Unstreamable
 
     try:
-        convert(args.input, args.capture, args.input_format, sys.stdout)
+        convert(args.input, args.capture, args.input_format, sys.stdout, whole=args.whole)
     except BrokenPipeError:  # the viewer went away
         return 0
+    except Unstreamable as exc:
+        print(f"converting again as one document: {str(exc)[:400]}", file=sys.stderr)
+        return RESTART
     except (InputError, OSError) as exc:
         print(str(exc)[:500], file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@ HTTP door's recorder, so they give the same records as a live capture."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tracer.http.recorder import Exchange, HttpRecorder
@@ -26,12 +27,23 @@ class Step:
     # connections end (tracer.http.conns), so a long file is read in bounded memory
 
 
+def step_key(s: Step) -> tuple[int, int, int]:
+    """Where a step goes in wire order: by time, then by what it is, then by its exchange."""
+    return (s.t_ns, s.what, s.index)
+
+
 def replay(steps: list[Step], source: str, *, redact: bool = True):
     """Records of recorded exchanges, in wire order (sorted by time), numbered from 1."""
+    return replay_sorted(sorted(steps, key=step_key), source, redact=redact)
+
+
+def replay_sorted(steps: Iterable[Step], source: str, *, redact: bool = True):
+    """Records of recorded exchanges whose steps come in wire order already, numbered from 1
+    (a reader that streams its input sorts them as it goes: tracer.inputs.harstream)."""
     out: list[Record] = []
     recorder = HttpRecorder(out.extend, redact=redact)
     seq = 0
-    for step in sorted(steps, key=lambda s: (s.t_ns, s.what, s.index)):
+    for step in steps:
         ex = step.ex
         if step.what == REQUEST:
             recorder.request(ex)

@@ -9,7 +9,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from tracer.index import CHUNK, LineIndex
+from tracer.index import CHUNK, IndexReset, LineIndex
 from tracer.inputs.lazy import InputBroken
 
 if TYPE_CHECKING:
@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 SCREEN_ROWS = 200  # rows the first update waits for: a screenful
 JOIN_BOUND_S = 60.0  # how long closing waits for the watcher (it ends with the process's pipes)
+RESTART = 3  # the converter's exit code for "convert again with --whole" (tracer.cli.spool)
+
+
+class InputRestart(IndexReset):
+    """The rows written so far are not the input's (a HAR whose entries are out of time order...):
+    open it again with `whole=True`, which converts the whole document before its first row."""
 
 
 class SpoolIndex:
@@ -31,10 +37,11 @@ class SpoolIndex:
     FIRST_STEP = CHUNK
     STEP = CHUNK
 
-    def __init__(self, inp: OpenInput, capture: str):
+    def __init__(self, inp: OpenInput, capture: str, *, whole: bool = False):
         self.path = capture
         self.size = inp.size or 0
         self.error: str | None = None
+        self.restart = False  # the converter asked to convert again with --whole
         self.pos = 0  # input bytes the conversion has read
         inp.fh.close()  # (the converting process opens it again: it was checked, detected, proven)
         self.index = LineIndex(capture, final=False)
@@ -51,6 +58,7 @@ class SpoolIndex:
                 capture,
                 "--input-format",
                 inp.format.name,
+                *(["--whole"] if whole else []),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -81,14 +89,18 @@ class SpoolIndex:
             proc.stderr.close()
         code = proc.wait()
         with self._cond:
-            if code != 0:
+            if code == RESTART:
+                self.restart = True
+                self.error = err.splitlines()[-1] if err else "converting again"
+            elif code != 0:
                 last = err.splitlines()[-1] if err else ""
                 self.error = last or f"the conversion stopped (exit code {code})"
             self._done = True
             self._cond.notify_all()
             waiting, self._when_written = self._when_written, []
-        for call in waiting:
-            call()
+        if not self.restart:  # (nothing is analysed of rows that are not the input's)
+            for call in waiting:
+                call()
 
     def when_written(self, call: Callable[[], None]) -> bool:
         """Call CALL (from the watching thread) once the conversion has ended; False, and no call,
@@ -101,13 +113,16 @@ class SpoolIndex:
 
     def update(self, max_bytes: int | None = None) -> int:
         """Index what the conversion has written (waiting a moment for more, and for a first
-        screenful). Raises InputBroken once when the reader stopped on the input."""
+        screenful). Raises InputBroken once when the reader stopped on the input, InputRestart
+        when the rows must be converted again."""
         added = 0
         while True:
             with self._cond:
                 if not self._done and self.index.complete:
                     self._cond.wait(0.05)
                 done = self._done
+            if done and self.restart:
+                raise InputRestart(self.error or "converting again")
             if done:
                 self.index.final = True
             added += self.index.update(max_bytes)

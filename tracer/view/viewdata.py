@@ -455,10 +455,12 @@ def open_view(
     follow: bool = False,
     fmt: str | None = None,
     on_analysis: Callable[[Annotations], None] | None = None,
+    whole: bool = False,
 ) -> CaptureView:
     """A CaptureView of any input lint reads: our captures by their lines, host logs and NDJSON by
-    lazy rows, other formats (HAR, .mitm) converted to a temporary capture in the background.
-    Raises tracer.inputs.InputError."""
+    lazy rows, other formats (HAR, .mitm) converted to a temporary capture in the background (a HAR
+    entry by entry unless WHOLE: its index raises tracer.inputs.spooled.InputRestart when the file
+    must be opened again with whole=True). Raises tracer.inputs.InputError."""
     from tracer.inputs import open_input
     from tracer.inputs.lazy import lazy_rows
 
@@ -485,7 +487,7 @@ def open_view(
             pass
 
     try:
-        index = SpoolIndex(inp, tmp)
+        index = SpoolIndex(inp, tmp, whole=whole)
     except BaseException:
         inp.fh.close()
         cleanup()

@@ -21,10 +21,19 @@ from textual.widgets import Static
 
 from tracer.filter import FilterError, compile_filter
 from tracer.index import IndexReset
+from tracer.inputs.spooled import InputRestart
 from tracer.view.viewdata import CaptureView, open_view
 from tracer.view.viewfilter import FilterJob
 from ui.keys import bindings, short_labels
-from ui.messages import AnalysisProgress, FilterProgress, IndexProgress, OpenFailed, RowSelected, ViewReady
+from ui.messages import (
+    AnalysisProgress,
+    FilterProgress,
+    IndexProgress,
+    OpenFailed,
+    ReopenWhole,
+    RowSelected,
+    ViewReady,
+)
 from ui.widgets.detail import DetailPane
 from ui.widgets.detail_render import rule_names
 from ui.widgets.filter_bar import FilterBar
@@ -50,6 +59,7 @@ class ViewerScreen(Screen):
         self.path = path
         self.follow = follow
         self.fmt = fmt
+        self.whole = False  # a HAR converted as one document (its entries were out of order)
         self.view: CaptureView | None = None
         self.filter_source = ""
         self.filter_gen = 0
@@ -116,6 +126,7 @@ class ViewerScreen(Screen):
                 follow=self.follow,
                 fmt=self.fmt,
                 on_analysis=lambda ann: self.post_message(AnalysisProgress()),
+                whole=self.whole,
             )
         except Exception as exc:  # InputError, OSError: one line on screen
             self.post_message(OpenFailed(str(exc)))
@@ -137,10 +148,20 @@ class ViewerScreen(Screen):
                 if now - last > 0.25:
                     last = now
                     self.post_message(IndexProgress(len(view.index), view.index.progress, False))
+        except InputRestart:
+            self.post_message(ReopenWhole())
+            return
         except (OSError, IndexReset) as exc:
             self.post_message(OpenFailed(str(exc)))
             return
         self.post_message(IndexProgress(len(view.index), 1.0, True))
+
+    def on_reopen_whole(self, _msg: ReopenWhole) -> None:
+        self.close_view()
+        self.index_done = False
+        self.first_drawn = threading.Event()
+        self.whole = True
+        self.open_capture()
 
     def _start_analysis(self, view: CaptureView) -> None:
         try:

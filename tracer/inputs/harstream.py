@@ -1,0 +1,203 @@
+"""A HAR's records entry by entry, for the viewer's first screen: the same records as
+tracer.inputs.har.read (its read problems aside, which the viewer does not show), without parsing
+the whole document first.
+
+`har.read` parses the document whole and replays every exchange's steps sorted by time, so its first
+record waits for the last entry (a 1 GB HAR: tens of seconds, and the document's objects in memory).
+Here the entries are parsed one at a time as the file is read (the standard library's scanner, from
+a window of the text), and a step goes out once no later entry can come before it: HAR writers list
+entries by `startedDateTime`, and no step of an entry is earlier than its start, so every step
+earlier than the start of each of the last LAG entries is in its place. The order is checked as it goes; anything the
+whole-document reader would read otherwise (an entry that starts before a step already given, a
+second `log` or `entries`, a document that does not end cleanly, text that is not UTF-8, NaN...)
+raises `Unstreamable`, and the caller reads the file with `har.read` instead.
+"""
+
+from __future__ import annotations
+
+import codecs
+import heapq
+import json
+from collections import deque
+from collections.abc import Iterator
+from typing import IO, Any
+
+from tracer.http.flows import Step, replay_sorted, step_key
+from tracer.inputs.har import _entry_steps, _ns
+from tracer.model import Record
+
+READ = 1 << 20  # bytes read at a time (doubled while one value does not fit)
+# Steps wait until this many later entries have started after them: writers that list entries as
+# they finish (browser devtools) put a long request after shorter ones that started later.
+LAG = 1024
+_WS = " \t\n\r"
+
+
+class Unstreamable(Exception):
+    """The HAR is not one the entry-by-entry reader gives the whole-document reader's records for."""
+
+
+def _reject(name: str) -> Any:
+    raise Unstreamable(f"{name} is not JSON")
+
+
+class _Text:
+    """The document's text from a binary stream, a window at a time, with a cursor."""
+
+    def __init__(self, fh: IO[bytes]):
+        self.fh = fh
+        self.dec = codecs.getincrementaldecoder("utf-8")("strict")
+        self.buf = ""
+        self.i = 0
+        self.eof = False
+        self.want = READ
+        self.json = json.JSONDecoder(parse_constant=_reject)
+
+    def more(self) -> bool:
+        """Read more of the document into the window. False at its end."""
+        if self.eof:
+            return False
+        data = self.fh.read(self.want)
+        try:
+            text = self.dec.decode(data, final=not data)
+        except UnicodeDecodeError as exc:
+            raise Unstreamable(f"not UTF-8: {exc}") from None
+        if not data:
+            self.eof = True
+        if self.i > READ:  # what was read is forgotten: the window holds the value being read
+            self.buf, self.i = self.buf[self.i :], 0
+        self.buf += text
+        return bool(data) or bool(text)
+
+    def peek(self) -> str:
+        """The next character that is not white space ("" at the end of the document)."""
+        while True:
+            buf, i = self.buf, self.i
+            n = len(buf)
+            while i < n and buf[i] in _WS:
+                i += 1
+            self.i = i
+            if i < n:
+                return buf[i]
+            if not self.more():
+                return ""
+
+    def expect(self, chars: str) -> str:
+        c = self.peek()
+        if not c or c not in chars:
+            raise Unstreamable(f"expected one of {chars!r} at character {self.i}")
+        self.i += 1
+        return c
+
+    def value(self) -> Any:
+        """The JSON value at the cursor, read whole."""
+        self.peek()
+        while True:
+            try:
+                obj, end = self.json.raw_decode(self.buf, self.i)
+            except json.JSONDecodeError:
+                # (most likely cut by the window's end: read more, twice as much each time so that
+                # a value of any size is parsed a bounded number of times)
+                self.want = min(self.want * 2, 1 << 30)
+                if not self.more():
+                    raise Unstreamable("the document ends inside a value") from None
+                continue
+            except RecursionError:
+                raise Unstreamable("nested too deeply") from None
+            self.want = READ
+            self.i = end
+            return obj
+
+    def key(self) -> str:
+        if self.peek() != '"':
+            raise Unstreamable("an object key is not a string")
+        key = self.value()
+        self.expect(":")
+        return key
+
+
+def _members(text: _Text) -> Iterator[str]:
+    """The keys of the object at the cursor, each left at its value for the caller to read."""
+    text.expect("{")
+    if text.peek() == "}":
+        text.i += 1
+        return
+    while True:
+        yield text.key()
+        if text.expect(",}") == "}":
+            return
+
+
+def _entries(text: _Text) -> Iterator[Any]:
+    """The document's log.entries, one at a time (each parsed when reached)."""
+    seen_log = seen_entries = False
+    for key in _members(text):
+        if key != "log":
+            text.value()
+            continue
+        if seen_log or text.peek() != "{":
+            raise Unstreamable("a second log, or a log that is not an object")
+        seen_log = True
+        for name in _members(text):
+            if name != "entries":
+                text.value()
+                continue
+            if seen_entries or text.peek() != "[":
+                raise Unstreamable("a second log.entries, or one that is not a list")
+            seen_entries = True
+            text.expect("[")
+            if text.peek() == "]":
+                text.i += 1
+                continue
+            while True:
+                yield text.value()
+                if text.expect(",]") == "]":
+                    break
+    if not seen_entries:
+        raise Unstreamable("no log.entries")
+    if text.peek() != "":
+        raise Unstreamable("text after the document")
+
+
+def _steps(fh: IO[bytes]) -> Iterator[Step]:
+    """Every entry's steps in wire order (step_key), as far as the entries read so far allow."""
+    text = _Text(fh)
+    held: list[tuple[tuple[int, int, int], int, Step]] = []  # a heap; the int keeps pushes in order
+    pushed = 0
+    last: tuple[int, int, int] | None = None  # the key of the last step given
+    starts: deque[tuple[int, int]] = deque()  # (entry, start) of the last LAG entries, rising starts
+    for i, entry in enumerate(_entries(text), 1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
+            continue  # (har.read reports it and skips it)
+        for step in _entry_steps(entry, i):
+            key = step_key(step)
+            if last is not None and key < last:
+                raise Unstreamable(f"HAR entry {i} starts before a step already given")
+            heapq.heappush(held, (key, pushed, step))
+            pushed += 1
+        # no step of a later entry comes before the earliest start among the last LAG entries
+        # (when one does, it is caught above)
+        start = _ns(entry.get("startedDateTime", ""))
+        while starts and starts[-1][1] >= start:
+            starts.pop()
+        starts.append((i, start))
+        if starts[0][0] <= i - LAG:
+            starts.popleft()
+        floor = starts[0][1]
+        while held and held[0][0][0] < floor:
+            last, _, step = heapq.heappop(held)
+            yield step
+    while held:
+        _, _, step = heapq.heappop(held)
+        yield step
+
+
+def stream(fh: IO[bytes], source: str) -> Iterator[Record]:
+    """The records `har.read` gives for FH (without its read problems), as its entries are read.
+    Raises Unstreamable (maybe after some records) when the file needs `har.read`."""
+    try:
+        yield from replay_sorted(_steps(fh), source)
+    except (Unstreamable, OSError):
+        raise
+    except Exception as exc:  # whatever a hostile file trips here, har.read reads it (or says why)
+        raise Unstreamable(f"{type(exc).__name__}: {exc}") from None
