@@ -61,6 +61,7 @@ class McpCapture:
         self._thread: CaptureThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._live: set[str] = set()  # (event loop side) flows being recorded
+        self._pending: list[tuple[Callable, tuple]] = []  # (event loop side) this turn's snapshots
         self._annotate = True
 
     # -- options ---------------------------------------------------------------------------------
@@ -155,15 +156,27 @@ class McpCapture:
     # Each hook takes a snapshot of the flow's facts and hands it to the recording work, which
     # runs on the recording thread once the proxy runs (`background`: the bytes are forwarded
     # while the records are made), else at once (mitmproxy's test helpers, the importers).
+    # The snapshots of one turn of the event loop go to the thread together at the turn's end
+    # (`_flush`), in order: mitmproxy forwards a request or a response head in the same turn as
+    # its hook, after it, and a thread woken before that can take the CPU from the loop on a
+    # busy machine while the bytes wait (one wake per turn, instead of one per hook).
 
     def _wanted(self, flow: http.HTTPFlow) -> bool:
         return self._filter is None or self._filter(flow)
 
     def _do(self, fn: Callable, *args) -> None:
-        if self._thread is not None:
-            self._thread.put(fn, *args)
-        else:
+        if self._thread is None:
             fn(*args)
+            return
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append((fn, args))
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if self._thread is not None:  # (None: done() flushed and stopped it already)
+            for fn, args in pending:
+                self._thread.put(fn, *args)
 
     def request(self, flow: http.HTTPFlow) -> None:
         if not self._wanted(flow):
@@ -182,7 +195,7 @@ class McpCapture:
             # them): whether it is worth recording is the recording thread's decision.
             if is_sse(flow.response.headers.get("content-type")):
                 flow.response.stream = self._queued_stream(flow.id, flow.response.stream)
-            self._thread.put(self._on_responseheaders, flow.id, facts)
+            self._do(self._on_responseheaders, flow.id, facts)
             return
         tee = self._on_responseheaders(flow.id, facts)
         if tee is not None:
@@ -220,18 +233,20 @@ class McpCapture:
         self._live.clear()
         self._do(self._on_done)
         if self._thread is not None:
+            self._flush()
             self._thread.close()
             self._thread = None
 
     def _queued_stream(self, fid: str, previous: Any) -> Callable:
         inner = previous if callable(previous) else None
-        put, on_chunk, now = self._thread.put, self._on_chunk, time.time_ns
+        do, on_chunk, now = self._do, self._on_chunk, time.time_ns
 
         def stream(chunk: bytes):
-            # handed on as it came (the same bytes object, no copy); the recording thread parses it
-            out = inner(chunk) if inner is not None else chunk
-            put(on_chunk, fid, chunk, now())
-            return out
+            t_ns = now()
+            yield from _handed_on(inner(chunk) if inner is not None else chunk)
+            # The recording work hears of the chunk (the same bytes object, no copy) once it is on
+            # its way; the thread is woken at the end of the loop's turn (`_do`)
+            do(on_chunk, fid, chunk, t_ns)
 
         stream._mcptrace = self
         return stream
@@ -240,17 +255,8 @@ class McpCapture:
         inner = previous if callable(previous) else None
 
         def stream(chunk: bytes):
-            out = inner(chunk) if inner is not None else chunk
-            # Hand the bytes on first: mitmproxy sends each yielded chunk before asking for the next,
-            # so the parsing below runs after the chunk is on its way. An empty chunk is never
-            # yielded (for chunked encoding it would be the terminator).
-            if isinstance(out, bytes | bytearray):
-                if out:
-                    yield out
-            else:
-                for part in out:
-                    if part:
-                        yield part
+            yield from _handed_on(inner(chunk) if inner is not None else chunk)
+            # (parsed once the chunk is on its way)
             if chunk:
                 tee.feed(chunk)
             else:
@@ -343,6 +349,20 @@ class McpCapture:
                     if not self._listener_failed:
                         self._listener_failed = True
                         log.warning("mcptrace: a capture listener failed: %s", exc)
+
+
+def _handed_on(out: Any):
+    """The chunks a stream callable hands on, as mitmproxy forwards them: mitmproxy writes each
+    yielded chunk to the other side before it asks for the next, so what follows a `yield` in a
+    stream callable runs after the bytes are sent. An empty chunk is never yielded (on a chunked
+    response it would be the terminator)."""
+    if isinstance(out, bytes | bytearray):
+        if out:
+            yield out
+    else:
+        for part in out:
+            if part:
+                yield part
 
 
 addons = [McpCapture(background=True)]  # (mitmdump -s: a real proxy, so the recording thread)

@@ -152,12 +152,12 @@ def test_on_its_recording_thread_the_capture_keeps_every_record_in_order_and_don
             addon.request(f)
             addon.responseheaders(f)
             chunk = sse_body(("message", body({**INIT_RESULT, "id": "s"}).decode(), "1"))
-            forwarded = f.response.stream(chunk)
+            forwarded = list(f.response.stream(chunk))
             addon.done()  # (the stream is still open: closed into the capture as capture-stopped)
         return forwarded, chunk
 
     forwarded, chunk = asyncio.run(main())
-    assert forwarded is chunk, "the chunk goes on as it came, the same bytes"
+    assert len(forwarded) == 1 and forwarded[0] is chunk, "the chunk goes on as it came, the same bytes"
     recs = records(path)
     ids = [r.raw for r in recs if r.type is RecordType.MESSAGE]
     expected = [body(m) for i in range(200) for m in ({**INIT, "id": i}, {**INIT_RESULT, "id": i})]
@@ -165,6 +165,63 @@ def test_on_its_recording_thread_the_capture_keeps_every_record_in_order_and_don
     assert [r.seq for r in recs] == sorted(r.seq for r in recs)
     assert recs[-1].data["event"] == "stream-closed" and recs[-1].data["reason"] == "capture-stopped"
     assert threads == {"mcptrace-capture"}, "listeners run on the recording thread, not the event loop"
+
+
+async def test_an_sse_chunk_is_on_its_way_to_the_host_before_the_recording_thread_hears_of_it(tmp_path):
+    # mitmproxy writes each chunk a stream callable yields before it resumes the callable: the
+    # recording thread is woken after the write, so it cannot take the CPU from the event loop
+    # while the host waits for the event
+    addon, order = McpCapture(background=True), []
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, mcptrace_output=str(tmp_path / "cap.jsonl"))
+        addon.running()
+        try:
+            put = addon._thread.put
+            addon._thread.put = lambda fn, *args: (
+                order.append(("recording thread", fn.__name__)),
+                put(fn, *args),
+            )
+            f = post({**INIT, "id": "s"}, resp=None, resp_headers=SSE)
+            addon.request(f)
+            addon.responseheaders(f)
+            await asyncio.sleep(0)  # (the loop's turn ends)
+            del order[:]
+            chunk = sse_body(("message", body({**INIT_RESULT, "id": "s"}).decode(), "1"))
+            chunks = f.response.stream(chunk)  # (what mitmproxy does with the answer)
+            for part in [chunks] if isinstance(chunks, bytes) else chunks:
+                order.append(("sent", part))
+            await asyncio.sleep(0)
+            seen = list(order)
+        finally:
+            addon.done()
+    assert seen == [("sent", chunk), ("recording thread", "_on_chunk")]
+    recs = [r for r in records(tmp_path / "cap.jsonl") if r.type is RecordType.MESSAGE]
+    assert [r.raw for r in recs] == [body({**INIT, "id": "s"}), body({**INIT_RESULT, "id": "s"})]
+
+
+async def test_the_recording_thread_hears_of_a_hook_after_the_loops_turn_that_forwards_its_bytes(tmp_path):
+    # mitmproxy forwards a request (a response head) in the same turn of its loop as the hook, after
+    # it: the hook only notes what to record, and the thread is woken once, when the turn ends
+    addon, heard = McpCapture(background=True), []
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, mcptrace_output=str(tmp_path / "cap.jsonl"), mcptrace_annotate=False)
+        addon.running()
+        try:
+            put = addon._thread.put
+            addon._thread.put = lambda fn, *args: (heard.append(fn.__name__), put(fn, *args))
+            f = post(INIT, resp=INIT_RESULT)
+            addon.request(f)
+            in_the_hooks_turn = list(heard)
+            await asyncio.sleep(0)
+            after_the_turn = list(heard)
+            addon.responseheaders(f)
+            addon.response(f)
+        finally:
+            addon.done()
+    assert in_the_hooks_turn == [] and after_the_turn == ["_on_request"]
+    assert heard == ["_on_request", "_on_responseheaders", "_on_response", "_on_done"]
+    msgs = [r.raw for r in records(tmp_path / "cap.jsonl") if r.type is RecordType.MESSAGE]
+    assert msgs == [body(INIT), body(INIT_RESULT)]
 
 
 def test_the_capture_file_of_the_lean_proxy_is_what_the_addon_writes_under_mitmdump(tmp_path: Path):
