@@ -1,6 +1,6 @@
 """`mcptrace proxy` against the other MCP proxies, measured side by side in one run.
 
-Run: python tests/bench/bench_proxy.py [--requests N] [--rounds R] [--first-event-ms D]
+Run: python tests/bench/bench_proxy.py [--requests N] [--rounds R] [--streams S] [--first-event-ms D]
 
 Peers come from PyPI, each in a venv of its own (never the product's .venv), e.g.:
     python3.13 -m venv /tmp/benchvenv && /tmp/benchvenv/bin/pip install mcphawk==1.0.0
@@ -8,21 +8,27 @@ Peers come from PyPI, each in a venv of its own (never the product's .venv), e.g
         mcp-recorder==0.5.0 'starlette<1'      (0.5.0 passes Starlette an argument 1.0 removed)
 (--mcphawk / --mcp-recorder give other paths; a peer that is not installed is reported as such.)
 
-An upstream on loopback answers MCP requests at once: a JSON-RPC result as `application/json`, or,
+An upstream on loopback, in a process of its own, answers MCP requests at once: a JSON-RPC result as `application/json`, or,
 for a call of the tool "stream", an SSE stream whose first event comes D ms after the response
 head (then a second one and the end). The same client (httpx2, keep-alive) talks to it:
   - directly;
   - through stock `mitmdump` in reverse mode (and again with `stream_large_bodies=1`, mitmproxy
     streaming every body itself), and through `mitmdump -s addons/mcp_capture.py`;
-  - through `mcptrace proxy` (what users run), mcphawk 1.0.0 `proxy` and mcp-recorder 0.5.0 `record`.
-Rounds are interleaved so every configuration sees the same noise; medians are reported.
+  - through `mcptrace proxy` (what users run), mcphawk 1.0.0 `proxy` and mcp-recorder 0.5.0 `record`;
+  - through the master `mcptrace proxy` runs without the capture (tests/bench/proxy_floor.py): the
+    floor set by mitmproxy's own forwarding, so what the capture adds shows apart from it.
+Each configuration has a keep-alive connection of its own (one pool shared by all would open a new
+connection at every switch, and measure connection setup instead of forwarding). Rounds are
+interleaved so every configuration sees the same noise; medians and p90 are reported.
 
 It prints:
   1. request latency (median, p90) of JSON request POSTs per configuration, as a ratio to direct
      (targets for mcptrace proxy: <= 5x direct, and below every peer);
   2. the delay of the first SSE event after the request, direct and proxied, and the difference
-     (target: within 2 ms of direct). Stock mitmdump buffers SSE (mitmproxy#4469): its first event
-     only arrives with the end of the stream;
+     (target: within 2 ms of direct): on the configuration's kept-alive connection (as a client
+     of Streamable HTTP sends its POSTs), and on a new connection, which adds the proxy's setup of
+     both connections (mitmproxy's client connection, then the upstream one, opened lazily). Stock
+     mitmdump buffers SSE (mitmproxy#4469): its first event only arrives with the end of the stream;
   3. the addon's own CPU time per exchange, in-process (steady where the latencies above are noisy).
 """
 
@@ -54,6 +60,7 @@ RESULT = (
     b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"hi"}],'
     b'"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1"}}}}'
 )
+FLOOR = "lean master, no capture"  # (not a peer: mitmproxy's floor under mcptrace proxy)
 HEADERS = {
     "accept": "application/json, text/event-stream",
     "content-type": "application/json",
@@ -108,6 +115,12 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, fir
         pass
     finally:
         writer.close()
+
+
+async def serve_upstream(first_event_s: float) -> None:
+    server = await asyncio.start_server(lambda r, w: _serve(r, w, first_event_s), "127.0.0.1", 0)
+    print(f"upstream on {server.sockets[0].getsockname()[1]}", flush=True)
+    await server.serve_forever()
 
 
 # -- the proxies ------------------------------------------------------------------------------------------
@@ -175,6 +188,16 @@ def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tupl
         _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+)", "proxy").group(1)
     )
     pids["mcptrace proxy"] = p.pid
+    p = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "bench" / "proxy_floor.py"), target],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    procs.append(p)
+    port = int(_Lines(p.stdout).wait_for(r"listening on (\d+)", "proxy_floor").group(1))
+    urls[FLOOR] = f"http://127.0.0.1:{port}/mcp"
+    pids[FLOOR] = p.pid
     if peers["mcphawk"].exists():
         env = {**os.environ, "HOME": str(tmp / "mcphawk-home")}  # (its database: not the user's)
         port = free_port()
@@ -220,11 +243,16 @@ def cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _ready(client: httpx2.AsyncClient, urls: dict[str, str]) -> None:
-    for url in urls.values():
+def _client() -> httpx2.AsyncClient:
+    limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
+    return httpx2.AsyncClient(limits=limits, timeout=60, trust_env=False)
+
+
+async def _ready(clients: dict[str, httpx2.AsyncClient], urls: dict[str, str]) -> None:
+    for name, url in urls.items():
         for _ in range(1200):  # bounded: mitmdump prints nothing with -q, so poll its port
             try:
-                r = await client.post(url, content=REQUEST, headers=HEADERS)
+                r = await clients[name].post(url, content=REQUEST, headers=HEADERS)
                 if r.status_code == 200:
                     break
             except httpx2.TransportError:
@@ -255,6 +283,11 @@ async def first_event_delay(client, url: str) -> float:
     return delay
 
 
+async def first_event_new_connection(url: str) -> float:
+    async with _client() as client:
+        return await first_event_delay(client, url)
+
+
 def _ms(xs: list[float], q: float = 0.5) -> float:
     xs = sorted(xs)
     return 1000 * xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -264,41 +297,56 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=60, help="JSON requests per configuration per round")
     ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--streams", type=int, default=3, help="SSE streams per configuration per round")
     ap.add_argument(
         "--first-event-ms", type=float, default=150.0, help="upstream delay before each SSE event"
     )
     ap.add_argument("--mcphawk", type=Path, default=Path("/tmp/benchvenv/bin/mcphawk"))
     ap.add_argument("--mcp-recorder", type=Path, default=Path("/tmp/benchvenv-recorder/bin/mcp-recorder"))
+    ap.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.serve_upstream:
+        await serve_upstream(args.first_event_ms / 1000)
+        return
     peers = {"mcphawk": args.mcphawk, "mcp-recorder": args.mcp_recorder}
-    port = free_port()
-    server = await asyncio.start_server(
-        lambda r, w: _serve(r, w, args.first_event_ms / 1000), "127.0.0.1", port
+    # The upstream runs in a process of its own, as a server does: in the client's process (and
+    # event loop) "direct" would need no process to wake up at all, unlike every proxied path.
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve-upstream", "--first-event-ms", str(args.first_event_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
+    port = int(_Lines(server.stdout).wait_for(r"upstream on (\d+)", "upstream").group(1))
     with tempfile.TemporaryDirectory() as d:
+        load_before = os.getloadavg()
         urls, procs, pids = start_proxies(port, Path(d), peers)
+        clients = {name: _client() for name in urls}  # a kept-alive connection per configuration
         try:
-            limits = httpx2.Limits(max_connections=1, max_keepalive_connections=1)
-            async with httpx2.AsyncClient(limits=limits, timeout=60, trust_env=False) as client:
-                await _ready(client, urls)
-                lat = {name: [] for name in urls}
-                first = {name: [] for name in urls}
-                cpu = dict.fromkeys(urls, 0.0)
-                names = list(urls)
-                for i in range(args.rounds):
-                    order = names[i % len(names) :] + names[: i % len(names)]  # each starts a round in turn
-                    for name in order:
-                        await json_latencies(client, urls[name], 20)  # warm the connection path
-                        before = cpu_s(pids[name])
-                        lat[name] += await json_latencies(client, urls[name], args.requests)
-                        cpu[name] += cpu_s(pids[name]) - before
-                    for name in order:
-                        first[name].append(await first_event_delay(client, urls[name]))
+            await _ready(clients, urls)
+            lat = {name: [] for name in urls}
+            first = {name: [] for name in urls}
+            first_new = {name: [] for name in urls}
+            cpu = dict.fromkeys(urls, 0.0)
+            names = list(urls)
+            for i in range(args.rounds):
+                order = names[i % len(names) :] + names[: i % len(names)]  # each starts a round in turn
+                for name in order:
+                    await json_latencies(clients[name], urls[name], 20)  # warm the connection path
+                    before = cpu_s(pids[name])
+                    lat[name] += await json_latencies(clients[name], urls[name], args.requests)
+                    cpu[name] += cpu_s(pids[name]) - before
+                for name in order:
+                    for _ in range(args.streams):
+                        first[name].append(await first_event_delay(clients[name], urls[name]))
+                for name in order:
+                    first_new[name].append(await first_event_new_connection(urls[name]))
         finally:
+            for client in clients.values():
+                await client.aclose()
             for p in procs:
                 _stop(p)
-    server.close()
-    await server.wait_closed()
+    server.kill()  # (it waits for no connection to close)
+    server.wait()
 
     direct = statistics.median(lat["direct"])
     print(
@@ -308,11 +356,13 @@ async def main() -> None:
         med = statistics.median(lat[name])
         own = f"   proxy CPU {1000 * cpu[name] / len(lat[name]):5.2f} ms/request" if pids[name] else ""
         print(
-            f"  {name:<20} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms   "
+            f"  {name:<24} median {_ms(lat[name]):6.3f} ms   p90 {_ms(lat[name], 0.9):6.3f} ms   "
             f"{med / direct:5.2f}x direct{own}"
         )
     ours = statistics.median(lat["mcptrace proxy"]) / direct
-    others = {n: statistics.median(lat[n]) / direct for n in urls if n not in ("direct", "mcptrace proxy")}
+    others = {
+        n: statistics.median(lat[n]) / direct for n in urls if n not in ("direct", "mcptrace proxy", FLOOR)
+    }
     best = min(others, key=others.get)
     print(
         f"  mcptrace proxy {ours:.2f}x direct (target <= 5x); best other proxy: {best} {others[best]:.2f}x "
@@ -322,17 +372,27 @@ async def main() -> None:
     for peer, path in peers.items():
         if not path.exists():
             print(f"  ({peer} not measured: {path} is not installed; see the header of this script)")
-    print(
-        f"\nfirst SSE event, upstream sends it {args.first_event_ms:.0f} ms after the head "
-        f"({args.rounds} streams each)"
-    )
-    sse_direct = statistics.median(first["direct"])
-    for name in urls:
-        med = statistics.median(first[name])
-        print(f"  {name:<20} median {1000 * med:7.1f} ms   added {1000 * (med - sse_direct):+7.2f} ms")
+    print(f"  (the {FLOOR!r} line is mitmproxy's own floor under mcptrace proxy, not a peer)")
+    for what, delays in (
+        (f"on the kept-alive connection, {args.rounds} x {args.streams} streams each", first),
+        (f"on a new connection, {args.rounds} streams each", first_new),
+    ):
+        print(f"\nfirst SSE event {what} (the upstream sends it {args.first_event_ms:.0f} ms after the head)")
+        d_med, d_p90 = _ms(delays["direct"]), _ms(delays["direct"], 0.9)
+        for name in urls:
+            med, p90 = _ms(delays[name]), _ms(delays[name], 0.9)
+            print(
+                f"  {name:<24} median {med:7.2f} ms  p90 {p90:7.2f} ms   added: median {med - d_med:+7.2f} ms"
+                f"  p90 {p90 - d_p90:+7.2f} ms"
+            )
     print(
         "  (target for mcptrace proxy: within 2 ms of direct; stock mitmdump buffers SSE, mitmproxy#4469;\n"
         "   'mitmdump streaming' is mitmproxy streaming every body itself, without the addon)"
+    )
+    load_after = os.getloadavg()
+    print(
+        f"\nload average (1, 5, 15 min): {' '.join(f'{x:.1f}' for x in load_before)} before, "
+        f"{' '.join(f'{x:.1f}' for x in load_after)} after"
     )
 
 
@@ -372,4 +432,5 @@ def addon_cpu(n: int = 2000) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main())
-    addon_cpu()
+    if "--serve-upstream" not in sys.argv:
+        addon_cpu()
