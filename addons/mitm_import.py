@@ -34,10 +34,30 @@ def _seconds_ns(t: float | None) -> int:
     return int(t * 1e9) if t else 0
 
 
+def flow_steps(f, index: int) -> tuple[Exchange, list[Step], int]:
+    """(the exchange, its steps, when its client connection closed or 0) of HTTP flow F, the
+    INDEXth of the file (addons.mitm_stream reads them one by one too)."""
+    from addons.flows import exchange_of, note_response
+
+    ex = exchange_of(f, live=False)
+    steps = [Step(ex.t_ns, REQUEST, index, ex)]
+    closed = _seconds_ns(f.client_conn.timestamp_end) if f.client_conn is not None else 0
+    resp = f.response
+    if resp is not None:
+        note_response(ex, f, live=False)
+        steps.append(Step(ex.t_resp_ns or ex.t_ns, HEAD, index, ex))
+        if resp.timestamp_end is not None or f.error is None:  # else it broke mid-body
+            body = resp.get_content(strict=False) if resp.raw_content is not None else None
+            end = _seconds_ns(resp.timestamp_end) or ex.t_resp_ns or ex.t_ns
+            steps.append(Step(end, END, index, ex, body=body))
+    if f.error is not None:
+        t = _seconds_ns(f.error.timestamp) or ex.t_ns
+        steps.append(Step(t, FAILED, index, ex, why=f.error.msg))
+    return ex, steps, closed
+
+
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     from mitmproxy import exceptions, http, io
-
-    from addons.flows import exchange_of, note_response
 
     steps: list[Step] = []
     closed: dict[str, tuple[int, int]] = {}  # client connection id -> (when it closed, its last flow)
@@ -48,22 +68,10 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
             index += 1
             if not isinstance(f, http.HTTPFlow):
                 continue
-            ex = exchange_of(f, live=False)
-            steps.append(Step(ex.t_ns, REQUEST, index, ex))
-            end = _seconds_ns(f.client_conn.timestamp_end) if f.client_conn is not None else 0
+            ex, flow, end = flow_steps(f, index)
+            steps.extend(flow)
             if end and ex.client_id:
                 closed[ex.client_id] = (max(end, closed.get(ex.client_id, (0, 0))[0]), index)
-            resp = f.response
-            if resp is not None:
-                note_response(ex, f, live=False)
-                steps.append(Step(ex.t_resp_ns or ex.t_ns, HEAD, index, ex))
-                if resp.timestamp_end is not None or f.error is None:  # else it broke mid-body
-                    body = resp.get_content(strict=False) if resp.raw_content is not None else None
-                    end = _seconds_ns(resp.timestamp_end) or ex.t_resp_ns or ex.t_ns
-                    steps.append(Step(end, END, index, ex, body=body))
-            if f.error is not None:
-                t = _seconds_ns(f.error.timestamp) or ex.t_ns
-                steps.append(Step(t, FAILED, index, ex, why=f.error.msg))
     except exceptions.FlowReadException as exc:
         problem = ReadProblem(source, index + 1, f"cannot read flow {index + 1}: {exc}")
     for cid, (t, last) in closed.items():

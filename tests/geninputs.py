@@ -4,9 +4,9 @@ a generated capture (tests/gencapture.py), for the lazy-index equivalence test a
 Each keeps the capture's traffic: a host log writes every message as Claude Desktop does (`TS
 [info] [gen] Message from client: {...}`), with its stderr lines as host text and a restart now and
 then; NDJSON writes the bare messages; HAR writes one POST entry per client message, the server's
-answer as its body (a notification gets a 202).
+answer as its body (a notification gets a 202); a mitmproxy flow file likewise, one flow each.
 
-    python tests/geninputs.py CAPTURE.jsonl OUT --format hostlog|ndjson|har
+    python tests/geninputs.py CAPTURE.jsonl OUT --format hostlog|ndjson|har|mitm
 """
 
 from __future__ import annotations
@@ -119,7 +119,45 @@ def har(capture: str, out: str, swap_every: int = 0) -> None:
         fh.write(orjson.dumps({"log": {"version": "1.2", "creator": {"name": "gen"}, "entries": entries}}))
 
 
-GENERATORS = {"hostlog": hostlog, "ndjson": ndjson, "har": har}
+def mitm(capture: str, out: str, swap_every: int = 0) -> None:
+    """One mitmproxy flow per client message (a `mitmdump -w` file), its answer as the response,
+    times from the capture; every 50th flow's client connection closes after it."""
+    from mitmproxy import io as mitm_io
+
+    from tests.addon_helpers import post
+
+    flows: list = []
+    open_req: dict = {}
+    conn = None
+    for rec in _records(capture):
+        if rec["type"] != "message":
+            continue
+        obj = orjson.loads(rec["text"])
+        t = rec["t_ns"] / 1e9
+        if rec["dir"] == "c2s":
+            f = post(rec["text"].encode(), resp=b"", status=202, resp_headers=())
+            if conn is None or len(flows) % 50 == 0:
+                conn = f.client_conn
+                conn.timestamp_end = t + 0.5
+            f.client_conn = conn
+            f.request.timestamp_start = f.request.timestamp_end = t
+            f.response.timestamp_start = f.response.timestamp_end = t + 0.0005
+            flows.append(f)
+            if "id" in obj:
+                open_req[obj["id"]] = f
+        elif "id" in obj and obj["id"] in open_req:
+            f = open_req.pop(obj["id"])
+            f.response.status_code = 200
+            f.response.headers["content-type"] = "application/json"
+            f.response.content = rec["text"].encode()
+            f.response.timestamp_start = f.response.timestamp_end = t
+    with open(out, "wb") as fh:
+        w = mitm_io.FlowWriter(fh)
+        for f in flows:
+            w.add(f)
+
+
+GENERATORS = {"hostlog": hostlog, "ndjson": ndjson, "har": har, "mitm": mitm}
 
 
 def generate(capture: str, out: str | os.PathLike, fmt: str, swap_every: int = 0) -> None:

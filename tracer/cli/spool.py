@@ -10,10 +10,10 @@ the input says why on stderr (one line) and exits 2; what was written stays.
 
     python -m tracer.cli.spool INPUT CAPTURE --input-format NAME [--whole]
 
-A HAR is read entry by entry (tracer.inputs.harstream), so its first rows are written before the
-whole document is parsed; when the file is not one that reader gives the whole-document reader's
-records for, the conversion stops with exit code 3 (RESTART) and the viewer converts it again with
---whole (har.read, the whole document).
+A HAR is read entry by entry (tracer.inputs.harstream) and a flow file flow by flow
+(addons.mitm_stream), so the first rows are written before the whole file is read; when the file
+is not one those readers give the whole-file reader's records for, the conversion stops with exit
+code 3 (RESTART) and the viewer converts it again with --whole (the whole file first).
 
 It is a command of its own (a process the viewer starts), so it lives with the CLI: it may register
 the readers that need optional dependencies (tracer.cli.inputs: the .mitm reader in addons/), which
@@ -29,18 +29,35 @@ BATCH = 1024  # lines written and flushed at a time
 RESTART = 3  # exit code: convert again with --whole
 
 
+STREAMED = ("har", "mitm")  # formats read record by record here (the first rows come at once)
+
+
 def _streamed(path: str, fmt: str):
-    """An OpenInput of a HAR read entry by entry (the records open_input's would give)."""
+    """An OpenInput of a HAR or a flow file read entry by entry, flow by flow (the records
+    open_input's would give, or tracer.inputs.harstream.Unstreamable)."""
     from tracer.inputs import BOM, FORMATS, OpenInput, _ensure_builtin
-    from tracer.inputs.harstream import stream
+    from tracer.inputs.harstream import Unstreamable
     from tracer.inputs.settle import settle
 
     _ensure_builtin()
+    if fmt == "har":
+        from tracer.inputs.harstream import stream
+    else:
+        from addons.mitm_stream import stream
     fh = open(path, "rb")  # noqa: SIM115 (closed by convert)
-    if fh.read(len(BOM)) != BOM:
+    if fh.read(len(BOM)) != BOM:  # (open_input reads past one)
         fh.seek(0)
-    har = next(f for f in FORMATS if f.name == fmt)
-    return OpenInput(path, har, settle(stream(fh, path)), fh)
+
+    def records():
+        try:
+            yield from stream(fh, path)
+        except (Unstreamable, OSError):
+            raise
+        except Exception as exc:  # out of order, or whatever a hostile file trips: read it whole
+            raise Unstreamable(f"{type(exc).__name__}: {exc}") from None
+
+    found = next(f for f in FORMATS if f.name == fmt)
+    return OpenInput(path, found, settle(records()), fh)
 
 
 def convert(path: str, capture: str, fmt: str, out=None, *, whole: bool = False) -> None:
@@ -54,7 +71,7 @@ def convert(path: str, capture: str, fmt: str, out=None, *, whole: bool = False)
         from tracer.cli.inputs import register_optional_inputs
 
         register_optional_inputs()
-    inp = _streamed(path, fmt) if fmt == "har" and not whole else open_input(path, fmt=fmt)
+    inp = _streamed(path, fmt) if fmt in STREAMED and not whole else open_input(path, fmt=fmt)
     try:
         with open(capture, "ab") as fh:
             fh.write(converted_header(path, fmt) + b"\n")

@@ -3,7 +3,9 @@ HTTP door's recorder, so they give the same records as a live capture."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import heapq
+from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from tracer.http.recorder import Exchange, HttpRecorder
@@ -62,3 +64,61 @@ def replay_sorted(steps: Iterable[Step], source: str, *, redact: bool = True):
             rec.source = source
             yield rec
         out.clear()
+
+
+class OutOfOrder(Exception):
+    """An exchange has a step that goes before a step already given (see WireOrder)."""
+
+
+# exchanges a step waits for (browser devtools list entries as they finish, mitmdump writes flows
+# as they end: a long request comes after shorter ones that started later)
+LAG = 1024
+
+
+class WireOrder:
+    """Steps of exchanges read one by one, given in wire order as soon as no later exchange can go
+    before them, for readers that stream their input (tracer.inputs.harstream, addons.mitm_stream).
+
+    Recorders write exchanges about in the order they started, so a step goes out once it is
+    earlier than the start of each of the last LAG exchanges added; an exchange added later with
+    a step before one already given raises OutOfOrder (the caller then sorts the whole input, as
+    `replay` does): what comes out is always `replay`'s order."""
+
+    def __init__(self, lag: int = LAG) -> None:
+        self.lag = lag
+        self._held: list[tuple[tuple[int, int, int], Step]] = []  # a heap (keys are unique)
+        self._last: tuple[int, int, int] | None = None  # the key of the last step given
+        self._starts: deque[tuple[int, int]] = deque()  # (exchange, start) of the last LAG, rising
+        self.floor: int | None = None  # no later exchange has a step before this time
+
+    def push(self, step: Step) -> None:
+        key = step_key(step)
+        if self._last is not None and key < self._last:
+            raise OutOfOrder(f"exchange {step.index} has a step before one already given")
+        heapq.heappush(self._held, (key, step))
+
+    def add(self, index: int, start: int, steps: Iterable[Step]) -> None:
+        """Exchange INDEX (rising), which started at START (no step of it is earlier)."""
+        for step in steps:
+            self.push(step)
+        starts = self._starts
+        while starts and starts[-1][1] >= start:
+            starts.pop()
+        starts.append((index, start))
+        if starts[0][0] <= index - self.lag:
+            starts.popleft()
+        self.floor = starts[0][1]
+
+    def ready(self) -> Iterator[Step]:
+        """The steps that no later exchange can go before."""
+        held, floor = self._held, self.floor
+        while held and floor is not None and held[0][0][0] < floor:
+            self._last, step = heapq.heappop(held)
+            yield step
+
+    def rest(self) -> Iterator[Step]:
+        """Every step still held (no more exchanges come)."""
+        held = self._held
+        while held:
+            self._last, step = heapq.heappop(held)
+            yield step

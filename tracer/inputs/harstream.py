@@ -7,7 +7,7 @@ record waits for the last entry (a 1 GB HAR: tens of seconds, and the document's
 Here the entries are parsed one at a time as the file is read (the standard library's scanner, from
 a window of the text), and a step goes out once no later entry can come before it: HAR writers list
 entries by `startedDateTime`, and no step of an entry is earlier than its start, so every step
-earlier than the start of each of the last LAG entries is in its place. The order is checked as it goes; anything the
+earlier than the start of each of the last 1024 entries is in its place (tracer.http.flows.WireOrder). The order is checked as it goes; anything the
 whole-document reader would read otherwise (an entry that starts before a step already given, a
 second `log` or `entries`, a document that does not end cleanly, text that is not UTF-8, NaN...)
 raises `Unstreamable`, and the caller reads the file with `har.read` instead.
@@ -16,20 +16,15 @@ raises `Unstreamable`, and the caller reads the file with `har.read` instead.
 from __future__ import annotations
 
 import codecs
-import heapq
 import json
-from collections import deque
 from collections.abc import Iterator
 from typing import IO, Any
 
-from tracer.http.flows import Step, replay_sorted, step_key
+from tracer.http.flows import Step, WireOrder, replay_sorted
 from tracer.inputs.har import _entry_steps, _ns
 from tracer.model import Record
 
 READ = 1 << 20  # bytes read at a time (doubled while one value does not fit)
-# Steps wait until this many later entries have started after them: writers that list entries as
-# they finish (browser devtools) put a long request after shorter ones that started later.
-LAG = 1024
 _WS = " \t\n\r"
 
 
@@ -160,36 +155,15 @@ def _entries(text: _Text) -> Iterator[Any]:
 
 
 def _steps(fh: IO[bytes]) -> Iterator[Step]:
-    """Every entry's steps in wire order (step_key), as far as the entries read so far allow."""
-    text = _Text(fh)
-    held: list[tuple[tuple[int, int, int], int, Step]] = []  # a heap; the int keeps pushes in order
-    pushed = 0
-    last: tuple[int, int, int] | None = None  # the key of the last step given
-    starts: deque[tuple[int, int]] = deque()  # (entry, start) of the last LAG entries, rising starts
-    for i, entry in enumerate(_entries(text), 1):
+    """Every entry's steps in wire order, as far as the entries read so far allow."""
+    order = WireOrder()
+    for i, entry in enumerate(_entries(_Text(fh)), 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
             continue  # (har.read reports it and skips it)
-        for step in _entry_steps(entry, i):
-            key = step_key(step)
-            if last is not None and key < last:
-                raise Unstreamable(f"HAR entry {i} starts before a step already given")
-            heapq.heappush(held, (key, pushed, step))
-            pushed += 1
-        # no step of a later entry comes before the earliest start among the last LAG entries
-        # (when one does, it is caught above)
-        start = _ns(entry.get("startedDateTime", ""))
-        while starts and starts[-1][1] >= start:
-            starts.pop()
-        starts.append((i, start))
-        if starts[0][0] <= i - LAG:
-            starts.popleft()
-        floor = starts[0][1]
-        while held and held[0][0][0] < floor:
-            last, _, step = heapq.heappop(held)
-            yield step
-    while held:
-        _, _, step = heapq.heappop(held)
-        yield step
+        # (no step of an entry is earlier than its start: see har._entry_steps)
+        order.add(i, _ns(entry.get("startedDateTime", "")), _entry_steps(entry, i))
+        yield from order.ready()
+    yield from order.rest()
 
 
 def stream(fh: IO[bytes], source: str) -> Iterator[Record]:

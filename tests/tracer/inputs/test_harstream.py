@@ -11,8 +11,9 @@ import random
 import pytest
 
 from tests.tracer.inputs.test_har_import import INIT, LIST, _session, entry, har
+from tracer.http.flows import LAG
 from tracer.inputs import open_input
-from tracer.inputs.harstream import LAG, Unstreamable, stream
+from tracer.inputs.harstream import Unstreamable, stream
 from tracer.inputs.lazy import converted_records, record_line
 from tracer.inputs.settle import settle
 from tracer.inputs.spooled import InputRestart, SpoolIndex
@@ -159,7 +160,9 @@ async def test_the_viewer_opens_a_har_it_cannot_follow_whole_and_g_reaches_its_l
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the HAR to open")
         scr = viewer(app)
-        await until(pilot, lambda: scr.whole and scr.view is not None and scr.index_done, "it converted whole")
+        await until(
+            pilot, lambda: scr.whole and scr.view is not None and scr.index_done, "it converted whole"
+        )
         await pilot.press("G")
         await until(pilot, lambda: scr.list.selected_row == len(expected), "the last row")
         assert [scr.view.index.line(r) for r in range(1, len(scr.view))] == expected

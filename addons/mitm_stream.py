@@ -1,0 +1,76 @@
+"""A mitmproxy flow file's records flow by flow, for the viewer's first screen: the records
+addons.mitm_import.read gives (its read problem aside, which the viewer does not show), without
+reading the whole file first.
+
+`mitm_import.read` collects every flow's steps and replays them sorted by time, so its first record
+waits for the last flow. mitmproxy writes flows as they complete, about in the order they started,
+so here each step goes out once no later flow can come before it (tracer.http.flows.WireOrder);
+a client connection's close goes out once the flows read have passed its time. A flow with a step
+before one already given (or one more flow on a connection already closed) raises OutOfOrder, and
+the caller reads the file with `mitm_import.read` instead.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from typing import IO
+
+from tracer.http.flows import CLIENT_CLOSED, OutOfOrder, Step, WireOrder, replay_sorted
+from tracer.http.recorder import Exchange
+from tracer.model import Record
+
+# flows a step waits for: fewer than a HAR's entries (a flow costs mitmproxy ~0.4 ms to read, and
+# the first screen waits for this many); mitmdump writes a flow when it ends, so a long one comes
+# after shorter ones that started later
+LAG = 256
+
+
+def _closing(cid: str, t: int, last: int) -> Step:
+    return Step(t, CLIENT_CLOSED, last, Exchange(id="", client="", method="", url="", client_id=cid))
+
+
+def _steps(fh: IO[bytes]) -> Iterator[Step]:
+    from mitmproxy import exceptions, http, io
+
+    from addons.mitm_import import flow_steps
+
+    order = WireOrder(LAG)
+    closed: dict[str, tuple[int, int]] = {}  # client connection id -> (when it closed, its last flow)
+    closing: list[tuple[int, str]] = []  # a heap of (when, client connection id); stale ones skipped
+    gone: set[str] = set()  # connections whose close was given
+    index = 0
+    try:
+        for f in io.FlowReader(fh).stream():
+            index += 1
+            if not isinstance(f, http.HTTPFlow):
+                continue
+            ex, steps, end = flow_steps(f, index)
+            cid = ex.client_id
+            if end and cid:
+                if cid in gone:
+                    raise OutOfOrder(f"flow {index} is on a client connection already closed")
+                t = max(end, closed.get(cid, (0, 0))[0])
+                closed[cid] = (t, index)
+                heapq.heappush(closing, (t, cid))
+            order.add(index, min(s.t_ns for s in steps), steps)
+            floor = order.floor
+            while closing and floor is not None and closing[0][0] < floor:
+                t, cid = heapq.heappop(closing)
+                if cid in gone or closed[cid][0] != t:
+                    continue
+                gone.add(cid)
+                order.push(_closing(cid, t, closed[cid][1]))
+            yield from order.ready()
+    except exceptions.FlowReadException:
+        pass  # (mitm_import.read reports it after the records of the flows before it)
+    for cid, (t, last) in closed.items():
+        if cid not in gone:
+            order.push(_closing(cid, t, last))
+    yield from order.rest()
+
+
+def stream(fh: IO[bytes], source: str) -> Iterator[Record]:
+    """The records `mitm_import.read` gives for FH (without its read problem), as flows are read.
+    Raises OutOfOrder (maybe after some records) when the file needs `mitm_import.read`."""
+    yield from replay_sorted(_steps(fh), source)
