@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 
+_HEADER = RecordType.HEADER
+
 if TYPE_CHECKING:
     from tracer.analyser import Analyser
     from tracer.session import Session
@@ -41,10 +43,10 @@ class SessionFacts:
 
     conn: str
     transport: str = ""
-    messages: int = 0
     first_t_ns: int = 0
     last_t_ns: int = 0
-    eras: Counter = field(default_factory=Counter)
+    # (kind, era, direction) -> messages: one count per message, its totals read at the snapshot
+    shapes: dict[tuple, int] = field(default_factory=dict)
     # what the messages' per-request _meta showed (the modern era has no handshake to keep it)
     modern_versions: set[str] = field(default_factory=set)  # _meta protocolVersion values
     meta_client_caps: dict | None = None  # of the first request that carried them
@@ -52,6 +54,17 @@ class SessionFacts:
     meta_server_info: Any = None  # a result's _meta serverInfo
     name: str | None = None  # the analyser's name for the session, once it closed
     established: dict[str, Any] | None = None  # session_facts() of the closed session
+
+    @property
+    def messages(self) -> int:
+        return sum(self.shapes.values())
+
+    @property
+    def eras(self) -> Counter:
+        out: Counter = Counter()
+        for (_, era, _), n in self.shapes.items():
+            out[era] += n
+        return out
 
     def to_dict(self, name: str, established: dict[str, Any]) -> dict[str, Any]:
         facts = dict(established)
@@ -126,17 +139,16 @@ def session_facts(s: Session | None, cell: str | None = None) -> dict[str, Any]:
 
 class SummaryBuilder:
     def __init__(self) -> None:
-        self.records: Counter = Counter()  # by record type
-        self.kinds: Counter = Counter()
-        self.eras: Counter = Counter()
-        self.dirs: Counter = Counter()
+        self.records: dict[RecordType, int] = {}  # by record type
+        # (kind, era, direction) -> messages, in the order each first came: one count per message
+        # (the viewer's analysis counts every row), the totals by kind, era and direction at snapshot
+        self.shapes: dict[tuple, int] = {}
         self.rules: Counter = Counter()
         self.severities: Counter = Counter()
         self.latencies: dict[str, array] = {}
         self.sessions: dict[str, SessionFacts] = {}  # the open ones, by connection
         self.closed: list[SessionFacts] = []  # in the order they closed, each with its name
         self._names: set[str] = set()  # the closed sessions' names
-        self.messages = 0
         self.first_t_ns = 0
         self.last_t_ns = 0
         self.headers: list[dict] = []
@@ -146,8 +158,10 @@ class SummaryBuilder:
 
     def add_record(self, rec: Record) -> None:
         """Every record (messages too: add() counts the analysis of those)."""
-        self.records[rec.type.value] += 1
-        if rec.type is RecordType.HEADER:
+        rtype = rec.type
+        records = self.records
+        records[rtype] = records.get(rtype, 0) + 1
+        if rtype is _HEADER:
             if rec.data is not None and len(self.headers) < 20:
                 self.headers.append({k: v for k, v in rec.data.items() if k != "type"})
             return
@@ -160,22 +174,20 @@ class SummaryBuilder:
 
     def add(self, m: Analysed) -> None:
         """An analysed message (batches count their members' findings too)."""
-        self.messages += 1
         rec = m.rec
         kind = m.kind
-        self.kinds[kind] += 1  # enum members as keys (StrEnum): converted to text in snapshot()
-        self.eras[m.era] += 1
-        if rec.dir is not None:
-            self.dirs[rec.dir] += 1
+        key = (kind, m.era, rec.dir)  # enum members (StrEnum): converted to text in snapshot()
+        shapes = self.shapes
+        shapes[key] = shapes.get(key, 0) + 1
         s = self._last
         if s is None or s.conn != rec.conn:
             s = self.sessions.get(rec.conn)
             if s is None:
                 s = self.sessions[rec.conn] = SessionFacts(rec.conn, rec.transport, first_t_ns=rec.t_ns)
             self._last = s
-        s.messages += 1
+        shapes = s.shapes
+        shapes[key] = shapes.get(key, 0) + 1
         s.last_t_ns = rec.t_ns
-        s.eras[m.era] += 1
         if m.findings:
             for f in m.findings:
                 self.add_finding(f)
@@ -184,7 +196,10 @@ class SummaryBuilder:
                 for f in member.findings:
                     self.add_finding(f)
                 self._facts(member, s)
-        else:
+        elif kind is Kind.REQUEST:
+            if m.meta is not None:
+                self._facts(m, s)
+        elif kind is Kind.RESULT or kind is Kind.ERROR:
             self._facts(m, s)
 
     def add_finding(self, f: Finding) -> None:
@@ -231,6 +246,10 @@ class SummaryBuilder:
 
     # -- reading -----------------------------------------------------------------------------
 
+    @property
+    def messages(self) -> int:
+        return sum(self.shapes.values())
+
     def latency_table(self) -> dict[str, dict[str, int]]:
         out = {}
         for method, values in sorted(self.latencies.items()):
@@ -254,12 +273,20 @@ class SummaryBuilder:
                 n += 1
                 name = f"{s.conn}#{n}"
             sessions.append(s.to_dict(name, session_facts(live.get(s.conn))))
+        kinds: Counter = Counter()
+        eras: Counter = Counter()
+        dirs: Counter = Counter()
+        for (kind, era, d), n in self.shapes.items():
+            kinds[kind] += n
+            eras[era] += n
+            if d is not None:
+                dirs[d] += n
         return {
-            "records": dict(self.records),
+            "records": {t.value: n for t, n in self.records.items()},
             "messages": self.messages,
-            "kinds": _text_keys(self.kinds),
-            "eras": _text_keys(self.eras),
-            "dirs": _text_keys(self.dirs),
+            "kinds": _text_keys(kinds),
+            "eras": _text_keys(eras),
+            "dirs": _text_keys(dirs),
             "rules": dict(sorted(self.rules.items())),
             "severities": _text_keys(self.severities),
             "latency": self.latency_table(),

@@ -22,9 +22,21 @@ from typing import Any
 
 import orjson
 
-from tracer.view.details import expand, finding_ids
+from tracer.capture import record_from_dict
+from tracer.model import Record
+from tracer.view.details import derive, expand, finding_ids
 from tracer.view.details import load as load_details
-from tracer.view.rowformat import DIRS, ERAS, KINDS, PAIR_STATUSES, ROW, ROW_SIZE, RTYPES, read_line_at
+from tracer.view.rowformat import (
+    DIRS,
+    ERAS,
+    F_SEQ,
+    KINDS,
+    PAIR_STATUSES,
+    ROW,
+    ROW_SIZE,
+    RTYPES,
+    read_line_at,
+)
 
 
 @dataclass(slots=True)
@@ -44,10 +56,19 @@ class RowSummary:
     latency_ns: int | None
     op_row: int | None
     det_off: int
+    fields: tuple  # the row as stored (what a derived detail reads, see tracer.view.details.derive)
+    row: int = -1
+
+    @property
+    def detail_key(self) -> tuple:
+        """Changes when the row's details do (a request answered, an end-of-session finding)."""
+        f = self.fields
+        return (f[8], f[10], f[11], f[12], f[14])
 
 
-def unpack_row(data: bytes | memoryview, at: int, methods: list[str]) -> RowSummary:
-    (rtype, kind, d, era, worst, flags, nfind, midx, partner, lat_us, op_row, det) = ROW.unpack_from(data, at)
+def unpack_row(data: bytes | memoryview, at: int, methods: list[str], row: int = -1) -> RowSummary:
+    fields = ROW.unpack_from(data, at)
+    (rtype, kind, d, era, worst, flags, nfind, midx, partner, lat_us, op_row, _note, det, _seq, _ns) = fields
     return RowSummary(
         RTYPES[rtype],
         KINDS[kind] or None,
@@ -62,6 +83,8 @@ def unpack_row(data: bytes | memoryview, at: int, methods: list[str]) -> RowSumm
         lat_us * 1000 if lat_us >= 0 else None,
         op_row if op_row >= 0 else None,
         det,
+        fields,
+        row,
     )
 
 
@@ -89,6 +112,8 @@ class Annotations:
         self.done = False
         self.error: str | None = None
         self.methods: list[str] = []
+        self.notes: list[Any] = []  # era reasons and versions of rows whose details are derived
+        self._own_rows: Any = None  # the capture's rows, read here only when a caller gave no record
         self.finding_rows = array("i")  # sorted rows that have findings
         self.summary: dict[str, Any] | None = None
         self.version = 0  # bumps with every progress report (caches compare it)
@@ -172,6 +197,12 @@ class Annotations:
                 while len(self.methods) <= idx:
                     self.methods.append("")
                 self.methods[idx] = name
+            notes = msg.get("w")
+            if type(notes) is list and len(notes) == 2 and type(notes[0]) is int:
+                del self.notes[notes[0] :]
+                while len(self.notes) < notes[0]:
+                    self.notes.append(None)
+                self.notes.extend(notes[1])
             fr = self.finding_rows
             for row in msg.get("fr") or ():
                 if not fr or row > fr[-1]:
@@ -231,6 +262,9 @@ class Annotations:
             if fd >= 0:
                 os.close(fd)
         self._rows_fd = self._det_fd = -1
+        if self._own_rows is not None:
+            self._own_rows.close()
+            self._own_rows = None
         if self._own_dir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -250,7 +284,7 @@ class Annotations:
         data = os.pread(self._fd("rows.bin"), ROW_SIZE, row * ROW_SIZE)
         if len(data) < ROW_SIZE:
             return None
-        return unpack_row(data, 0, self.methods)
+        return unpack_row(data, 0, self.methods, row)
 
     def rows(self, first: int, last: int, block: int = 32768) -> Iterator[tuple[int, RowSummary]]:
         """Summaries of rows first..last-1 (only analysed ones), read in blocks."""
@@ -265,20 +299,51 @@ class Annotations:
             data = os.pread(fd, n * ROW_SIZE, row * ROW_SIZE)
             got = len(data) // ROW_SIZE
             for i in range(got):
-                yield row + i, unpack_row(data, i * ROW_SIZE, methods)
+                yield row + i, unpack_row(data, i * ROW_SIZE, methods, row + i)
             if got < n:
                 return
             row += n
 
-    def details(self, summary: RowSummary | None) -> dict[str, Any] | None:
-        if summary is None or summary.det_off < 0:
+    def details(self, summary: RowSummary | None, rec: Record | None = None) -> dict[str, Any] | None:
+        """A row's analysis details: stored, or derived from its note and REC (the row's record,
+        read here when not given)."""
+        if summary is None:
             return None
+        if summary.det_off < 0:
+            note = summary.fields[11]
+            return self._derived(summary, rec) if 0 <= note < len(self.notes) else None
         buf = read_line_at(self._fd("details.jsonl"), summary.det_off)
         try:
             # (integers beyond 64 bits: see safejson; a compact record is expanded: tracer.view.details)
             return expand(load_details(buf)) if buf else None
         except (ValueError, RecursionError, IndexError, KeyError, TypeError):
             return None
+
+    def _derived(self, summary: RowSummary, rec: Record | None) -> dict[str, Any] | None:
+        try:
+            if rec is None:
+                rec = self._record(summary.row)
+            return derive(
+                summary.fields, rec.raw, rec.conn, self.notes[summary.fields[11]], self.methods, self._seq
+            )
+        except (ValueError, RecursionError, IndexError, KeyError, TypeError, OSError):
+            return None
+
+    def _seq(self, row: int) -> int | None:
+        s = self.row(row)
+        return s.fields[F_SEQ] if s is not None else None
+
+    def _record(self, row: int) -> Record:
+        """Row ROW's record, from an index of the capture's rows opened here (the viewer passes
+        the record it has read instead)."""
+        from tracer.inputs.lazy import open_rows
+
+        if self._own_rows is None:
+            self._own_rows = open_rows(self.capture, final=not self.follow)
+        rows = self._own_rows
+        if row >= len(rows):
+            rows.update()
+        return record_from_dict(orjson.loads(rows.line(row)), line=row + 1, source=self.capture)
 
     def finding_rules(self, summary: RowSummary | None) -> list[str]:
         """The rule ids of a row's findings (a batch: its own, then its members'), for the filter's

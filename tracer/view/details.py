@@ -1,7 +1,12 @@
 """A row's analysis details, as the viewer's analysis stores them and as the detail pane reads them.
 
 Most rows are never looked at, and building the words of a row's era reason and pairing reason costs
-more than the analysis of its era. So a message's details are stored compactly, `compact()`: a JSON
+more than the analysis of its era. So a plain message (no findings, no unusual pairing, no SSE
+timing) stores no details at all: its row holds a note, an index into a table of (era reason,
+version) the analysis sends along (one entry serves every message of a session that gives the same
+reason), and `derive()` builds its details when it is shown, from its row, its partner's row and
+its own bytes (its id, re-read as the analyser read it). Any other message's details are stored
+compactly, `compact()`: a JSON
 list of the parts, each reason kept as its format and values when those survive a JSON round trip
 unchanged (ASCII text, integers); `expand()` builds, for the one row shown, the same dict that
 `detail_of()` builds at once (kind, era, why, pairing, findings...). Rows whose details change after
@@ -17,11 +22,23 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tracer.model import Analysed, Record, RecordType, paired_reason
+from tracer.classify import classify_common, classify_raw
+from tracer.model import Analysed, Kind, Record, RecordType, paired_reason
 from tracer.pairing import PairStatus
+from tracer.safejson import dumps as safe_dumps
 from tracer.safejson import loads as safe_loads
 from tracer.session import BoundedMap
-from tracer.view.rowformat import finding_list
+from tracer.view.rowformat import (
+    DIRS,
+    ERAS,
+    F_LAT_NS,
+    F_OP,
+    F_PARTNER,
+    KINDS,
+    NO_LAT,
+    PAIR_STATUSES,
+    finding_list,
+)
 
 RowOf = Callable[[int | None], int | None]
 
@@ -174,6 +191,75 @@ def expand(c: Any) -> dict[str, Any] | None:
     if timing is not None:
         d["sse"] = timing
     return d
+
+
+# era reasons whose values are the method and the seq of the request answered: one note serves every
+# answer, its values read from the row's method and its partner's row
+PARTNER_FMTS = frozenset({"answers modern {} (seq {})", "answers legacy {} (seq {})"})
+_OTHER_DIR = {"c2s": "s2c", "s2c": "c2s"}
+
+
+def derive(
+    fields: Any, raw: bytes, conn: str, note: Any, methods: Any, seq_of: Callable[[int], int | None]
+) -> dict[str, Any] | None:
+    """The details of a message stored as a note (see tracer.view.notes.Notes.of): what
+    `expand(compact(a))` gives, from its row FIELDS, its bytes and connection, its NOTE ([era reason,
+    version, mode]), the method table and the seq of another row. None when a part is missing."""
+    if type(note) is not list or len(note) != 3:
+        return None
+    why, version, mode = note
+    kind = KINDS[fields[1]]
+    midx = fields[7]
+    label = methods[midx] if 0 <= midx < len(methods) else None
+    prow = fields[F_PARTNER]
+    partner = None
+    if prow >= 0:
+        partner = seq_of(prow)
+        if partner is None:
+            return None
+    common = classify_common(raw)
+    if common is not None:
+        ident, idkey = common[3], common[4]
+    else:
+        c = classify_raw(raw)
+        ident, idkey = c.id, c.idkey
+    response = kind == Kind.RESULT or kind == Kind.ERROR
+    if mode == 1:
+        why = why.format(label, partner)
+    elif type(why) is list:
+        why = why[0].format(*why[1])
+    d: dict[str, Any] = {"kind": kind, "era": ERAS[fields[3]], "why": why, "version": version}
+    if label is not None:
+        d["answers" if response else "method"] = label
+    if ident is not None or idkey is not None:
+        d["id"] = ident
+    flags = fields[5] & 0x0F
+    ps = PAIR_STATUSES[flags] if flags < len(PAIR_STATUSES) else ""
+    if ps:
+        d["ps"] = ps
+    pr = None
+    if response and ps in _PAIRED:
+        if idkey is None or partner is None:
+            return None
+        pr = paired_reason(idkey, label, _OTHER_DIR.get(DIRS[fields[2]], ""), partner, conn)
+    elif kind == Kind.REQUEST and partner is not None:
+        pr = f"answered by seq {partner}"
+    if pr:
+        d["pr"] = pr
+    if partner is not None:
+        d["partner"] = partner
+        d["prow"] = prow
+    if fields[F_LAT_NS] != NO_LAT:
+        d["lat"] = fields[F_LAT_NS]
+    oprow = fields[F_OP]
+    if oprow >= 0:
+        op = seq_of(oprow)
+        if op is None:
+            return None
+        d["op"] = op
+        d["oprow"] = oprow
+    # what a stored record reads back as: the same policy for text a peer sent (see safejson)
+    return load(safe_dumps(d))
 
 
 def finding_ids(c: Any) -> list[str]:

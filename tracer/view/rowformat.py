@@ -2,7 +2,10 @@
 
 `rows.bin` holds one ROW per capture row: record type, kind, direction, era, worst severity,
 flags (pair status in the low 4 bits, direction inferred 0x10), finding count, method index,
-partner row, latency in microseconds, MRTR first-round row, details offset. -1 means none.
+partner row, latency in microseconds, MRTR first-round row, note (an index into the table of era
+reasons and versions, for a message whose details are derived when shown: tracer.view.details),
+details offset (a message whose details are stored), the message's seq, its exact latency in ns
+(NO_LAT: none). -1 means none.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from typing import Any
 from tracer.model import Direction, Era, Finding, Kind, RecordType
 from tracer.pairing import PairStatus
 
-ROW = struct.Struct("<BBBBBBHiiiiq")
-ROW_SIZE = ROW.size  # 32
+ROW = struct.Struct("<BBBBBBHiiiiiqqq")
+ROW_SIZE = ROW.size  # 52
+F_PARTNER, F_LAT_US, F_OP, F_NOTE, F_DET, F_SEQ, F_LAT_NS = 8, 9, 10, 11, 12, 13, 14
+NO_LAT = -(2**63)  # the exact latency of a row without one
+Q_MIN, Q_MAX = -(2**63), 2**63  # what a seq or a latency must be within to be stored as is
 
 RTYPES = ("", "header", "message", "stderr", "http", "event", "broken", "blank")
 RTYPE_CODE = {name: i for i, name in enumerate(RTYPES)}
@@ -54,7 +60,7 @@ def read_line_at(fd: int, offset: int, block: int = 65536) -> bytes:
 
 
 def empty_row() -> list[Any]:
-    return [0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1]
+    return [0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1, -1, -1, 0, NO_LAT]
 
 
 def finding_list(f: Finding, row_of_seq) -> list[Any]:

@@ -2,8 +2,9 @@
 and `details.jsonl` (one line per stored details record, tracer.view.details).
 
 New rows are buffered and written in one positional write per flush; a row already written is
-patched in place (a request learns its partner when the answer comes), so a reader that re-reads
-the rows it shows sees the patch. Details are appended; a patched row points at its newer line.
+patched in place (a request learns its partner when the answer comes), after the rows it may point
+at, at the same flush, so a reader that re-reads the rows it shows sees the patch and never a row
+beyond what it was told is written. Details are appended; a patched row points at its newer line.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class RowStore:
         self.det_pos = 0
         self.flushed = 0  # rows written to rows.bin
         self.buf = bytearray()
+        self.patches: dict[int, bytes] = {}  # written rows changed since the last flush
         self.patched = False  # a written row changed since the last flush
 
     # -- rows --------------------------------------------------------------------------------
@@ -37,13 +39,16 @@ class RowStore:
             else:
                 self.buf[at : at + ROW_SIZE] = data
         else:
-            os.pwrite(self.rows_fd, data, row * ROW_SIZE)
+            self.patches[row] = data
             self.patched = True
 
     def get(self, row: int) -> list[Any]:
         if row >= self.flushed:
             return list(ROW.unpack_from(self.buf, (row - self.flushed) * ROW_SIZE))
-        return list(ROW.unpack(os.pread(self.rows_fd, ROW_SIZE, row * ROW_SIZE)))
+        data = self.patches.get(row)
+        if data is None:
+            data = os.pread(self.rows_fd, ROW_SIZE, row * ROW_SIZE)
+        return list(ROW.unpack(data))
 
     @property
     def buffered(self) -> int:
@@ -57,6 +62,11 @@ class RowStore:
             os.pwrite(self.rows_fd, bytes(self.buf), self.flushed * ROW_SIZE)
             self.flushed += len(self.buf) // ROW_SIZE
             self.buf.clear()
+        if self.patches:
+            fd = self.rows_fd
+            for row, data in self.patches.items():
+                os.pwrite(fd, data, row * ROW_SIZE)
+            self.patches.clear()
 
     # -- details -----------------------------------------------------------------------------
 

@@ -382,7 +382,7 @@ class CaptureView:
             except (orjson.JSONDecodeError, ValueError) as exc:
                 problem = f"not a capture record: {exc}" if line.strip() else "blank line"
         summary = self.ann.row(row) if self.ann is not None else None
-        analysis = self.ann.details(summary) if self.ann is not None else None
+        analysis = self.ann.details(summary, rec) if self.ann is not None else None
         return RowDetail(row, line, size, rec, problem, analysis, summary, where=self._where(row, rec))
 
     @property

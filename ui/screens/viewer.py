@@ -234,7 +234,7 @@ class ViewerScreen(Screen):
         row = self.list.selected_row
         if row is not None:
             s = ann.row(row)
-            key = (row, s.det_off if s is not None else -2)
+            key = (row, s.detail_key if s is not None else -2)
             if key != self.shown_detail:
                 self._show_detail(row, keep_scroll=True)
 
@@ -253,7 +253,7 @@ class ViewerScreen(Screen):
             self.shown_detail = None
             return
         d = view.detail(row)
-        self.shown_detail = (row, d.summary.det_off if d.summary is not None else -2)
+        self.shown_detail = (row, d.summary.detail_key if d.summary is not None else -2)
         upto = view.ann.rows_done if view.ann is not None else None
         ended = view.ann is not None and view.ann.done
         self.detail.show(d, analysed_upto=upto, ended=ended, keep_scroll=keep_scroll)

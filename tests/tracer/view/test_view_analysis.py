@@ -135,3 +135,23 @@ def test_ids_and_reasons_that_json_cannot_keep_as_they_are_still_read_the_same(t
     ]
     write_records(str(cap), header_record("stdio"), recs, redact=False)
     assert _same_rows(cap, tmp_path) == len(lines)
+
+
+@pytest.mark.parametrize("connections", [1, 3])
+def test_plain_messages_store_no_details_and_still_read_as_the_analyser_says(
+    connections, tmp_path, monkeypatch
+):
+    # rows flushed every few rows: requests answered after their row was written are patched,
+    # requests still waiting at a flush are settled then
+    import tracer.view.annotate as annotate
+    from tests.gencapture import generate
+
+    monkeypatch.setattr(annotate, "FLUSH_ROWS", 1)
+    cap = tmp_path / "gen.jsonl"
+    generate(cap, 600, 40, connections=connections)
+    work = tmp_path / "w"
+    work.mkdir()
+    assert _same_rows(cap, work) >= 600
+    with_findings = sum(1 for row, d in _in_process(cap).items() if d.get("f"))
+    stored = (work / "details.jsonl").read_bytes().count(b"\n")
+    assert stored <= with_findings + 2 * connections  # (a session's discover probe or end)

@@ -1,0 +1,371 @@
+"""What the viewer's analysis writes for each row of a capture (tracer.view.annotate runs it): the
+row's summary in rows.bin, and its details stored or left to be derived when shown (its note).
+
+A request's row is written when it comes, and patched when its answer comes (its partner, its
+latency, its details); end-of-session findings are added to the rows they are about.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tracer.analyser import Analyser, RuleSet
+from tracer.capture import record_from_dict
+from tracer.inputs.lazy import open_rows
+from tracer.model import Analysed, Finding, Kind, RecordType
+from tracer.pairing import PairStatus
+from tracer.summary import SummaryBuilder
+from tracer.view.details import SseClock, compact, derive, expand
+from tracer.view.notes import Notes
+from tracer.view.rowformat import (
+    DIR_OF,
+    ERA_OF,
+    F_DET,
+    F_LAT_NS,
+    F_NOTE,
+    F_SEQ,
+    FLAG_DIR_INFERRED,
+    KIND_OF,
+    NO_LAT,
+    PAIR_CODE,
+    Q_MAX,
+    Q_MIN,
+    ROW,
+    ROW_SIZE,
+    RTYPE_CODE,
+    RTYPE_OF,
+    SeqMap,
+    empty_row,
+    finding_list,
+)
+from tracer.view.rowstore import RowStore
+
+MAX_METHODS = 50_000  # method labels beyond this (junk from invalid traffic) are not interned
+MAX_STASH = 100_000  # requests awaiting their answer whose rows are kept to be patched
+LAT_MAX_US = 2**31 - 1
+_ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
+_MESSAGE = RecordType.MESSAGE
+
+
+def _lat_us(latency_ns: int) -> int:
+    """A latency as the row table holds it: microseconds, capped; -1 (none) for a negative one (an
+    answer timed before its request: clocks of different machines)."""
+    us = latency_ns // 1000
+    return -1 if us < 0 else min(LAT_MAX_US, us)
+
+
+class RowFiller:
+    """The rows of one capture, filled in as the analyser reads its records in order."""
+
+    def __init__(self, capture: str, workdir: str, *, follow: bool = False, rules: RuleSet | None = None):
+        self.capture = capture
+        self.workdir = workdir
+        self.follow = follow
+        # a capture's lines, or the rows the viewer reads lazily from another input (the same rows)
+        self.index = open_rows(capture, final=not follow)
+        self.analyser = Analyser(rules)
+        self.summary = SummaryBuilder()
+        self.store = RowStore(workdir)
+        self.seqmap = SeqMap()
+        self.row = 0  # next row to analyse
+        self.methods: dict[str, int] = {}
+        self.method_list: list[str] = []
+        self.notes = Notes()  # era reasons of rows whose details are derived (tracer.view.notes)
+        self.new_methods: dict[str, int] = {}
+        self.new_frows: list[int] = []
+        # (seq, connection) of a request awaiting its answer -> (request, row, top)
+        self.stash: dict[tuple, tuple[Analysed, int, Analysed]] = {}
+        self.deferred: dict[int, Analysed] = {}  # rows whose details wait for their answer
+        self.sse = SseClock()
+        self.timings: dict[int, dict[str, Any]] = {}  # row -> SSE timing, until its details are written
+        self.capture_findings: list[list[Any]] = []
+        self.analysis_errors = 0  # rows whose analysis raised (see unreadable)
+
+    # -- one row -----------------------------------------------------------------------------
+
+    def analyse_row(self, row: int, line: bytes) -> None:
+        fields = empty_row()
+        try:
+            obj = orjson.loads(line)
+            if type(obj) is not dict:
+                raise ValueError("record is not a JSON object")
+            rec = record_from_dict(obj, line=row + 1, source=self.capture)
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            if not line.strip():
+                fields[0] = RTYPE_CODE["blank"]
+                self.store.put(row, fields)
+                return
+            torn = row >= len(self.index.ends)  # the unterminated last line of a final index
+            fields[0] = RTYPE_CODE["broken"]
+            why = (
+                "torn last line (the writer was stopped mid-record)"
+                if torn
+                else f"broken capture record: {exc}"
+            )
+            fields[F_DET] = self.store.write_details({"broken": why})
+            self.store.put(row, fields)
+            return
+        self.summary.add_record(rec)
+        rtype = rec.type
+        fields[0] = RTYPE_OF[rtype]
+        if rec.dir is not None:
+            fields[2] = DIR_OF[rec.dir]
+        if rec.dir_inferred:
+            fields[5] |= FLAG_DIR_INFERRED
+        timing = self.sse.timing(rec) if rec.sse or rtype is RecordType.EVENT else None
+        if rtype is _MESSAGE:
+            seq = rec.seq
+            self.seqmap.add(seq, row)
+            if Q_MIN <= seq < Q_MAX:
+                fields[F_SEQ] = seq
+            self.message(row, self.analyser.feed(rec), fields, timing)  # (a message record: its Analysed)
+            return
+        events = self.analyser.feed(rec)
+        self.store.put(row, fields)
+        # Findings that belong to no message: end-of-session rules on a close event (or a new
+        # recording's header), and HTTP rules on `http` records and SSE stream events.
+        for ev in events:
+            for f in ev.findings:
+                self.attach_end_finding(f)
+            session = getattr(ev, "session", None)
+            if session is not None:  # (a SessionClosed) the summary reads what it established
+                self.summary.session_closed(session, ev.name, ev.cell)
+            if session is not None and self.stash:  # its requests can no longer be answered
+                conn = session.conn
+                self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != conn}
+
+    def unreadable(self, row: int, exc: Exception) -> None:
+        """The row whose analysis raised: shown as broken, with the reason, in its details and counted
+        in the summary (the analysis goes on with the next row)."""
+        self.analysis_errors += 1
+        why = f"the analysis could not read this record ({type(exc).__name__}: {str(exc)[:300]})"
+        fields = empty_row()
+        fields[0] = RTYPE_CODE["broken"]
+        fields[F_DET] = self.store.write_details({"broken": why})
+        self.store.put(row, fields)
+
+    def message(self, row: int, a: Analysed, fields: list[Any], timing: dict[str, Any] | None = None) -> None:
+        # the hot path of the viewer's analysis, beside the analyser's own: flat, no tuple of units
+        self.summary.add(a)
+        kind = a.kind
+        if kind is Kind.BATCH:
+            self.batch(row, a, fields, timing)
+            return
+        findings = a.findings
+        if findings:
+            fields[6] = min(len(findings), 65535)
+            fields[4] = int(max([f.severity for f in findings]))
+            self.new_frows.append(row)
+        fields[1] = KIND_OF[kind]
+        fields[3] = ERA_OF[a.era]
+        ps = a.pair_status
+        if ps:
+            fields[5] |= PAIR_CODE.get(ps, 0)
+        label = a.method or a.answers_method
+        if label:
+            i = self.methods.get(label)
+            fields[7] = i if i is not None else self.method_index(label)
+        pending = False
+        partner = a.partner_seq
+        if kind is Kind.RESULT or kind is Kind.ERROR:
+            req = a.request
+            hit = self.stash.pop((req.seq, a.rec.conn), None) if req is not None and ps in _ANSWERED else None
+            if hit is not None and hit[0].idkey != req.idkey:
+                hit = None
+            if partner is not None:
+                # the request's row, as the stash knows it (one recording: seqs rise, so it is the
+                # row the seq map would find) or as the seq map finds it
+                if hit is not None and partner == req.seq and len(self.seqmap.segments) == 1:
+                    fields[8] = hit[1]
+                else:
+                    prow = self.seqmap.row(partner)
+                    if prow is not None:
+                        fields[8] = prow
+            lat = a.latency_ns
+            if lat is not None:
+                fields[9] = _lat_us(lat)
+            if hit is not None:
+                self.answered(req, hit, row, a)
+        elif kind is Kind.REQUEST:
+            pending = self.remember(a, row, a)
+        elif partner is not None:
+            prow = self.seqmap.row(partner)
+            if prow is not None:
+                fields[8] = prow
+        if a.op_seq is not None:
+            oprow = self.seqmap.row(a.op_seq)
+            if oprow is not None:
+                fields[10] = oprow
+        if timing is not None:
+            self.timings[row] = timing
+        if pending:
+            # most requests are answered within the same flush window: their details (or note) are
+            # settled once, when answered (or at the flush), not twice
+            self.deferred[row] = a
+        else:
+            self.settle(fields, a, timing)
+        store = self.store
+        buf = store.buf
+        if (row - store.flushed) * ROW_SIZE == len(buf):  # (RowStore.put's common case, inlined)
+            buf += ROW.pack(*fields)
+        else:
+            store.put(row, fields)
+
+    def batch(self, row: int, a: Analysed, fields: list[Any], timing: dict[str, Any] | None) -> None:
+        """A batch's row: its members' findings, its first member's pairing."""
+        kind = a.kind
+        row_of = self.seqmap.row
+        findings = a.findings
+        nfind = len(findings)
+        worst = max([f.severity for f in findings]) if nfind else 0
+        fields[1] = KIND_OF[kind]
+        fields[3] = ERA_OF[a.era]
+        pending = False
+        if kind is Kind.BATCH:
+            units = a.members or ()
+            for mem in units:
+                if mem.findings:
+                    nfind += len(mem.findings)
+                    worst = max(worst, *(f.severity for f in mem.findings))
+            one = units[0] if units else a
+        else:
+            units = (a,)
+            one = a
+        fields[5] |= PAIR_CODE.get(one.pair_status or "", 0)
+        fields[6] = min(nfind, 65535)
+        fields[4] = int(worst)
+        fields[7] = self.method_index(one.method or one.answers_method)
+        for u in units:
+            ukind = u.kind
+            if ukind is Kind.RESULT or ukind is Kind.ERROR:
+                if u.partner_seq is not None:
+                    prow = row_of(u.partner_seq)
+                    if prow is not None:
+                        fields[8] = prow
+                if u.latency_ns is not None:
+                    fields[9] = _lat_us(u.latency_ns)
+                req = u.request
+                if req is not None and u.pair_status in _ANSWERED:
+                    hit = self.stash.pop((req.seq, u.rec.conn), None)
+                    if hit is not None and hit[0].idkey == req.idkey:
+                        self.answered(req, hit, row, u)
+            elif ukind is Kind.REQUEST:
+                pending = pending or self.remember(u, row, a)  # (a batch: its first pending request)
+            elif u.partner_seq is not None and fields[8] < 0:
+                prow = row_of(u.partner_seq)
+                if prow is not None:
+                    fields[8] = prow
+            if u.op_seq is not None:
+                oprow = row_of(u.op_seq)
+                if oprow is not None:
+                    fields[10] = oprow
+        if timing is not None:
+            self.timings[row] = timing
+        if pending:
+            # most requests are answered within the same flush window: their details (or note) are
+            # settled once, when answered (or at the flush), not twice
+            self.deferred[row] = a
+        else:
+            self.settle(fields, a, timing)
+        if nfind:
+            self.new_frows.append(row)
+        self.store.put(row, fields)
+
+    def settle(self, fields: list[Any], a: Analysed, timing: dict[str, Any] | None) -> None:
+        """A message row's details: a note when they can be derived when shown, else stored."""
+        lat = a.latency_ns
+        fields[F_LAT_NS] = NO_LAT if lat is None or not Q_MIN <= lat < Q_MAX else lat
+        note = -1
+        if timing is None and not a.findings and a.reason is None and a.pair_note is None:
+            note = self.notes.of(fields, a)
+        if note >= 0:
+            fields[F_NOTE] = note
+            fields[F_DET] = -1
+        else:
+            fields[F_NOTE] = -1
+            fields[F_DET] = self.store.write_details(compact(a, self.seqmap.row, timing))
+
+    def remember(self, u: Analysed, row: int, top: Analysed) -> bool:
+        """Stash a request so its row can learn its partner when the answer comes (the answer's
+        PendingRequest names its seq). One that is never answered is settled at the flush and
+        forgotten when its session closes."""
+        if u.idkey is None:
+            return False
+        self.stash[(u.rec.seq, u.rec.conn)] = (u, row, top)
+        return True
+
+    def answered(self, req: Any, hit: tuple[Analysed, int, Analysed], row: int, resp: Analysed) -> None:
+        """The stashed request HIT (its PendingRequest REQ) is answered by ROW: its row learns its
+        partner."""
+        _, req_row, top = hit
+        store = self.store
+        fields = store.get(req_row)
+        fields[8] = row
+        if resp.latency_ns is not None:
+            fields[9] = _lat_us(resp.latency_ns)
+        if req.op_seq is not None and fields[10] < 0:
+            oprow = self.seqmap.row(req.op_seq)
+            if oprow is not None:
+                fields[10] = oprow
+        self.deferred.pop(req_row, None)
+        self.settle(fields, top, self.timings.get(req_row) if self.timings else None)
+        store.put(req_row, fields)
+
+    def write_deferred(self) -> None:
+        store = self.store
+        timings = self.timings
+        for row, top in self.deferred.items():
+            fields = store.get(row)
+            self.settle(fields, top, timings.get(row) if timings else None)
+            store.put(row, fields)
+        self.deferred.clear()
+
+    def details_of(self, fields: list[Any], row: int) -> dict[str, Any] | None:
+        """A row's details as the viewer reads them (stored, or derived from its note)."""
+        store = self.store
+        if fields[F_DET] >= 0:
+            return expand(store.read_details(fields[F_DET]))
+        if fields[F_NOTE] < 0:
+            return None
+        rec = record_from_dict(orjson.loads(self.index.line(row)), line=row + 1, source=self.capture)
+        return derive(
+            fields,
+            rec.raw,
+            rec.conn,
+            self.notes.entries[fields[F_NOTE]],
+            self.method_list,
+            lambda r: store.get(r)[F_SEQ],
+        )
+
+    def attach_end_finding(self, f: Finding) -> None:
+        self.summary.add_finding(f)
+        row = self.seqmap.row(f.seq) if f.seq else None
+        if row is None:
+            self.capture_findings.append(finding_list(f, self.seqmap.row))
+            return
+        if row in self.deferred:
+            self.write_deferred()
+        store = self.store
+        fields = store.get(row)
+        d = self.details_of(fields, row) or {}
+        d.setdefault("f", []).append(finding_list(f, self.seqmap.row))
+        fields[6] = min(fields[6] + 1, 65535)
+        fields[4] = max(fields[4], int(f.severity))
+        fields[F_NOTE] = -1
+        fields[F_DET] = store.write_details(d)
+        store.put(row, fields)
+        self.new_frows.append(row)
+
+    def method_index(self, label: str | None) -> int:
+        if not label:
+            return -1
+        i = self.methods.get(label)
+        if i is None:
+            if len(self.methods) >= MAX_METHODS:
+                return -2
+            i = self.methods[label] = len(self.methods)
+            self.method_list.append(label)
+            self.new_methods[label] = i
+        return i
