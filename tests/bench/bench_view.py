@@ -12,10 +12,11 @@ Prints, measured side by side in one run (this machine is noisy, so compare with
     python tests/bench/bench_view.py [--messages 2000000] [--pad 520] [--file PATH]
 
 With --inputs BASE_TREE: the first screen and G for a generated ~400 MB host log, NDJSON, HAR and
-capture (tests/geninputs.py), opened by BASE_TREE's viewer (a `git worktree` of an earlier commit)
-and by this tree's, in the same run, with the ratios:
+capture and a smaller mitmproxy flow file (tests/geninputs.py), opened by BASE_TREE's viewer (a `git
+worktree` of an earlier commit) and by this tree's, in the same run, with the ratios, beside the time
+to read each file once:
 
-    python tests/bench/bench_view.py --inputs /tmp/F1_base [--input-messages 1100000]
+    python tests/bench/bench_view.py --inputs /tmp/F1_base [--input-messages 1100000] [--mitm-messages 60000]
 
 The viewer runs headless (Textual's run_test) in a child process per measurement, so RSS and
 start-up are its own. Nothing here asserts a time; it reports.
@@ -115,7 +116,7 @@ def run_child(path: str, analyse_for: float, tree: Path = REPO) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def inputs_bench(base: Path, messages: int, pad: int) -> None:
+def inputs_bench(base: Path, messages: int, pad: int, mitm_messages: int) -> None:
     """First screen and G of each input format, BASE's viewer then this tree's, with ratios."""
     from tests.gencapture import generate
     from tests.geninputs import generate as generate_input
@@ -131,13 +132,22 @@ def inputs_bench(base: Path, messages: int, pad: int) -> None:
         if not os.path.exists(paths[fmt]):
             print(f"generating {paths[fmt]}...", file=sys.stderr)
             generate_input(capture, paths[fmt], fmt, swap_every=997)
+    # a flow file is smaller: mitmproxy reads and writes ~2,000 flows/s here, so whole files take minutes
+    small = str(tmp / f"mcptrace-bench-inputs-{mitm_messages}-{pad}.jsonl")
+    paths["mitm"] = small[: -len("jsonl")] + "mitm"
+    if not os.path.exists(paths["mitm"]):
+        print(f"generating {paths['mitm']}...", file=sys.stderr)
+        if not os.path.exists(small):
+            generate(small, mitm_messages, pad)
+        generate_input(small, paths["mitm"], "mitm")
     print(f"viewer, {base} (before) vs {REPO} (after), same run; ratio = before / after")
     print(
-        f"  {'input':8} {'size':>8}   {'first screen':>26}   {'G to the last row':>26}   "
+        f"  {'input':8} {'size':>8} {'read once':>9}   {'first screen':>26}   {'G to the last row':>26}   "
         f"{'start to the last row':>26}"
     )
     for fmt, path in paths.items():
         read_once(path)  # the page cache holds it for both alike
+        t_read = read_once(path)  # (the floor of any index of it)
         before = run_child(path, 0.0, base)
         after = run_child(path, 0.0)
         assert before["rows"] == after["rows"], (fmt, before["rows"], after["rows"])
@@ -145,7 +155,7 @@ def inputs_bench(base: Path, messages: int, pad: int) -> None:
         g = (before["last_row_s"], after["last_row_s"])
         total = (fs[0] + g[0], fs[1] + g[1])  # G pressed at the first screen: when the end is on screen
         print(
-            f"  {fmt:8} {os.path.getsize(path) / 1e6:6.0f} MB   {fs[0]:7.2f} s -> {fs[1]:6.2f} s "
+            f"  {fmt:8} {os.path.getsize(path) / 1e6:6.0f} MB {t_read:7.2f} s   {fs[0]:7.2f} s -> {fs[1]:6.2f} s "
             f"({fs[0] / fs[1]:5.1f}x)   {g[0]:7.2f} s -> {g[1]:6.2f} s ({g[0] / max(g[1], 1e-3):5.1f}x)"
             f"   {total[0]:7.2f} s -> {total[1]:6.2f} s ({total[0] / total[1]:5.1f}x)   {after['rows']:,} rows"
         )
@@ -155,6 +165,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--inputs", metavar="BASE_TREE", help="compare each input format with this tree's viewer")
     ap.add_argument("--input-messages", type=int, default=1_100_000)
+    ap.add_argument("--mitm-messages", type=int, default=60_000, help="messages of the flow file")
     ap.add_argument("--messages", type=int, default=2_000_000)
     ap.add_argument("--pad", type=int, default=520)
     ap.add_argument("--file", help="use this capture instead of generating one")
@@ -173,7 +184,7 @@ def main() -> None:
         print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for))))
         return
     if args.inputs:
-        inputs_bench(Path(args.inputs).resolve(), args.input_messages, 300)
+        inputs_bench(Path(args.inputs).resolve(), args.input_messages, 300, args.mitm_messages)
         return
 
     from tests.gencapture import generate
