@@ -85,7 +85,9 @@ class LeanAddonManager(addonmanager.AddonManager):
     """mitmproxy's AddonManager with the same semantics (chain order, a failing addon is logged
     and the next one still runs, AddonHalt stops the chain, OptionsError propagates) and a plan
     per hook name: the addons that implement it, looked up once. Addons with children (the script
-    loader and its scripts, whose children change on reload) are still walked at every event."""
+    loader and its scripts, whose children change on reload) are still walked at every event, but
+    only while they have children or implement the hook themselves: the script loader of a proxy
+    run without `-s` scripts costs nothing per hook, and no `update` hook follows every event."""
 
     def __init__(self, master_) -> None:
         super().__init__(master_)
@@ -111,15 +113,21 @@ class LeanAddonManager(addonmanager.AddonManager):
     def _plan(self, name: str) -> list:
         plan = []
         for a in self.chain:
-            if hasattr(a, "addons"):
-                plan.append((a, None))  # walked at every event (children may change)
-                continue
             func = getattr(a, name, None)
+            if hasattr(a, "addons"):
+                # walked at every event (children may change): always when it has a handler itself
+                plan.append((a, None, bool(func and callable(func))))
+                continue
             if func and callable(func):
-                plan.append((a, func))
+                plan.append((a, func, True))
             elif func and not inspect.ismodule(func):
                 raise exceptions.AddonManagerError(f"Addon handler {name} ({a}) not callable")
         return plan
+
+    @staticmethod
+    def _idle(plan: list) -> bool:
+        """Nothing in PLAN would run now: no handler, only addons without children to walk."""
+        return all(func is None and not own and not addon.addons for addon, func, own in plan)
 
     def _plan_for(self, event: hooks.Hook) -> list:
         plan = self._plans.get(event.name)
@@ -129,13 +137,14 @@ class LeanAddonManager(addonmanager.AddonManager):
 
     async def trigger_event(self, event: hooks.Hook) -> None:
         plan = self._plan_for(event)
-        if not plan:
+        if not plan or self._idle(plan):
             return
         args = event.args()
-        for addon, func in plan:
+        for addon, func, own in plan:
             try:
                 if func is None:
-                    await self.invoke_addon(addon, event)
+                    if own or addon.addons:
+                        await self.invoke_addon(addon, event)
                 else:
                     res = func(*args)
                     if res is not None and inspect.isawaitable(res):
@@ -149,9 +158,11 @@ class LeanAddonManager(addonmanager.AddonManager):
 
     async def handle_lifecycle(self, event: hooks.Hook) -> None:
         await self.trigger_event(event)
-        message = event.args()[0]
-        if self._plan_for(hooks.UpdateHook([])) and isinstance(message, flow.Flow):
-            await self.trigger_event(hooks.UpdateHook([message]))
+        update = self._plan_for(hooks.UpdateHook([]))
+        if update and not self._idle(update):
+            message = event.args()[0]
+            if isinstance(message, flow.Flow):
+                await self.trigger_event(hooks.UpdateHook([message]))
 
 
 def _log_addon_error() -> None:

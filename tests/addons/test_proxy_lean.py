@@ -100,6 +100,48 @@ def test_an_addon_added_later_gets_the_hooks_of_its_kind():
     assert seen == ["a", "a", "b"]
 
 
+def test_without_scripts_the_script_loader_costs_no_hook_and_a_script_loaded_later_gets_every_one(tmp_path):
+    script = tmp_path / "seen.py"
+    script.write_text(
+        "seen = []\n"
+        "class Seen:\n"
+        "    def request(self, flow): seen.append('request')\n"
+        "    def update(self, flows): seen.append('update')\n"
+        "addons = [Seen()]\n"
+    )
+    walked: list[str] = []
+
+    async def main():
+        from mitmproxy.addons import script as mscript
+        from mitmproxy.proxy.layers.http import HttpRequestHook
+        from mitmproxy.test import tflow
+
+        m = LeanMaster(options.Options())
+        m.addons.add(mscript.ScriptLoader())
+        invoke = m.addons.invoke_addon
+
+        async def spy(addon, event):
+            walked.append(event.name)
+            await invoke(addon, event)
+
+        m.addons.invoke_addon = spy
+        f = tflow.tflow()
+        await m.addons.handle_lifecycle(HttpRequestHook(f))
+        before = list(walked)
+        m.options.update(scripts=[str(script)])
+        (loaded,) = m.addons.get("scriptloader").addons
+        async with asyncio.timeout(60):  # (mitmproxy loads a script given at run time in a task)
+            while loaded.ns is None:
+                await asyncio.sleep(0.01)
+        await m.addons.handle_lifecycle(HttpRequestHook(f))
+        return before, loaded.ns.seen
+
+    before, seen = asyncio.run(main())
+    assert before == [], "no script: nothing walked, no update hook"
+    assert seen == ["request", "update"]
+    assert walked == ["request", "update"]
+
+
 SCRIPT = """
 from mitmproxy import http
 
