@@ -58,15 +58,18 @@ class RowSummary:
     det_off: int
     fields: tuple  # the row as stored (what a derived detail reads, see tracer.view.details.derive)
     row: int = -1
+    note_known: bool = True  # its note has come (a patched row's may be read before the report)
 
     @property
     def detail_key(self) -> tuple:
         """Changes when the row's details do (a request answered, an end-of-session finding)."""
         f = self.fields
-        return (f[8], f[10], f[11], f[12], f[14])
+        return (f[8], f[10], f[11], f[12], f[14], self.note_known)
 
 
-def unpack_row(data: bytes | memoryview, at: int, methods: list[str], row: int = -1) -> RowSummary:
+def unpack_row(
+    data: bytes | memoryview, at: int, methods: list[str], row: int = -1, notes: int = 0
+) -> RowSummary:
     fields = ROW.unpack_from(data, at)
     (rtype, kind, d, era, worst, flags, nfind, midx, partner, lat_us, op_row, _note, det, _seq, _ns) = fields
     return RowSummary(
@@ -85,6 +88,7 @@ def unpack_row(data: bytes | memoryview, at: int, methods: list[str], row: int =
         det,
         fields,
         row,
+        _note < notes,
     )
 
 
@@ -284,7 +288,7 @@ class Annotations:
         data = os.pread(self._fd("rows.bin"), ROW_SIZE, row * ROW_SIZE)
         if len(data) < ROW_SIZE:
             return None
-        return unpack_row(data, 0, self.methods, row)
+        return unpack_row(data, 0, self.methods, row, len(self.notes))
 
     def rows(self, first: int, last: int, block: int = 32768) -> Iterator[tuple[int, RowSummary]]:
         """Summaries of rows first..last-1 (only analysed ones), read in blocks."""
@@ -299,7 +303,7 @@ class Annotations:
             data = os.pread(fd, n * ROW_SIZE, row * ROW_SIZE)
             got = len(data) // ROW_SIZE
             for i in range(got):
-                yield row + i, unpack_row(data, i * ROW_SIZE, methods, row + i)
+                yield row + i, unpack_row(data, i * ROW_SIZE, methods, row + i, len(self.notes))
             if got < n:
                 return
             row += n
@@ -330,8 +334,9 @@ class Annotations:
             return None
 
     def _seq(self, row: int) -> int | None:
-        s = self.row(row)
-        return s.fields[F_SEQ] if s is not None else None
+        # (read whatever rows_done says: a row another one points at is written before it)
+        data = os.pread(self._fd("rows.bin"), ROW_SIZE, row * ROW_SIZE)
+        return ROW.unpack(data)[F_SEQ] if len(data) == ROW_SIZE else None
 
     def _record(self, row: int) -> Record:
         """Row ROW's record, from an index of the capture's rows opened here (the viewer passes
