@@ -385,7 +385,9 @@ def bench_burst(rate: int, seconds: float, tmp: Path) -> None:
 # -- (d) flood ----------------------------------------------------------------------------------
 
 
-def flood_once(path: Path, middle: list[str]) -> tuple[int, float, float, float, float]:
+def flood_once(
+    path: Path, middle: list[str], cwd: Path | None = None
+) -> tuple[int, float, float, float, float]:
     """(bytes out, start-up: spawn to first byte, first byte to exit, spawn to exit, CPU seconds) of
     `middle` between `cat FILE |` and a reader (this process); exit is the middle's. The CPU time is
     that of every process waited for meanwhile: `cat FILE`, the middle and what it waited for (the
@@ -396,7 +398,7 @@ def flood_once(path: Path, middle: list[str]) -> tuple[int, float, float, float,
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     prod = subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE)
-    mid = subprocess.Popen(middle, stdin=prod.stdout, stdout=subprocess.PIPE)
+    mid = subprocess.Popen(middle, stdin=prod.stdout, stdout=subprocess.PIPE, cwd=cwd)
     prod.stdout.close()
     first, n = None, 0
     while True:
@@ -416,14 +418,21 @@ def flood_once(path: Path, middle: list[str]) -> tuple[int, float, float, float,
     return n, first - t0, end - first, end - t0, cpu
 
 
-def bench_flood(sizes: list[int], rounds: int, tmp: Path) -> None:
+def bench_flood(sizes: list[int], rounds: int, tmp: Path, against: Path | None = None) -> None:
+    """`against`: another tree of mcptrace (a worktree of an earlier commit), whose tee runs in the
+    same rounds, alternated with this one's: the before and after of a change, side by side."""
+    trees = [("this tree", ROOT)] + ([(f"against {against}", against)] if against is not None else [])
     empty = tmp / "empty.ndjson"
     empty.write_bytes(b"")
-    idle = [flood_once(empty, tee(tmp / "empty.jsonl", "cat")) for _ in range(rounds)]
-    startup, startup_cpu = statistics.median(r[3] for r in idle), statistics.median(r[4] for r in idle)
+    idle = {name: [] for name, _ in trees}
+    for _ in range(rounds):
+        for name, tree in trees:
+            idle[name].append(flood_once(empty, tee(tmp / "empty.jsonl", "cat"), tree))
+    startup = {k: statistics.median(r[3] for r in v) for k, v in idle.items()}
+    startup_cpu = {k: statistics.median(r[4] for r in v) for k, v in idle.items()}
     print(
         f"(d) flood, `cat FILE | X | reader`, median of {rounds} runs; the tee with no input: "
-        f"{startup:.2f} s, {startup_cpu:.2f} CPU s"
+        + ", ".join(f"{k} {startup[k]:.2f} s, {startup_cpu[k]:.2f} CPU s" for k in startup)
     )
     for total in sizes:
         data = ndjson(total)
@@ -431,36 +440,46 @@ def bench_flood(sizes: list[int], rounds: int, tmp: Path) -> None:
         path.write_bytes(data)
         lines = data.count(b"\n")
         mb = len(data) / 1e6
-        plain, first_to_exit, spawn_to_exit, cpus, caps = [], [], [], [], []
+        plain = []
+        runs = {name: ([], [], [], []) for name, _ in trees}  # first to exit, spawn to exit, CPU, captures
         for r in range(rounds):
             n, _, _, whole, _ = flood_once(path, ["cat"])
             assert n == len(data)
             plain.append(whole)
-            cap = tmp / f"flood{total}-{r}.jsonl"
-            n, _, after_first, whole, cpu = flood_once(path, tee(cap, "cat"))
-            cpus.append(cpu - startup_cpu)
-            if n != len(data):
-                print(f"   RELAY LOST BYTES: {n} of {len(data)}")
-            first_to_exit.append(after_first)
-            spawn_to_exit.append(whole)
-            caps.append(count_capture(cap))
-        c, f, w = statistics.median(plain), statistics.median(first_to_exit), statistics.median(spawn_to_exit)
-        print(f"    {mb:.0f} MB / {lines:,} messages each way:")
-        print(f"      cat alone:                         {c:6.3f} s  {mb / c:7.0f} MB/s")
-        print(
-            f"      mcptrace stdio -- cat, first byte to exit: {f:6.3f} s  {mb / f:7.0f} MB/s end to end "
-            "(target >= 100)"
-        )
-        print(f"      mcptrace stdio -- cat, spawn to exit:      {w:6.3f} s  {mb / w:7.0f} MB/s")
-        cpu = statistics.median(cpus)
-        print(
-            f"      CPU beyond the idle tee's: {cpu:.2f} s ({mb / cpu:.0f} MB of flood per CPU second: relay, "
-            "capture of both directions, cat)"
-        )
-        for cc in caps:
+            for name, tree in trees:
+                cap = tmp / f"flood{total}-{r}.jsonl"
+                cap.unlink(missing_ok=True)
+                n, _, after_first, whole, cpu = flood_once(path, tee(cap, "cat"), tree)
+                if n != len(data):
+                    print(f"   RELAY LOST BYTES ({name}): {n} of {len(data)}")
+                first_to_exit, spawn_to_exit, cpus, caps = runs[name]
+                first_to_exit.append(after_first)
+                spawn_to_exit.append(whole)
+                cpus.append(cpu - startup_cpu[name])
+                caps.append(count_capture(cap))
+        c = statistics.median(plain)
+        print(f"    {mb:.0f} MB / {lines:,} messages each way; cat alone: {c:6.3f} s  {mb / c:7.0f} MB/s")
+        base = None
+        for name, (first_to_exit, spawn_to_exit, cpus, caps) in runs.items():
+            f, w, cpu = (statistics.median(x) for x in (first_to_exit, spawn_to_exit, cpus))
+            ratio = "" if base is None else f"   (x{base / f:.2f} the end-to-end rate of this tree's)"
+            base = f if base is None else base
+            print(f"      {name}:")
             print(
-                f"      capture: {cc['c2s']:,} c2s + {cc['s2c']:,} s2c of {lines:,} each way; dropped "
-                f"{cc['dropped_bytes']:,} bytes; unreadable lines {cc['problems']}"
+                f"        mcptrace stdio -- cat, first byte to exit: {f:6.3f} s  {mb / f:7.0f} MB/s end to end "
+                f"(target >= 100){ratio}"
+            )
+            print(f"        rounds: {', '.join(f'{mb / x:.0f}' for x in first_to_exit)} MB/s")
+            print(f"        spawn to exit:                             {w:6.3f} s  {mb / w:7.0f} MB/s")
+            print(
+                f"        CPU beyond the idle tee's: {cpu:.2f} s ({mb / cpu:.0f} MB of flood per CPU second: relay, "
+                "capture of both directions, cat)"
+            )
+            dropped = [cc["dropped_bytes"] for cc in caps]
+            complete = sum(1 for cc in caps if cc["c2s"] == cc["s2c"] == lines and not cc["problems"])
+            print(
+                f"        capture: complete in {complete} of {rounds} rounds; dropped bytes per round: "
+                + ", ".join(f"{d:,}" for d in dropped)
             )
 
 
@@ -468,9 +487,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", choices=["a", "b", "c", "d"])
+    ap.add_argument(
+        "--against", type=Path, help="(d) also runs the tee of this other tree (an earlier commit's worktree)"
+    )
+    ap.add_argument("--rounds", type=int, help="rounds per figure (default 3)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     mb, n, secs, rounds = (20, 2000, 2.0, 3) if args.quick else (100, 10_000, 10.0, 3)
+    rounds = args.rounds or rounds
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start "
         "(other work on the machine moves p99 most)"
@@ -484,7 +508,8 @@ def main() -> int:
         if args.only in (None, "c"):
             bench_burst(10_000, secs, tmp)
         if args.only in (None, "d"):
-            bench_flood([39_000_000, 50_000_000] if not args.quick else [20_000_000], rounds, tmp)
+            sizes = [39_000_000, 50_000_000] if not args.quick else [20_000_000]
+            bench_flood(sizes, rounds, tmp, args.against.resolve() if args.against else None)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

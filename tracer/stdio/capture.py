@@ -24,7 +24,7 @@ import orjson
 from tracer.capture import CaptureWriter
 from tracer.framing import Frame, LineFramer
 from tracer.model import Direction, Finding, Record, RecordType
-from tracer.stdio.runs import RUN_MIN, LineRun, StreamFramer, make_run
+from tracer.stdio.runs import RUN_MIN, StreamFramer, make_run
 from tracer.stdio.splice import read_exactly
 
 STDIN, STDOUT, STDERR = 0, 1, 2
@@ -38,8 +38,10 @@ CAP_PIPE_MAX = 1024 * 1024  # the zero-copy relay's capture pipe (capped by /pro
 INLINE_MAX = 4096 - 24  # a small chunk's copy travels with its 24-byte note in one atomic pipe write
 MAX_BATCH = 1024  # queue items written per flush when the writer is behind
 # ...and at most about this many bytes of copies: a flood's batch of 1024 chunks of 1 MiB would be
-# held (and counted against the budget) until the last was written
-MAX_BATCH_BYTES = 4 * 1024 * 1024
+# held (and counted against the budget) until the last was written. One such chunk at a time: its
+# capture lines then reach the file while they are still in the CPU's cache (4 MiB batches made the
+# write to the page cache about half the capture's CPU under a flood).
+MAX_BATCH_BYTES = 1024 * 1024
 # After waking up, the writer lingers this long so a burst costs one wake-up and one flush, not one
 # per chunk (a wake-up is a context switch taken from the relay on a small machine). tail -f still
 # sees every record within a few milliseconds.
@@ -155,6 +157,11 @@ class CaptureSink(CaptureOutcome):
         """Bytes offered and not yet written."""
         return self._queued
 
+    @property
+    def bytes_seen(self) -> int:
+        """Bytes of the three streams the writer has framed (or knows were dropped) so far."""
+        return sum(self._pos)
+
     def hurry(self) -> None:
         """(The relay falls behind a flood: only the capture process has a priority to raise.)"""
 
@@ -243,7 +250,7 @@ class CaptureSink(CaptureOutcome):
                 batch = [
                     (c, t, read(c, p), g) if p.__class__ is int else (c, t, p, g) for c, t, p, g in batch
                 ]
-            recs: list = []  # Records and LineRuns, in stream order
+            recs: list = []  # Records and runs (tracer.stdio.runs), in stream order
             stop = False
             for code, t_ns, payload, gap in batch:
                 if code < _EVENT:
@@ -274,7 +281,7 @@ class CaptureSink(CaptureOutcome):
                 return
 
     def _feed_bulk(self, stream: int, payload: bytes, t_ns: int, recs: list) -> list:
-        """Frame a big chunk: the line it completes per line, then its whole lines as one `LineRun`
+        """Frame a big chunk: the line it completes per line, then its whole lines as one run (`make_run`)
         when they are all plain (else per line), and keep its unterminated tail. Returns the list
         to go on appending to."""
         framer = self._framers[stream]
@@ -290,15 +297,17 @@ class CaptureSink(CaptureOutcome):
             # multi-line group, and then the run's lines must be analysed one by one.
             self._write(recs)
             recs = []
-        block = payload[first + 1 : last + 1]
+        size = last - first  # the whole lines after the first newline (not copied for a run)
         run = None
-        if framer.at_line_start and len(block) <= framer.max_line and not self._group_open():
-            run = make_run(block, self._pos[stream], t_ns, 0, stream, "stdio", self.conn)
-        self._pos[stream] += len(block)
+        if framer.at_line_start and size <= framer.max_line and not self._group_open():
+            run = make_run(
+                payload, first + 1, last + 1, self._pos[stream], t_ns, 0, stream, "stdio", self.conn
+            )
+        self._pos[stream] += size
         if run is None:
-            recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(block))
+            recs.extend(self._record(stream, fr, t_ns) for fr in framer.feed(payload[first + 1 : last + 1]))
         else:
-            framer.advance(len(block))
+            framer.advance(size)
             self.messages += run.count
             recs.append(run)
         tail = payload[last + 1 :]
@@ -372,7 +381,7 @@ class CaptureSink(CaptureOutcome):
     def _analyse(self, recs: list[Record]) -> None:
         a = self._analyser
         for rec in recs:
-            if rec.__class__ is LineRun or not self._worth_analysing(rec):  # (a run: plain lines only)
+            if rec.__class__ is not Record or not self._worth_analysing(rec):  # (a run: plain lines only)
                 continue
             for ev in a.feed(rec):
                 for f in ev.findings:  # (the live rules, MCP8xx, are about lines and the process)

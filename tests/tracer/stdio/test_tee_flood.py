@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import tracer.stdio.capture as capture_module
 from tests.tracer.stdio.test_tee_relay import BOUND_S, TEE, read_records, split, stream_of
 from tracer.analyser import Analyser
-from tracer.capture import CaptureWriter, header_record
-from tracer.model import Direction, RecordType
+from tracer.capture import CaptureWriter, header_record, record_to_dict
+from tracer.model import Direction, Record, RecordType
 from tracer.rules import select_rules
 from tracer.stdio import splice as tee_splice
 from tracer.stdio.capture import STDIN, STDOUT, CaptureSink
@@ -100,6 +100,54 @@ def test_a_chunk_of_plain_lines_takes_the_bulk_path(tmp_path):
     assert stream_of(records, Direction.S2C) == data
     step = len(lines[0]) + 1
     assert [r.offset for r in records if r.type is RecordType.MESSAGE][:3] == [0, step, 2 * step]
+
+
+# Whole lines a run may hold: one JSON object each, any text inside (quotes, backslashes, control
+# characters, DEL, percent signs), all ASCII or not, so both bulk encoders get their share.
+def _object_lines(max_codepoint: int):
+    text = st.text(
+        alphabet=st.characters(
+            max_codepoint=max_codepoint, exclude_categories=("Cs",), exclude_characters="\n\r"
+        ),
+        max_size=300,
+    )
+    line = text.map(lambda t: b'{"t":' + orjson.dumps(t) + b', "raw":"' + t.encode() + b'"}')
+    return st.lists(line, min_size=1, max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(_object_lines(127), _object_lines(0x10FFFF)),
+    st.integers(min_value=0, max_value=10**12),
+    st.integers(min_value=1, max_value=10**9),
+    st.sampled_from([(0, 0), (0, 1), (1, 2)]),  # (kind, side): c2s and s2c messages, stderr
+    st.sampled_from(["stdio", "stdio-1", "conn %d %s"]),
+    st.binary(max_size=3).filter(lambda b: b"\n" not in b),
+)
+def test_a_run_encodes_its_lines_exactly_as_the_general_encoder_writes_each_record(
+    lines, offset, seq, kind_side, conn, edge
+):
+    kind, side = kind_side
+    block = b"\n".join(lines) + b"\n"
+    payload = edge + b"\n" + block + edge  # (a run is the whole lines inside a chunk)
+    run = make_run(payload, len(edge) + 1, len(edge) + 1 + len(block), offset, 77, kind, side, "stdio", conn)
+    assert run is not None
+    expected = []
+    for i, line in enumerate(lines):
+        rec = Record(
+            (RecordType.MESSAGE, RecordType.STDERR)[kind],
+            seq + i,
+            77,
+            (Direction.C2S, Direction.S2C, None)[side],
+            line,
+            "stdio",
+            conn,
+            offset,
+        )
+        offset += len(line) + 1
+        expected.append(orjson.dumps(record_to_dict(rec)) + b"\n")
+    assert run.count == len(lines)
+    assert run.encode(seq) == b"".join(expected)
 
 
 @pytest.mark.skipif(not tee_splice.available(), reason="the relay loop and capture process need Linux pipes")
