@@ -6,11 +6,12 @@ the whole document first.
 record waits for the last entry (a 1 GB HAR: tens of seconds, and the document's objects in memory).
 Here the entries are parsed one at a time as the file is read (the standard library's scanner, from
 a window of the text), and a step goes out once no later entry can come before it: HAR writers list
-entries by `startedDateTime`, and no step of an entry is earlier than its start, so every step
-earlier than the start of each of the last 1024 entries is in its place (tracer.http.flows.WireOrder). The order is checked as it goes; anything the
-whole-document reader would read otherwise (an entry that starts before a step already given, a
-second `log` or `entries`, a document that does not end cleanly, text that is not UTF-8, NaN...)
-raises `Unstreamable`, and the caller reads the file with `har.read` instead.
+entries about in `startedDateTime` order and no step of an entry is earlier than its start, so a
+step earlier than the start of each of the last 1,024 entries is in its place
+(tracer.http.flows.WireOrder). The order is checked as it goes; anything the whole-document reader
+would read otherwise (an entry that starts before a step already given, a second `log` or
+`entries`, a document that does not end cleanly, text that is not UTF-8, NaN...) raises
+`Unstreamable`, and the caller reads the file with `har.read` instead.
 """
 
 from __future__ import annotations
