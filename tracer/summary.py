@@ -14,12 +14,11 @@ name that comes back in a later recording of the same file (`conn#2`) is a sessi
 
 from __future__ import annotations
 
-import math
-from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tracer.latency import Latencies
 from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 
@@ -28,13 +27,6 @@ _HEADER = RecordType.HEADER
 if TYPE_CHECKING:
     from tracer.analyser import Analyser
     from tracer.session import Session
-
-
-def percentile(sorted_values: Any, q: float) -> int:
-    """Nearest-rank percentile (q in 0..100) of an already sorted, non-empty sequence."""
-    n = len(sorted_values)
-    rank = max(1, min(n, math.ceil(q * n / 100)))
-    return sorted_values[rank - 1]
 
 
 @dataclass
@@ -145,7 +137,7 @@ class SummaryBuilder:
         self.shapes: dict[tuple, int] = {}
         self.rules: Counter = Counter()
         self.severities: Counter = Counter()
-        self.latencies: dict[str, array] = {}
+        self.latencies = Latencies()  # bounded: exact in a short session, a histogram in a long one
         self.sessions: dict[str, SessionFacts] = {}  # the open ones, by connection
         self.closed: list[SessionFacts] = []  # in the order they closed, each with its name
         self._names: set[str] = set()  # the closed sessions' names
@@ -222,10 +214,7 @@ class SummaryBuilder:
     def _facts(self, m: Analysed, s: SessionFacts) -> None:
         kind = m.kind
         if m.latency_ns is not None and kind in (Kind.RESULT, Kind.ERROR) and m.answers_method:
-            lat = self.latencies.get(m.answers_method)
-            if lat is None:
-                lat = self.latencies[m.answers_method] = array("q")
-            lat.append(m.latency_ns)
+            self.latencies.add(m.answers_method, m.latency_ns)
         if kind is Kind.REQUEST:
             meta = m.meta
             if meta is not None:
@@ -251,16 +240,7 @@ class SummaryBuilder:
         return sum(self.shapes.values())
 
     def latency_table(self) -> dict[str, dict[str, int]]:
-        out = {}
-        for method, values in sorted(self.latencies.items()):
-            ordered = sorted(values)
-            out[method] = {
-                "count": len(ordered),
-                "p50": percentile(ordered, 50),
-                "p95": percentile(ordered, 95),
-                "max": ordered[-1],
-            }
-        return out
+        return self.latencies.table()
 
     def snapshot(self, analyser: Analyser | None = None) -> dict[str, Any]:
         """The summary as a JSON-able dict: closed sessions as they closed, open ones as ANALYSER

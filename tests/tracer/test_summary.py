@@ -11,8 +11,9 @@ import orjson
 from tracer.analyser import Analyser
 from tracer.capture import ReadProblem, read_capture
 from tracer.events import SessionClosed
+from tracer.latency import percentile
 from tracer.model import Analysed, Finding, RecordType, Severity
-from tracer.summary import SummaryBuilder, percentile
+from tracer.summary import SummaryBuilder
 
 CAPTURES = Path(__file__).resolve().parents[2] / "fixtures" / "captures"
 
