@@ -8,17 +8,17 @@ the final counts. It also ends the server's process group when the relay died (`
 
 from __future__ import annotations
 
-import ctypes
 import os
 import select
 import signal
 import struct
+import sys
 import time
-from collections.abc import Callable
 
 import orjson
 
 from tracer.stdio.capture import CaptureSink
+from tracer.stdio.heap import TRIM_AFTER_BYTES, keep_freed_memory
 from tracer.stdio.priority import background, hurried
 from tracer.stdio.splice import read_exactly
 
@@ -27,11 +27,13 @@ _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count 
 _TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE = range(6)
 LINGER_S = 0.002
 ROOM_WAIT_S = 0.001
+# How long the writer thread may hold the interpreter lock while this thread waits to empty the
+# capture pipes (Python's default: 5 ms). A flood fills a 1 MiB pipe in about a millisecond: with the
+# default the relay found the pipes full and copied chunks into its own memory (two more copies and
+# fresh pages each) while the reading here waited for the lock. (In one side-by-side run of
+# bench_tee.py (d): x1.10 and x1.48 the end-to-end rate, 15-20% less CPU for the whole flood.)
+SWITCH_INTERVAL_S = 0.0005
 ORPHAN_GRACE_S = 3.0  # after the tee died: how long the server has after SIGTERM before SIGKILL
-# glibc's malloc tuning (mallopt parameters) for a flood's megabyte buffers; see `_heap_kept`
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
-MMAP_FROM = 16 * 1024 * 1024
-TRIM_AFTER_BYTES = 64 * 1024 * 1024  # seen since the last trim: worth giving the memory back when quiet
 
 
 def _close_others(keep: set[int]) -> None:
@@ -45,29 +47,6 @@ def _close_others(keep: set[int]) -> None:
                 os.close(fd)
             except OSError:
                 pass
-
-
-def _heap_kept(budget: int) -> Callable[[], None]:
-    """Keep the memory a flood frees for the next chunks, and return a function that gives it back.
-
-    Under a flood this process holds up to a budget of megabyte copies, and frees them as fast as
-    it reads new ones. glibc's default gives a freed stretch at the top of the heap back to the
-    kernel once it exceeds a few megabytes, and takes buffers above its threshold straight from
-    mmap: every new buffer is then fresh memory, and touching it costs a page fault per 4 KiB, about
-    a third of this process's CPU per megabyte (measured: 37,000 faults for 100 MB captured; none
-    with the heap kept). So the heap keeps up to a budget and more; the function, called when the
-    capture is quiet again, trims it (malloc_trim). Not glibc: as it is."""
-    try:
-        libc = ctypes.CDLL(None)
-        mallopt, trim = libc.mallopt, libc.malloc_trim
-    except (OSError, AttributeError):
-        return lambda: None
-    # One arena for the writer thread too: a thread's own arena grows by extra 64 MiB heaps, which
-    # glibc unmaps as soon as they are empty (whatever the trim threshold), then maps afresh.
-    mallopt(_M_ARENA_MAX, 1)
-    mallopt(_M_MMAP_THRESHOLD, MMAP_FROM)
-    mallopt(_M_TRIM_THRESHOLD, min(2 * budget + MMAP_FROM, 1 << 30))
-    return lambda: trim(0)
 
 
 def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint: bool) -> int:
@@ -95,7 +74,8 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
         analyser=analyser,
         on_finding=lambda f: tell({"finding": [f.rule, f.severity.label, f.message]}),
     )
-    trim = _heap_kept(budget)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    trim = keep_freed_memory(budget)
     sink.start()
     server = _Server()
     trimmed_at = 0

@@ -44,6 +44,7 @@ from collections import deque
 
 from tracer.stdio import splice as tee_splice
 from tracer.stdio.capture import INLINE_MAX
+from tracer.stdio.heap import TRIM_AFTER_BYTES
 
 SPIN_NS = 200_000  # covers a quick server's answer and a host's next request; see the docstring
 # Spin only after chunks this small: messages going back and forth. A bigger one means a flood
@@ -220,6 +221,7 @@ class _Step:
         self.caught_up = caught_up
         caught_up.set()
         self.spilled = 0  # bytes copied into memory, not yet in their capture pipe
+        self.spilled_untrimmed = 0  # bytes copied into memory since the heap was last trimmed
         self.eof_after_spill: set[int] = set()
         self.last = 0  # the size of the last chunk taken
 
@@ -278,6 +280,7 @@ class _Step:
                 self.caught_up.clear()
             sink.hurry()  # a flood: the capture must not wait for idle CPU now (asked again while it lasts)
             self.spilled += rest
+            self.spilled_untrimmed += rest
             w.spill.append(memoryview(data))
             return _SPILLED
         if moved:
@@ -303,10 +306,17 @@ class _Step:
                 spill[0] = view[n:]
         if not self.spilled:
             self.caught_up.set()
+            if self.spilled_untrimmed >= TRIM_AFTER_BYTES:  # a flood is over: its memory goes back
+                self.spilled_untrimmed = 0
+                getattr(self.sink, "trim", _no_trim)()
         if w.stream in self.eof_after_spill:
             self.eof_after_spill.discard(w.stream)
             self.sink.eof(w.stream)
         return True
+
+
+def _no_trim() -> None:
+    """(An in-process CaptureSink: the heap is the relay's own, left to malloc's defaults.)"""
 
 
 _AVAIL = bytearray(4)

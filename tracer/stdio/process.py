@@ -33,6 +33,7 @@ import orjson
 
 from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome
 from tracer.stdio.capture_child import _CONN, _EOF, _EVENT, _GAP, _INLINE, _NOTE, _TEED, _child, _close_others
+from tracer.stdio.heap import keep_freed_memory
 from tracer.stdio.priority import background
 
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -92,6 +93,7 @@ class CaptureProcess(CaptureOutcome):
             finally:
                 os._exit(code)
         self.pid = pid
+        self.trim = keep_freed_memory(budget)  # (the relay's copies waiting in memory: tracer.stdio.loop)
         os.close(ctl_r)
         os.close(back_w)
         for r, _ in self._caps:
