@@ -386,8 +386,24 @@ def _line_problem(line: bytes, n: int, source: str) -> ReadProblem | None:
     return None  # not reached: the line failed a moment ago
 
 
-def read_capture(fh: IO[bytes], source: str = "") -> Iterator[Record | ReadProblem]:
-    """Stream the records of a capture file (binary mode); problems are yielded, never raised."""
+def read_record(line: bytes, n: int = 0, source: str = "") -> Record | None:
+    """The record of one capture line, as `read_capture` reads it; None when the line holds none."""
+    try:
+        obj = orjson.loads(line)
+        if type(obj) is not dict:
+            return None
+        return _fast_record(obj, n, source) or record_from_dict(obj, line=n, source=source)
+    except (orjson.JSONDecodeError, ValueError):
+        return None
+
+
+def read_capture(
+    fh: IO[bytes], source: str = "", skip: Callable[[bytes, int], bool] | None = None
+) -> Iterator[Record | ReadProblem]:
+    """Stream the records of a capture file (binary mode); problems are yielded, never raised.
+
+    `skip(line, number)` sees each line first and may take it (True: it is not read here): a lint
+    worker's way past the lines of connections another worker analyses (tracer.parallel_worker)."""
     loads = orjson.loads
     fast = _fast_record
     saw_header = False
@@ -396,6 +412,8 @@ def read_capture(fh: IO[bytes], source: str = "") -> Iterator[Record | ReadProbl
     # with no copy, no strip and no extra generator; blank lines are sorted out when they fail.
     for line in fh:
         n += 1
+        if skip is not None and skip(line, n):
+            continue
         try:
             obj = loads(line)
             if type(obj) is not dict:

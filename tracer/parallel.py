@@ -1,8 +1,9 @@
 """`mcptrace lint --jobs N`: the work of a lint run shared by N worker processes, merged back in input
 order, so every report is byte for byte the one a single process writes.
 
-- A big mcptrace capture is sharded by connection: every worker reads the whole file (reading is a
-  few percent of the analysis) and analyses only the connections it owns. Ownership is decided on a
+- A big mcptrace capture is sharded by connection: every worker reads the whole file and analyses
+  only the connections it owns (tracer.parallel_worker; a line of another worker's connection costs
+  it a prefix match, not a parse). Ownership is decided on a
   connection's first record, the same way in every worker (the least-loaded worker so far), so a
   connection's records (its session, and the later sessions of appended recordings) stay in one
   analyser. HTTP connections all go to worker 0: stateless HTTP sessions share their endpoint's facts
@@ -24,18 +25,15 @@ from __future__ import annotations
 import io
 import os
 import sys
-import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
 
-from tracer.analyser import _CLOSE_EVENTS as CLOSE_EVENTS
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem, read_capture
-from tracer.classify import classify_common, classify_raw
 from tracer.inputs import HEAD_BYTES, InputError, OpenInput, open_input
-from tracer.model import Analysed, Direction, Kind, RecordType
+from tracer.model import Analysed, Finding, Severity
 
 POOL_MIN_BYTES = 16 * 1024 * 1024  # below this, process start-up costs more than the other cores give
 SHARD_MIN_BYTES = 2 * 1024 * 1024  # a smaller capture goes whole to one worker
@@ -81,6 +79,14 @@ class FileResult:
     eras: list[tuple[str, int]] = field(default_factory=list)  # in order of first appearance
     cells: list[tuple[str, str]] = field(default_factory=list)  # (conn, cell) as sessions ended
     redo_from_line: int | None = None  # sharding did not hold from this line: re-lint the file
+
+
+_SEVERITIES = (None, Severity.INFO, Severity.WARNING, Severity.ERROR)
+
+
+def finding_from(t: tuple) -> Finding:
+    """A finding as a worker sent it (`_Out.finding`)."""
+    return Finding(t[0], _SEVERITIES[t[1]], t[2], t[3], t[4], t[5], t[6], t[7], t[8])
 
 
 def plan(opened: list[OpenInput], jobs: int, fmt: str | None = None) -> list[Task | None]:
@@ -133,6 +139,12 @@ class _Out:
         self.index = index
         self.items: list = []
 
+    def finding(self, key: tuple, f: Finding) -> None:
+        # as a tuple of plain values: a pickled dataclass and its Severity cost several times more
+        # to send and to receive (the parent reads every finding of every worker)
+        t = (f.rule, int(f.severity), f.message, f.seq, f.line, f.source, f.path, f.related_seq, f.offset)
+        self.add(key, ("f", t))
+
     def add(self, key: tuple, item: tuple) -> None:
         self.items.append((key, item))
         if len(self.items) >= BATCH_ITEMS:
@@ -167,16 +179,16 @@ class _Limited(io.RawIOBase):
         super().close()
 
 
-def _capture_items(path: str, size: int) -> Iterator:
+def _capture_items(path: str, size: int, skip: Callable[[bytes, int], bool] | None = None) -> Iterator:
     try:
         fh = open(path, "rb", buffering=0)  # noqa: SIM115 (closed below)
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
     with fh:
-        skip = len(_BOM) if fh.read(len(_BOM)) == _BOM else 0  # as tracer.inputs.open_input does
-        fh.seek(skip)
+        bom = len(_BOM) if fh.read(len(_BOM)) == _BOM else 0  # as tracer.inputs.open_input does
+        fh.seek(bom)
         try:
-            yield from read_capture(io.BufferedReader(_Limited(fh, size - skip), 1 << 16), path)
+            yield from read_capture(io.BufferedReader(_Limited(fh, size - bom), 1 << 16), path, skip)
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
 
@@ -230,14 +242,14 @@ class _FileWork:
             else:
                 seen[0] += 1
             for f in a.findings:
-                out.add(key, ("f", f))
+                out.finding(key, f)
             for member in a.members or ():
                 for f in member.findings:
-                    out.add(key, ("f", f))
+                    out.finding(key, f)
         else:  # an HTTP record's findings, a closed session's end findings
             for ev in a:
                 for f in ev.findings:
-                    out.add(key, ("f", f))
+                    out.finding(key, f)
         self._sessions_after(conn, had, line, key)
 
     def _sessions_after(self, conn: str, had: bool, line: int, key: tuple) -> None:
@@ -264,120 +276,15 @@ class _FileWork:
             key = (line, 2, self.born.pop(conn, 0))
             closed = a_.close(conn, a_.last_t_ns)
             for f in closed.findings if closed is not None else ():
-                self.out.add(key, ("f", f))
+                self.out.finding(key, f)
             self._cells(key)
 
-    def end(self, records: int) -> None:
+    def end(self, records: int, broken: int = 0) -> None:
+        """The file's end: `records` as this worker counted them, `broken` of them its own lines
+        found broken after all (tracer.parallel_worker)."""
         self.close_all(END)
         eras = {era.value: (n, key) for era, (n, key) in self.eras.items()}
-        self.out.add((END, 9, 0), ("end", records, self.messages, eras))
-
-
-# What sessions share in a worker's analyser (tracer.state.shared), kept right by the routing
-# above: the sibling probe anywhere (every worker follows it); the HTTP endpoints' facts only in
-# worker 0, which owns every HTTP connection.
-
-
-_MESSAGE = RecordType.MESSAGE
-
-
-def _first_stdio_request(rec, opened: set[str]) -> bool | None:
-    """Whether this record is the first client request of its stdio session (the framing observer's
-    `first_client_request`), and then whether it is server/discover; None when it is not one."""
-    if (
-        rec.type is not RecordType.MESSAGE
-        or rec.transport != "stdio"
-        or rec.dir is not Direction.C2S
-        or rec.conn in opened
-    ):
-        return None
-    common = classify_common(rec.raw)
-    if common is not None:
-        kind, method = common[0], common[2]
-    else:
-        c = classify_raw(rec.raw)
-        kind, method = c.kind, c.method
-    if kind is not Kind.REQUEST:
-        return None
-    opened.add(rec.conn)
-    return method == "server/discover"
-
-
-def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out) -> None:
-    work = _FileWork(task, rules, digests, out)
-    a_ = work.analyser
-    owner: dict[str, int] = {}
-    load = [0] * n
-    # The stdio sibling probe (tracer.state.shared): a session whose first client request is
-    # no server/discover may count the newest connection that opened with one as its probe, so it
-    # goes to the worker of that connection (`probe`); every worker follows which sessions have had
-    # their first request (`opened`) from the records themselves.
-    probe: str | None = None
-    opened: set[str] = set()
-    records = 0
-    line = 0
-    next_mark = WATERMARK_LINES
-    for item in _capture_items(task.path, task.size):
-        line = item.line
-        if line >= next_mark:
-            next_mark = line + WATERMARK_LINES
-            out.add((line, 0, 0), ("w",))
-        if type(item) is ReadProblem:
-            if k == 0:
-                out.add((line, 0, 0), ("p", item))
-            continue
-        records += 1
-        if item.type is RecordType.HEADER:  # every worker: it ends every session
-            if a_.header is not None:
-                if item.t_ns > a_.last_t_ns:
-                    a_.last_t_ns = item.t_ns
-                work.close_all(line)
-                opened.clear()
-            a_.feed(item)
-            continue
-        conn = item.conn
-        w = owner.get(conn)
-        if w is not None and conn in opened and item.type is _MESSAGE:  # (most records: nothing to decide)
-            if w != k:
-                if item.t_ns > a_.last_t_ns:
-                    a_.last_t_ns = item.t_ns
-                load[w] += 1
-                continue
-            if item.transport not in HTTP_TRANSPORTS or w == 0:
-                load[w] += 1
-                work.record(item, line)
-                if k != 0 and a_.shared.has_endpoint_facts():
-                    # (this line is analysed and reported already: the re-lint starts after it)
-                    out.add((line + 1, -1, 0), ("redo", line + 1))
-                    return
-                continue
-        http = item.transport in HTTP_TRANSPORTS
-        first = _first_stdio_request(item, opened)  # None, or whether it is a server/discover probe
-        follows = owner[probe] if probe is not None and first is not True and probe != conn else None
-        if w is None:
-            w = owner[conn] = (
-                0 if http else follows if follows is not None else min(range(n), key=load.__getitem__)
-            )
-        elif (http and w != 0) or (first is False and follows is not None and follows != w):
-            # its session would miss the HTTP endpoint facts worker 0 holds, or the sibling probe
-            # another worker holds
-            out.add((line, -1, 0), ("redo", line))
-            return
-        if first is True:
-            probe = conn
-        elif item.type is RecordType.EVENT and item.data and item.data.get("event") in CLOSE_EVENTS:
-            opened.discard(conn)  # its next session has a first request of its own
-        load[w] += 1
-        if w == k:
-            work.record(item, line)
-            if k != 0 and a_.shared.has_endpoint_facts():
-                # HTTP endpoint facts outside worker 0 would be seen by only this worker's sessions; this line
-                # is analysed and reported already: the re-lint starts after it
-                out.add((line + 1, -1, 0), ("redo", line + 1))
-                return
-        elif item.t_ns > a_.last_t_ns:  # (what Analyser.feed does first: the end time of open sessions)
-            a_.last_t_ns = item.t_ns
-    work.end(records)
+        self.out.add((END, 9, 0), ("end", records, self.messages, eras, broken))
 
 
 def _whole(task: Task, rules: RuleSet, digests: bool, out: _Out) -> None:
@@ -393,37 +300,9 @@ def _whole(task: Task, rules: RuleSet, digests: bool, out: _Out) -> None:
     # (the stream position is the key here: settled formats may reorder lines)
     for ev in work.analyser.finish():
         for f in ev.findings:
-            out.add((END, 2, 0), ("f", f))
+            out.finding((END, 2, 0), f)
     work._cells((END, 2, 0))
-    out.add((END, 9, 0), ("end", records, work.messages, {e.value: v for e, v in work.eras.items()}))
-
-
-def _worker(conn, tasks: list[Task], k: int, n: int, rule_ids: list[str], digests: bool) -> None:
-    try:
-        from tracer.rules import all_rules
-
-        table = all_rules()
-        rules = RuleSet([table[i] for i in rule_ids])
-        for task in tasks:
-            if not task.shard and task.owner != k:
-                continue
-            out = _Out(conn, task.index)
-            try:
-                (_shard(task, k, n, rules, digests, out) if task.shard else _whole(task, rules, digests, out))
-            except InputError as exc:
-                out.add((END, 10, 0), ("error", str(exc)))
-                out.flush()
-                return
-            out.flush()
-    except (BrokenPipeError, KeyboardInterrupt):
-        return
-    except BaseException:
-        try:
-            conn.send((-1, [((0, 0, 0), ("crash", traceback.format_exc()))]))
-        except OSError:
-            pass
-    finally:
-        conn.close()
+    out.add((END, 9, 0), ("end", records, work.messages, {e.value: v for e, v in work.eras.items()}, 0))
 
 
 __all__ = ["POOL_MIN_BYTES", "SHARD_MIN_BYTES", "FileResult", "Task", "default_jobs", "plan"]

@@ -3,15 +3,16 @@ the workers, then merge their keyed streams file by file, in input order."""
 
 from __future__ import annotations
 
-import heapq
 import multiprocessing
 import sys
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from operator import itemgetter
 
 from tracer.analyser import RuleSet
 from tracer.inputs import InputError, OpenInput
-from tracer.parallel import FileResult, Task, _worker, plan
+from tracer.parallel import FileResult, Task, finding_from, plan
+from tracer.parallel_worker import _worker
 
 
 class WorkerFailed(RuntimeError):
@@ -25,7 +26,7 @@ class Pool:
             # one interpreter imports the rules once; each worker is a fork of it (and not of this
             # process, whose state a fork would copy)
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["tracer.parallel", "tracer.rules"])
+            ctx.set_forkserver_preload(["tracer.parallel_worker", "tracer.rules"])
         else:
             ctx = multiprocessing.get_context("spawn")
         todo = [t for t in tasks if t is not None]
@@ -52,7 +53,8 @@ class Pool:
     def takes(self, index: int) -> bool:
         return self.tasks[index] is not None
 
-    def _stream(self, k: int, index: int) -> Iterator:
+    def _batches(self, k: int, index: int) -> Iterator[list]:
+        """Worker k's batches of one file, up to its last."""
         conn = self.conns[k]
         while True:
             try:
@@ -62,10 +64,41 @@ class Pool:
             if got != index:
                 detail = items[0][1][1] if got == -1 else f"sent file {got} for {index}"
                 raise WorkerFailed(f"lint worker {k} failed: {detail}")
-            yield from items
+            yield items
             last = items[-1][1][0]
             if last == "end" or last == "error" or last == "redo":
                 return
+
+    def _merged(self, index: int, workers: list[int]) -> Iterator[tuple]:
+        """The workers' items in key order, as heapq.merge gives them (on equal keys, the lower
+        worker's first), a run at a time: the items of a batch that come before every other
+        worker's next item go out together, with no comparison each (sessions are runs of lines)."""
+        key = itemgetter(0)
+        heads = []  # [key of the next item, worker, its batch, position in it, its batches]
+        for k in workers:
+            batches = self._batches(k, index)
+            batch = next(batches, None)
+            if batch:
+                heads.append([batch[0][0], k, batch, 0, batches])
+        while heads:
+            heads.sort()
+            head = heads[0]
+            _, k, batch, pos, batches = head
+            if len(heads) == 1:
+                end = len(batch)
+            else:
+                bound, other = heads[1][0], heads[1][1]
+                cut = bisect_right if k < other else bisect_left
+                end = cut(batch, bound, pos, len(batch), key=key)
+            yield from batch[pos:end] if pos or end < len(batch) else batch
+            if end < len(batch):
+                head[0], head[3] = batch[end][0], end
+                continue
+            batch = next(batches, None)
+            if batch:
+                head[0], head[2], head[3] = batch[0][0], batch, 0
+            else:
+                heads.pop(0)
 
     def merge(self, index: int, problem: Callable, finding: Callable, digest: Callable | None) -> FileResult:
         """Report one file's items in input order; its totals come back."""
@@ -76,10 +109,11 @@ class Pool:
         ]
         res = FileResult()
         eras: dict[str, list] = {}
-        for _key, item in heapq.merge(*(self._stream(k, index) for k in workers), key=itemgetter(0)):
+        broken = 0
+        for _key, item in self._merged(index, workers):
             what = item[0]
             if what == "f":
-                finding(item[1])
+                finding(finding_from(item[1]))
             elif what == "p":
                 problem(item[1])
             elif what == "m":
@@ -88,8 +122,11 @@ class Pool:
             elif what == "c":
                 res.cells.append((item[1], item[2]))
             elif what == "end":
-                _, records, messages, file_eras = item
-                res.records = max(res.records, records)  # every sharding worker counts every record
+                _, records, messages, file_eras, bad = item
+                # every sharding worker counts every record, and some lines that only their owner
+                # found broken (tracer.parallel_worker)
+                res.records = max(res.records, records)
+                broken += bad
                 res.messages += messages
                 for era, (n, key) in file_eras.items():
                     seen = eras.setdefault(era, [0, key])
@@ -100,6 +137,7 @@ class Pool:
                 return res
             elif what == "error":
                 raise InputError(item[1])
+        res.records -= broken
         res.eras = [(era, n) for era, (n, _) in sorted(eras.items(), key=lambda kv: kv[1][1])]
         return res
 

@@ -1,17 +1,20 @@
 """`mcptrace lint --jobs N` against `--jobs 1` on one generated multi-session capture, side by side.
 
-Run: python tests/bench/bench_lint_jobs.py [--messages N] [--jobs 2] [--rounds 3] [--profile]
+Run: python tests/bench/bench_lint_jobs.py [--messages N] [--jobs 2] [--rounds 3] [--shards] [--profile]
 
-Prints, measured in one run (these machines are noisy, so compare ratios):
-  - wall time of `mcptrace lint --format json` (a real process, start-up included) with --jobs 1 and
-    --jobs N, alternated round by round, and the throughput ratio of each round and of the medians;
-  - the split of the work itself: the CPU time of one process linting the whole file against the CPU
-    time of each of the N shards (what each worker does), measured in this process one after the
-    other: the ratio N cores would reach with nothing else running. On a machine shared with other
+Prints, measured in one run (these machines are noisy, so compare ratios), for each round (--jobs 1
+and --jobs N alternated, each a real `mcptrace lint --format json` process, start-up included):
+  - the wall time of each, and their ratio;
+  - the CPU time of every process of each run (the lint process, the forkserver, each worker; read
+    from /proc while it runs), and the CPU-based ratio: the CPU time of all of --jobs 1 over the
+    busiest process of --jobs N, i.e. the speedup N free cores give. On a machine shared with other
     users' sessions, Linux's autogroup scheduler gives a session its share of the cores however many
-    processes it runs, so the wall ratio can stay far below it there;
-  - with --profile, where the time of single-process lint goes (cProfile, top functions by own time),
-    in microseconds per message.
+    processes it runs, so the wall ratio there can stay far below the CPU one;
+  - the load average before and after.
+Then the medians of both ratios. With --shards, the split of the work measured in this process: the
+CPU time of one analyser on the whole file against each of the N shards (tracer.parallel_worker._shard),
+and of the same shards with no analysis: what reading every line and deciding ownership cost each. With --profile, where the time of
+single-process lint goes (cProfile, top functions by own time), in microseconds per message.
 """
 
 from __future__ import annotations
@@ -33,37 +36,81 @@ sys.path.insert(0, str(ROOT / "tests" / "bench"))
 
 from bench_lint import generate  # noqa: E402
 
+TICK = os.sysconf("SC_CLK_TCK")
+SAMPLE_S = 0.05  # how often the process tree is read (a worker's last interval is lost: < 1%)
 
-def lint_wall(path: Path, jobs: int) -> float:
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds so far) of a process, from /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(b")") + 2 :].split()  # (the name before it may hold spaces)
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _role(pid: int, parent: int, root: int) -> str:
+    if pid == root:
+        return "lint"
+    if parent != root:
+        return "worker"  # (a fork of the forkserver)
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return "tracker" if b"resource_tracker" in fh.read() else "forkserver"
+    except OSError:
+        return "?"
+
+
+def _tree_cpu(root: int, seen: dict[int, tuple[str, float]]) -> None:
+    """The CPU time so far of `root` and of every process below it, into `seen`."""
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            st = _stat(int(entry.name))
+            if st is not None:
+                stats[int(entry.name)] = st
+    for pid, (parent, cpu) in stats.items():
+        p = pid
+        while p != root and p > 1 and p in stats:
+            p = stats[p][0]
+        if p == root:
+            name = seen[pid][0] if pid in seen else _role(pid, parent, root)
+            seen[pid] = name, cpu
+
+
+def lint_run(path: Path, jobs: int) -> tuple[float, list[tuple[str, float]]]:
+    """Wall seconds of one lint process, and (role, CPU seconds) of each process it ran, itself
+    first, read from /proc while it ran (and once more when it has exited, before it is reaped)."""
+    cmd = [sys.executable, "-m", "tracer", "lint", "--no-config", "--no-progress", "--jobs", str(jobs)]
+    cmd += ["--format", "json", "-o", os.devnull, str(path)]
     t = time.perf_counter()
-    rc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tracer",
-            "lint",
-            "--no-config",
-            "--no-progress",
-            "--jobs",
-            str(jobs),
-            "--format",
-            "json",
-            "-o",
-            os.devnull,
-            str(path),
-        ],
-        cwd=ROOT,
-    ).returncode
-    if rc not in (0, 1):
-        raise SystemExit(f"lint --jobs {jobs} failed: exit {rc}")
-    return time.perf_counter() - t
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    seen: dict[int, tuple[str, float]] = {}
+    while True:
+        _tree_cpu(proc.pid, seen)
+        # (WNOWAIT: an exited process stays a zombie, whose /proc entry still tells its CPU time)
+        if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            break
+        time.sleep(SAMPLE_S)
+    wall = time.perf_counter() - t
+    st = _stat(proc.pid)
+    if st is not None:
+        seen[proc.pid] = "lint", st[1]
+    if proc.wait() not in (0, 1):
+        raise SystemExit(f"lint --jobs {jobs} failed: exit {proc.returncode}")
+    own = seen.pop(proc.pid)
+    return wall, [own, *sorted(seen.values())]
 
 
-def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float]]:
-    """CPU seconds of the whole file in one analyser, and of each shard of `jobs`."""
+def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float], list[float]]:
+    """CPU seconds of the whole file in one analyser, of each shard of `jobs`, and of each shard
+    with no analysis (what reading every line and deciding ownership cost it)."""
     from tracer.analyser import RuleSet
     from tracer.lint import Reporter, lint_paths
-    from tracer.parallel import Task, _Out, _shard
+    from tracer.parallel import Task, _FileWork, _Out
+    from tracer.parallel_worker import _shard
     from tracer.rules import select_rules
 
     class Drop:
@@ -86,12 +133,22 @@ def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float]]:
         _shard(task, k, jobs, rules, False, out)
         out.flush()
         shards.append(time.process_time() - c)
+    analyse = _FileWork.record
+    _FileWork.record = lambda self, rec, line: None
+    try:
+        bare = []
+        for k in range(jobs):
+            c = time.process_time()
+            _shard(task, k, jobs, rules, False, _Out(Drop(), 0))
+            bare.append(time.process_time() - c)
+    finally:
+        _FileWork.record = analyse
     if Drop.redo is not None:
         print(
             f"the shards stopped at line {Drop.redo:,}: sessions share facts there, so lint re-runs the file "
             "in one process (tracer.parallel)"
         )
-    return whole, shards
+    return whole, shards, bare
 
 
 def profile(path: Path, messages: int, top: int = 25) -> None:
@@ -118,37 +175,57 @@ def profile(path: Path, messages: int, top: int = 25) -> None:
         )
 
 
+def _cpu_line(procs: list[tuple[str, float]]) -> str:
+    return ", ".join(f"{name} {cpu:.1f}" for name, cpu in procs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=400_000)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--shards", action="store_true")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--capture", type=Path, help="lint this capture instead of a generated one")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcptrace-bench-jobs-") as tmp:
-        path = Path(tmp) / "sessions.jsonl"
-        n = generate(path, args.messages)
+        if args.capture is not None:
+            path, n = args.capture, sum(1 for _ in args.capture.open("rb"))
+            what = f"{n:,} lines of {path.name}"
+        else:
+            path = Path(tmp) / "sessions.jsonl"
+            n = generate(path, args.messages)
+            what = f"{n:,} messages, sessions of both eras"
         print(
-            f"{n:,} messages, {path.stat().st_size / 1e6:.0f} MB, sessions of both eras; {os.cpu_count()} cores; "
+            f"{what}, {path.stat().st_size / 1e6:.0f} MB; {os.cpu_count()} cores; "
             f"load average {os.getloadavg()[0]:.1f}"
         )
-        one, many = [], []
+        walls, cpus = [], []
         for r in range(args.rounds):
-            one.append(lint_wall(path, 1))
-            many.append(lint_wall(path, args.jobs))
+            wall_1, procs_1 = lint_run(path, 1)
+            wall_n, procs_n = lint_run(path, args.jobs)
+            cpu_1 = sum(c for _, c in procs_1)
+            busiest = max(c for _, c in procs_n)
+            walls.append(wall_1 / wall_n)
+            cpus.append(cpu_1 / busiest)
             print(
-                f"round {r + 1}: --jobs 1 {one[-1]:.1f}s ({n / one[-1]:,.0f} msg/s), --jobs {args.jobs} "
-                f"{many[-1]:.1f}s ({n / many[-1]:,.0f} msg/s): x{one[-1] / many[-1]:.2f}"
+                f"round {r + 1}: --jobs 1 {wall_1:.1f}s wall, {cpu_1:.1f} CPU s; --jobs {args.jobs} "
+                f"{wall_n:.1f}s wall, CPU s by process: {_cpu_line(procs_n)} (all {sum(c for _, c in procs_n):.1f}); "
+                f"wall x{walls[-1]:.2f}, CPU x{cpus[-1]:.2f} (load average {os.getloadavg()[0]:.1f})"
             )
         print(
-            f"median: --jobs {args.jobs} / --jobs 1 throughput x{statistics.median(one) / statistics.median(many):.2f}"
-            f" (load average now {os.getloadavg()[0]:.1f})"
+            f"median of {args.rounds} rounds, --jobs {args.jobs} against --jobs 1: wall x{statistics.median(walls):.2f}; "
+            f"CPU x{statistics.median(cpus):.2f} (all the CPU time of --jobs 1 over its busiest process's: "
+            f"the speedup on {args.jobs} free cores); load average {os.getloadavg()[0]:.1f}"
         )
-        whole, shards = shard_cpu(path, args.jobs)
-        print(
-            f"work split: one process {whole:.1f} CPU s; shards {', '.join(f'{s:.1f}' for s in shards)} CPU s: "
-            f"x{whole / max(shards):.2f} on {args.jobs} free cores (each shard reads the whole file)"
-        )
+        if args.shards:
+            whole, shards, bare = shard_cpu(path, args.jobs)
+            print(
+                f"work split in this process: one analyser {whole:.1f} CPU s; shards "
+                f"{', '.join(f'{s:.1f}' for s in shards)} CPU s: x{whole / max(shards):.2f}; the shards "
+                f"without their analysis (reading every line, ownership): {', '.join(f'{s:.2f}' for s in bare)} "
+                f"CPU s, {max(bare) / n * 1e6:.2f} us a line"
+            )
         if args.profile:
             profile(path, n)
 

@@ -1,0 +1,171 @@
+"""A lint worker passes the lines of other workers' connections on a prefix match alone
+(tracer.parallel_worker): lines that match it but are broken or crafted further on still give the
+report `--jobs 1` gives, byte for byte, each broken line reported once with its number.
+
+The size thresholds are 0 here, so these small captures are sharded across real worker processes.
+"""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tracer.cli import main
+
+T0 = 1_780_000_000_000_000_000
+SESSIONS = 9
+CALLS = 6
+
+
+@pytest.fixture(autouse=True)
+def _shard_everything(monkeypatch):
+    monkeypatch.setenv("MCPTRACE_LINT_POOL_MIN", "0")
+    monkeypatch.setenv("MCPTRACE_LINT_SHARD_MIN", "0")
+
+
+def _session(n: int) -> list[tuple[str, dict]]:
+    """A legacy stdio session whose last request is never answered (an end rule tells its age)."""
+    out = [
+        (
+            "c2s",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "c", "version": "1"},
+                },
+            },
+        ),
+        (
+            "s2c",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "s", "version": "1"},
+                },
+            },
+        ),
+        ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    for i in range(1, CALLS + 1):
+        out.append(("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": f"t{n}"}}))
+        if i < CALLS:
+            out.append(("s2c", {"jsonrpc": "2.0", "id": i, "result": {"content": [], "isError": False}}))
+    return out
+
+
+def _recording(t: int) -> list[bytes]:
+    """A header, then SESSIONS concurrent sessions, their lines interleaved one by one."""
+    head = {
+        "type": "header",
+        "format": "mcptrace",
+        "version": 1,
+        "tool": "t",
+        "transport": "stdio",
+        "t_ns": t,
+    }
+    lines = [orjson.dumps(head)]
+    sessions = [_session(n) for n in range(SESSIONS)]
+    seq = 0
+    for i in range(max(map(len, sessions))):
+        for n, msgs in enumerate(sessions):
+            if i < len(msgs):
+                seq += 1
+                d, obj = msgs[i]
+                rec = {"type": "message", "seq": seq, "t_ns": t + seq * 1_000_000, "dir": d}
+                rec |= {"transport": "stdio", "conn": f"s{n}", "text": orjson.dumps(obj).decode()}
+                lines.append(orjson.dumps(rec))
+    return lines
+
+
+def _plain(conn: str, t_ns: int, rest: bytes) -> bytes:
+    """A line in the writer's layout up to its text, `rest` after the text's opening quote."""
+    return b'{"type":"message","seq":900,"t_ns":%d,"dir":"c2s","transport":"stdio","conn":"%s","text":"%s' % (
+        t_ns,
+        conn.encode(),
+        rest,
+    )
+
+
+def _lint(capsys, jobs: int, path) -> tuple[int, str, str]:
+    rc = main(["lint", "--no-config", "--no-progress", "--jobs", str(jobs), "--format", "json", str(path)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _same(capsys, path) -> dict:
+    one = _lint(capsys, 1, path)
+    assert _lint(capsys, 2, path) == one
+    assert _lint(capsys, 3, path) == one
+    return orjson.loads(one[1])
+
+
+# lines of connections whose sessions have begun (every one has had its initialize by line 30)
+BROKEN_TEXTS = [
+    b'{\\"jsonrpc\\":\x01}"}',  # a raw control character
+    b'{\\"a\\":\\q}"}',  # an escape JSON has not
+    b'{"a":1}"}',  # an unescaped quote: the text ends early
+    b'\\ud800"}',  # a lone surrogate
+    b'\xff\xfe"}',  # not UTF-8
+    b'ends with a backslash\\"}',  # the closing quote escaped: the line never ends
+]
+
+
+def test_lines_broken_after_a_plain_prefix_are_reported_once_each_where_they_are(tmp_path, capsys):
+    lines = _recording(T0)
+    at = []
+    for i, text in enumerate(BROKEN_TEXTS):
+        pos = 30 + 7 * i
+        lines.insert(pos, _plain(f"s{i % SESSIONS}", T0 + 1, text))
+        at.append(pos + 1)  # (a line number counts from 1)
+    path = tmp_path / "broken.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    doc = _same(capsys, path)
+    assert [p["line"] for p in doc["problems"]] == at
+    assert doc["summary"]["messages"] == SESSIONS * (2 * CALLS + 2)
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        b'{}","conn":"s1"}',  # a second conn member: the record is another connection's
+        b'{}","conn":"elsewhere"}',  # ... a connection not seen before
+        b'{}","type":"stderr"}',  # a second type member: no message at all
+        b'{}","t_ns":5}',  # a second t_ns member: another time
+    ],
+)
+def test_a_line_whose_later_members_contradict_its_prefix_is_read_as_one_analyser_reads_it(
+    tmp_path, capsys, rest
+):
+    lines = _recording(T0)
+    lines.insert(40, _plain("s4", T0 + 40_000_000, rest))
+    path = tmp_path / "crafted.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    doc = _same(capsys, path)
+    assert doc["problems"] == [] and doc["summary"]["findings"] > 0
+
+
+def test_a_broken_line_with_the_latest_time_does_not_move_the_end_of_open_sessions(tmp_path, capsys):
+    # the never-answered requests' age is measured to the last record's time: a broken line that
+    # only its owner reads cannot give that time to the other workers' sessions
+    late = T0 + 10**15
+    first = _recording(T0)
+    first.append(_plain("s2", late, b'{\\"jsonrpc\\":\\q}"}'))  # before the next recording's header
+    second = _recording(T0 + 200_000_000)
+    second.append(_plain("s5", late, b'{\\"jsonrpc\\":\\q}"}'))  # before the end of the file
+    path = tmp_path / "late.jsonl"
+    path.write_bytes(b"\n".join(first + second) + b"\n")
+    doc = _same(capsys, path)
+    ages = [
+        int(f["message"].split("pending ")[1].split(" ms")[0])
+        for f in doc["findings"]
+        if f["rule"] == "MCP211"
+    ]
+    assert len(doc["problems"]) == 2 and len(ages) == 2 * SESSIONS
+    assert max(ages) < 1000  # (from the last request to the last record: well under a second)
