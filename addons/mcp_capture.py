@@ -243,10 +243,12 @@ class McpCapture:
 
         def stream(chunk: bytes):
             t_ns = now()
-            yield from _handed_on(inner(chunk) if inner is not None else chunk)
-            # The recording work hears of the chunk (the same bytes object, no copy) once it is on
-            # its way; the thread is woken at the end of the loop's turn (`_do`)
-            do(on_chunk, fid, chunk, t_ns)
+            try:
+                yield from _handed_on(inner(chunk) if inner is not None else chunk)
+            finally:  # (also when mitmproxy drops the callable's chunks unread: what came is recorded)
+                # The recording work hears of the chunk (the same bytes object, no copy) once it is
+                # on its way; the thread is woken at the end of the loop's turn (`_do`)
+                do(on_chunk, fid, chunk, t_ns)
 
         stream._mcptrace = self
         return stream
@@ -255,12 +257,13 @@ class McpCapture:
         inner = previous if callable(previous) else None
 
         def stream(chunk: bytes):
-            yield from _handed_on(inner(chunk) if inner is not None else chunk)
-            # (parsed once the chunk is on its way)
-            if chunk:
-                tee.feed(chunk)
-            else:
-                tee.end("end")
+            try:
+                yield from _handed_on(inner(chunk) if inner is not None else chunk)
+            finally:  # (parsed once the chunk is on its way, or once mitmproxy dropped it unread)
+                if chunk:
+                    tee.feed(chunk)
+                else:
+                    tee.end("end")
 
         stream._mcptrace = self
         return stream

@@ -241,6 +241,31 @@ async def test_an_sse_chunk_is_on_its_way_to_the_host_before_the_recording_threa
     assert [r.raw for r in recs] == [body({**INIT, "id": "s"}), body({**INIT_RESULT, "id": "s"})]
 
 
+async def test_an_sse_chunk_whose_forwarding_stops_half_way_is_still_recorded(tmp_path):
+    addon = McpCapture(background=True)
+    event = body({**INIT_RESULT, "id": "s"})
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, mcptrace_output=str(tmp_path / "cap.jsonl"))
+        addon.running()
+        try:
+            f = post({**INIT, "id": "s"}, resp=None, resp_headers=SSE)
+            addon.request(f)
+            addon.responseheaders(f)
+
+            def inner(chunk):  # (a user's script handing the chunk on in two parts)
+                return [chunk[:10], chunk[10:]]
+
+            f.response.stream = addon._queued_stream(f.id, inner)
+            chunks = f.response.stream(sse_body(("message", event.decode(), "1")))
+            next(chunks)  # the first part is sent, then mitmproxy stops reading
+            chunks.close()
+            await asyncio.sleep(0)
+        finally:
+            addon.done()
+    recs = [r for r in records(tmp_path / "cap.jsonl") if r.type is RecordType.MESSAGE]
+    assert [r.raw for r in recs] == [body({**INIT, "id": "s"}), event]
+
+
 async def test_the_recording_thread_hears_of_a_hook_after_the_loops_turn_that_forwards_its_bytes(tmp_path):
     # mitmproxy forwards a request (a response head) in the same turn of its loop as the hook, after
     # it: the hook only notes what to record, and the thread is woken once, when the turn ends
