@@ -26,6 +26,7 @@ from tracer.stdio.splice import read_exactly
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
 _TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE = range(6)
 LINGER_S = 0.002
+STEP_BACK_MS = 50  # a hurried capture process steps back to the background after this long quiet
 ROOM_WAIT_S = 0.001
 # How long the writer thread may hold the interpreter lock while this thread waits to empty the
 # capture pipes (Python's default: 5 ms). A flood fills a 1 MiB pipe in about a millisecond: with the
@@ -80,15 +81,21 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
     server = _Server()
     trimmed_at = 0
 
-    def quiet() -> None:  # nothing to do: back to the background if a flood had hurried us
+    def quiet(for_a_while: bool) -> int | None:
+        """No note to read: back to the background if a flood had hurried us, once no note came for
+        STEP_BACK_MS (a flood's next chunk is often a moment away: stepping back at each pause left
+        the process on idle CPU only, where a busy machine gave it none, until the relay hurried it
+        again 20 ms later, the relay's memory meanwhile filling up to its budget). Returns how long
+        to wait for a note before asking again (ms), or None: as long as it takes."""
         nonlocal trimmed_at
-        if sink.pending_bytes:
-            return
+        if sink.pending_bytes or (hurried() and not for_a_while):
+            return STEP_BACK_MS
         if hurried():
             background(True)
         if sink.bytes_seen - trimmed_at >= TRIM_AFTER_BYTES:
             trimmed_at = sink.bytes_seen
             trim()
+        return None
 
     _read_notes(ctl, caps, sink, server.note, quiet)
     background(False)
@@ -193,9 +200,13 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None, on_
                 busy = False
                 time.sleep(LINGER_S)
             else:
-                if on_quiet is not None:
-                    on_quiet()
-                waiter.poll()
+                for_a_while = False
+                while on_quiet is not None:
+                    if waiter.poll(on_quiet(for_a_while)):
+                        break
+                    for_a_while = True  # (no note for that long)
+                else:
+                    waiter.poll()
                 busy = True
                 time.sleep(LINGER_S)  # (the first note of a burst: gather the rest with it)
             continue
