@@ -268,23 +268,38 @@ def test_no_credential_argument_reaches_the_capture_stderr_lint_or_viewer_throug
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    p = subprocess.run(
+    tee = subprocess.Popen(
         [*MCPTRACE, "stdio", "--grace", "60", "-o", str(cap), "--", *command],
         cwd=REPO,
-        capture_output=True,
-        input="".join(json.dumps(m) + "\n" for m in lines),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
-    assert p.returncode == 0, p.stderr
-    assert [json.loads(line)["id"] for line in p.stdout.splitlines()] == [1, 2]
+    out, err = _Lines(tee.stdout), _Lines(tee.stderr)
+    try:
+        tee.stdin.write("".join(json.dumps(m) + "\n" for m in lines))
+        tee.stdin.flush()
+        # Hang up only once tools/list is answered, as a host does: the SDK server cancels the
+        # requests it has not answered when its stdin closes, and the tee passes the close on at once.
+        out.wait_for(r'"id":\s*2[,}]', "the answer to tools/list")
+        tee.stdin.close()
+        answers, stderr = out.rest(), "\n".join(err.rest())
+        assert tee.wait(timeout=120) == 0, stderr
+    finally:
+        if tee.poll() is None:
+            tee.kill()
+            tee.wait()
+        for pipe in (tee.stdin, tee.stdout, tee.stderr):
+            pipe.close()
+    assert [json.loads(line)["id"] for line in answers] == [1, 2]
     secret = [a.split()[-1].split("=")[-1] for a in ARGV if "SECRET" in a]
     assert len(secret) == 9
     head = json.loads(cap.read_text().splitlines()[0])
     assert head["command"][:5] == ["sh", "-c", 'exec "$0" "$1"', sys.executable, str(SDK_SERVER)]
     assert head["command"][-1] == "API_TOKEN=<redacted>"
     text, js = lint_outputs(cap)
-    assert leaks(cap.read_text() + p.stderr + text + json.dumps(js) + viewer_details(cap), secret) == []
+    assert leaks(cap.read_text() + stderr + text + json.dumps(js) + viewer_details(cap), secret) == []
 
 
 def test_replay_keeps_its_header_and_url_credentials_out_of_the_new_capture_and_its_report(tmp_path):
