@@ -14,7 +14,10 @@
     reader, timed until the tee has exited with its capture complete, beside `cat` alone in the
     same place; the capture's completeness and drops are reported. Target: no drop, >= 100 MB/s end
     to end (from the first byte out to the tee's exit: the tee's Python start-up, printed apart,
-    is no throughput cost).
+    is no throughput cost). `--against TREE` runs another tree's tee (a worktree of an earlier
+    commit) in the same rounds, alternated with this one's.
+(e) the capture's own CPU for 50 MB each way (its writer's loop in a process of its own, the live
+    check on), this tree beside `--against TREE`: CPU time, the steadiest figure on a busy machine.
 
 Runs alternate direct/tee several times and report medians. Not a test: no assertion, figures only.
 """
@@ -204,10 +207,10 @@ print(n, time.perf_counter() - first)
 """
 
 
-def throughput_once(data_path: Path, middle: list[str]) -> tuple[int, float]:
+def throughput_once(data_path: Path, middle: list[str], cwd: Path | None = None) -> tuple[int, float]:
     with open(data_path, "rb") as src:
         prod = subprocess.Popen(["cat"], stdin=src, stdout=subprocess.PIPE)
-        mid = subprocess.Popen(middle, stdin=prod.stdout, stdout=subprocess.PIPE)
+        mid = subprocess.Popen(middle, stdin=prod.stdout, stdout=subprocess.PIPE, cwd=cwd)
         prod.stdout.close()
         cons = subprocess.run(
             [PY, "-c", CONSUMER], stdin=mid.stdout, capture_output=True, text=True, check=True
@@ -234,12 +237,12 @@ def count_capture(cap: Path) -> dict:
     return out
 
 
-def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
+def bench_throughput(total: int, rounds: int, tmp: Path, against: Path | None = None) -> None:
     data = ndjson(total)
     path = tmp / "traffic.ndjson"
     path.write_bytes(data)
     lines = data.count(b"\n")
-    direct, bare, spliced, teed, caps = [], [], [], [], []
+    direct, bare, spliced, teed, caps, other = [], [], [], [], [], []
     for r in range(rounds):
         n, s = throughput_once(path, ["cat"])
         assert n == len(data)
@@ -257,6 +260,10 @@ def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
             print(f"   RELAY LOST BYTES: {n} of {len(data)}")
         teed.append(len(data) / s)
         caps.append(count_capture(cap))
+        if against is not None:
+            cap.unlink()
+            n, s = throughput_once(path, tee(cap, "cat"), against)
+            other.append(len(data) / s)
     d, b, t = statistics.median(direct), statistics.median(bare), statistics.median(teed)
     print(f"(a) throughput, {len(data) / 1e6:.0f} MB / {lines:,} messages, median of {rounds} runs")
     print(f"    plain pipe (cat):         {d / 1e6:8.0f} MB/s")
@@ -265,6 +272,9 @@ def bench_throughput(total: int, rounds: int, tmp: Path) -> None:
         sp = statistics.median(spliced)
         print(f"    floor (splice relay):     {sp / 1e6:8.0f} MB/s   ratio {sp / d:.2f}")
     print(f"    mcptrace stdio -- cat:    {t / 1e6:8.0f} MB/s   ratio {t / d:.2f}  (target >= 0.8)")
+    if other:
+        o = statistics.median(other)
+        print(f"    the same, {against}: {o / 1e6:8.0f} MB/s   ratio {o / d:.2f}")
     for c in caps:
         print(
             f"    capture: {c['c2s']:,} c2s + {c['s2c']:,} s2c messages of {lines:,} each way; "
@@ -483,12 +493,69 @@ def bench_flood(sizes: list[int], rounds: int, tmp: Path, against: Path | None =
             )
 
 
+# (e): the capture's own CPU for a flood, in a process of its own run from a tree (cwd): both
+# directions of FILE in 1 MiB chunks through a CaptureSink with the live check, as the capture
+# process frames and writes them; CPU seconds of the writer's loop only (process_time).
+CAPTURE_CPU = r"""
+import sys, time
+from tracer.analyser import Analyser
+from tracer.capture import CaptureWriter, header_record
+from tracer.rules import select_rules
+from tracer.stdio.capture import STDIN, STDOUT, CaptureSink
+try:  # as the capture process of that tree tunes its heap (trees since the tuning)
+    from tracer.stdio.heap import keep_freed_memory
+    keep_freed_memory(64 << 20)
+except ImportError:
+    pass
+data = open(sys.argv[1], "rb").read()
+w = CaptureWriter(sys.argv[2], header_record("stdio"), overwrite=True)
+s = CaptureSink(w, "stdio-1", analyser=Analyser(select_rules(["MCP8"])), budget=1 << 40)
+for i in range(0, len(data), 1 << 20):
+    s.offer(STDIN, i, data[i : i + (1 << 20)])
+    s.offer(STDOUT, i, data[i : i + (1 << 20)])
+s.eof(STDIN, 1); s.eof(STDOUT, 1)
+s._q.put((4, 0, None, None))  # (the stop item: the writer's loop runs here, in this thread)
+t = time.process_time()
+s._loop()
+print(time.process_time() - t)
+"""
+
+
+def bench_capture_cpu(total: int, rounds: int, tmp: Path, against: Path | None) -> None:
+    trees = [("this tree", ROOT)] + ([(f"against {against}", against)] if against is not None else [])
+    path = tmp / "capture-cpu.ndjson"
+    path.write_bytes(ndjson(total))
+    mb = 2 * path.stat().st_size / 1e6
+    cpu: dict[str, list[float]] = {name: [] for name, _ in trees}
+    for _ in range(rounds):
+        for name, tree in trees:
+            out = subprocess.run(
+                [PY, "-c", CAPTURE_CPU, str(path), str(tmp / "capture-cpu.jsonl")],
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            cpu[name].append(float(out.stdout))
+    print(
+        f"(e) the capture's CPU for {mb:.0f} MB of copies (both directions), min / median of {rounds} rounds"
+    )
+    base = None
+    for name, xs in cpu.items():
+        lo, med = min(xs), statistics.median(xs)
+        ratio = "" if base is None else f"   (this tree takes x{base / med:.2f} of its CPU)"
+        base = med if base is None else base
+        print(f"    {name}: {lo:.3f} / {med:.3f} CPU s, {mb / med:.0f} MB per CPU second{ratio}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["a", "b", "c", "d"])
+    ap.add_argument("--only", choices=["a", "b", "c", "d", "e"])
     ap.add_argument(
-        "--against", type=Path, help="(d) also runs the tee of this other tree (an earlier commit's worktree)"
+        "--against",
+        type=Path,
+        help="(a), (d), (e) also run the tee of this other tree (an earlier commit's worktree)",
     )
     ap.add_argument("--rounds", type=int, help="rounds per figure (default 3)")
     args = ap.parse_args()
@@ -502,7 +569,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         if args.only in (None, "a"):
-            bench_throughput(mb * 1_000_000, rounds, tmp)
+            bench_throughput(mb * 1_000_000, rounds, tmp, args.against.resolve() if args.against else None)
         if args.only in (None, "b"):
             bench_latency(n, rounds, tmp)
         if args.only in (None, "c"):
@@ -510,6 +577,10 @@ def main() -> int:
         if args.only in (None, "d"):
             sizes = [39_000_000, 50_000_000] if not args.quick else [20_000_000]
             bench_flood(sizes, rounds, tmp, args.against.resolve() if args.against else None)
+        if args.only in (None, "e"):
+            bench_capture_cpu(
+                50_000_000, max(rounds, 5), tmp, args.against.resolve() if args.against else None
+            )
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 
