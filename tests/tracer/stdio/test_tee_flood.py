@@ -14,7 +14,7 @@ from unittest import mock
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tracer.stdio.capture as capture_module
@@ -123,6 +123,23 @@ def _object_lines(max_codepoint: int):
     st.sampled_from([(0, 0), (0, 1), (1, 2)]),  # (kind, side): c2s and s2c messages, stderr
     st.sampled_from(["stdio", "stdio-1", "conn %d %s"]),
     st.binary(max_size=3).filter(lambda b: b"\n" not in b),
+)
+# (and chunk-sized blocks, as a flood brings them: long ASCII lines, then long non-ASCII ones)
+@example(
+    [b'{"q":"\\"%d\\\\ %s' + b"x" * (i * 37 % 3000) + b'"}' for i in range(400)],
+    7,
+    1,
+    (0, 1),
+    "stdio-1",
+    b"{",
+)
+@example(
+    [b'{"t":"\xc3\xa9 \\" ' + b"y" * (i * 53 % 2000) + b'"}' for i in range(300)],
+    0,
+    9,
+    (0, 0),
+    "stdio-1",
+    b"",
 )
 def test_a_run_encodes_its_lines_exactly_as_the_general_encoder_writes_each_record(
     lines, offset, seq, kind_side, conn, edge
