@@ -68,8 +68,10 @@ def vm_hwm_kb(pid: int) -> int | None:
 async def child(path: str, t_start: float, analyse_for: float) -> dict:
     """Runs in the child process: open the viewer headless, time the first screen and G."""
     from tests.ui_support import until, viewer
+    from tracer.cli.inputs import register_optional_inputs
     from ui.app import McpTraceApp
 
+    register_optional_inputs()  # (as `mcptrace view` does: the .mitm reader)
     t_import = time.monotonic() - t_start
     app = McpTraceApp(path)
     out: dict = {"import_s": t_import}
@@ -116,7 +118,7 @@ def run_child(path: str, analyse_for: float, tree: Path = REPO) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def inputs_bench(base: Path, messages: int, pad: int, mitm_messages: int) -> None:
+def inputs_bench(base: Path, messages: int, pad: int, mitm_messages: int, only: list[str]) -> None:
     """First screen and G of each input format, BASE's viewer then this tree's, with ratios."""
     from tests.gencapture import generate
     from tests.geninputs import generate as generate_input
@@ -146,6 +148,8 @@ def inputs_bench(base: Path, messages: int, pad: int, mitm_messages: int) -> Non
         f"{'start to the last row':>26}"
     )
     for fmt, path in paths.items():
+        if only and fmt not in only:
+            continue
         read_once(path)  # the page cache holds it for both alike
         t_read = read_once(path)  # (the floor of any index of it)
         before = run_child(path, 0.0, base)
@@ -166,6 +170,9 @@ def main() -> None:
     ap.add_argument("--inputs", metavar="BASE_TREE", help="compare each input format with this tree's viewer")
     ap.add_argument("--input-messages", type=int, default=1_100_000)
     ap.add_argument("--mitm-messages", type=int, default=60_000, help="messages of the flow file")
+    ap.add_argument(
+        "--only", nargs="*", default=[], help="these inputs only (capture hostlog ndjson har mitm)"
+    )
     ap.add_argument("--messages", type=int, default=2_000_000)
     ap.add_argument("--pad", type=int, default=520)
     ap.add_argument("--file", help="use this capture instead of generating one")
@@ -184,7 +191,7 @@ def main() -> None:
         print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for))))
         return
     if args.inputs:
-        inputs_bench(Path(args.inputs).resolve(), args.input_messages, 300, args.mitm_messages)
+        inputs_bench(Path(args.inputs).resolve(), args.input_messages, 300, args.mitm_messages, args.only)
         return
 
     from tests.gencapture import generate
