@@ -68,3 +68,15 @@ def test_tee_capture_of_an_sdk_session_lints_clean_and_pairs_every_request(sessi
     assert len(cancelled) == 1
     responses = [m for m in msgs if m.kind in (Kind.RESULT, Kind.ERROR)]
     assert responses and all(m.pair_status == "paired" for m in responses)
+
+
+def test_an_sdk_session_with_a_server_slow_to_exit_ends_with_its_clean_exit_in_the_capture(tmp_path):
+    # A server that takes 2.5 s to exit once its stdin closes, as the SDK server does on a loaded
+    # machine: the SDK client must wait for it rather than SIGTERM the tee (forwarded: exit 143).
+    cap = tmp_path / "slow-exit.jsonl"
+    slow = ["sh", "-c", '"$0" "$1"; sleep 2.5', *server_cmd()]
+    ops = run_clients([("legacy", None, [*TEE, "-q", "-o", str(cap), "--", *slow])])[0]
+    assert ops[0]["op"] == "connect"
+    events = [r.data for r in read_records(cap) if r.type is RecordType.EVENT]
+    assert [e["event"] for e in events] == ["started", "stdin-eof", "exit"]
+    assert events[-1] == {"event": "exit", "code": 0}
