@@ -5,6 +5,8 @@ puts each request's W3C `traceparent` into `params._meta` (SEP-414), as an instr
     python tests/otel_host.py --era legacy --url http://127.0.0.1:PORT/mcp
     python tests/otel_host.py --era modern --pause -- ...   # after half the calls, print "paused" and
                                                             # wait for a line on stdin before the rest
+    python tests/otel_host.py --unsampled -- ...   # the host samples its own traces out: its
+                                                   # traceparents say so (flags 00), its spans are none
 
 Prints one JSON line per operation (results without `_meta`), then {"op": "spans", "spans": [...]}:
 the host's own spans (name, trace and span id, parent), which its requests' traceparents point at.
@@ -23,6 +25,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 MODES = {"legacy": "legacy", "modern": "2026-07-28", "auto": "auto"}
 
@@ -71,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url")
     parser.add_argument("--era", choices=sorted(MODES), default="modern")
     parser.add_argument("--pause", action="store_true")
+    parser.add_argument("--unsampled", action="store_true")
     args = parser.parse_args(argv)
     args.command = command
     spans = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=ALWAYS_OFF) if args.unsampled else TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(spans))
     trace.set_tracer_provider(provider)
     anyio.run(session, args, provider.get_tracer("otel-host"))

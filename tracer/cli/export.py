@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
         if out is not sys.stdout.buffer:
             out.close()
     where = args.output or "stdout"
-    sys.stderr.write(f"mcptrace: {writer.spans} spans from {messages} messages written to {where}\n")
+    sys.stderr.write(
+        f"mcptrace: {writer.spans} spans from {messages} messages written to {where}"
+        f"{_sampled_out(writer.sampled_out, writer.sampling.description)}\n"
+    )
     return 0
 
 
@@ -136,14 +139,21 @@ def _otlp(args: argparse.Namespace, opened) -> int:
     messages = _spans(args, opened, sink)
     finished = sink.close(args.timeout)
     where = endpoint_of(args.output)
+    sampled = _sampled_out(sink.sampled_out, sink.sampling.description)
     if sink.dropped or not finished:
         sys.stderr.write(
-            f"mcptrace: {sink.spans - sink.dropped} of {sink.spans} spans from {messages} messages "
-            f"reached {where}; {sink.dropped} dropped (backend down, slow or refusing)\n"
+            f"mcptrace: {sink.exporter.exported} of {sink.spans - sink.sampled_out} spans from {messages} "
+            f"messages reached {where}; {sink.dropped} dropped (backend down, slow or refusing){sampled}\n"
         )
         return 1
-    sys.stderr.write(f"mcptrace: {sink.spans} spans from {messages} messages sent to {where}\n")
+    sent = sink.spans - sink.sampled_out
+    sys.stderr.write(f"mcptrace: {sent} spans from {messages} messages sent to {where}{sampled}\n")
     return 0
+
+
+def _sampled_out(n: int, sampler: str) -> str:
+    """What the end line says of the spans OTEL_TRACES_SAMPLER left out (neither sent nor lost)."""
+    return f"; {n} sampled out ({sampler})" if n else ""
 
 
 def _har(args: argparse.Namespace, opened) -> int:

@@ -123,6 +123,8 @@ def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_b
         "spans": sink.spans,
         "exported": sink.exporter.exported,
         "dropped": sink.dropped,
+        "sampled_out": sink.sampled_out,
+        "sampler": sink.sampling.description,
         "behind_bytes": behind,
         "error": error,
         "finished": finished,

@@ -126,12 +126,15 @@ def summary(stats: dict, where: str) -> str | None:
         lost.append(f"{stats['dropped']} spans")
     if stats.get("behind_bytes"):
         lost.append(f"the last {stats['behind_bytes']:,} bytes of the capture")
+    out = stats.get("sampled_out") or 0
+    sampled = f"; {out} sampled out ({stats.get('sampler')})" if out else ""
     if lost:
         return (
-            f"otlp: {stats['exported']} of {stats['spans']} spans reached {where}; {' and '.join(lost)} "
-            f"dropped (backend down or slow; the capture has everything); the relay was not slowed"
+            f"otlp: {stats['exported']} of {stats['spans'] - out} spans reached {where}; "
+            f"{' and '.join(lost)} dropped (backend down or slow; the capture has everything); "
+            f"the relay was not slowed{sampled}"
         )
-    return f"otlp: {stats['spans']} spans sent to {where}"
+    return f"otlp: {stats['spans'] - out} spans sent to {where}{sampled}"
 
 
 def wrap_writer(

@@ -4,7 +4,8 @@ OTEL_EXPORTER_OTLP_ENDPOINT / _HEADERS / _TIMEOUT and OTEL_SERVICE_NAME variable
 
 The spans already exist (tracer.export.spans); the SDK is driven through its public tracer API, with
 an id generator that hands out the capture-derived ids, so live and file exports agree on ids and a
-host's traceparent stays the parent. Every span handed in is counted as exported or dropped (queue
+host's traceparent stays the parent. OTEL_TRACES_SAMPLER is honoured (tracer.export.sampling: whole
+traces kept or dropped). Every span handed in is counted as exported, sampled out, or dropped (queue
 full, backend down or slow): the count is what `mcptrace` reports, never a stall.
 """
 
@@ -24,7 +25,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
-from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import (
     NonRecordingSpan,
     SpanContext,
@@ -39,6 +39,7 @@ from tracer import __version__
 from tracer.export import mapping as M
 from tracer.export.live import signal_url
 from tracer.export.otlp_json import service_name
+from tracer.export.sampling import TraceSampling
 from tracer.export.spantypes import Span
 
 STUCK_S = 1.0  # an export still retrying after this long, at the end: the backend is down or hung
@@ -117,11 +118,15 @@ class OtelSink:
         schedule_delay_ms: float | None = None,
         exporter: SpanExporter | None = None,
         flush_every: int | None = None,
+        sampling: TraceSampling | None = None,
     ):
         quiet_sdk_logs()
+        self.sampling = sampling or TraceSampling()  # (from the environment; a bad value: one warning)
         resource = Resource.create({M.SERVICE_NAME: service_name()})
         self._ids = _CapturedIds()
-        self.provider = TracerProvider(resource=resource, sampler=ALWAYS_ON, id_generator=self._ids)
+        self.provider = TracerProvider(
+            resource=resource, sampler=self.sampling.sampler, id_generator=self._ids
+        )
         self.exporter = _Counting(exporter or OTLPSpanExporter(endpoint=signal_url(endpoint, "traces")))
         self.processor = BatchSpanProcessor(
             self.exporter, max_queue_size=max_queue, schedule_delay_millis=schedule_delay_ms
@@ -129,6 +134,7 @@ class OtelSink:
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer(M.SCOPE_NAME, __version__)
         self.spans = 0
+        self.sampled_out = 0  # spans the sampler dropped: neither exported nor lost
         # Offline export (a file, not a live session) must not outrun the batch queue, which drops
         # when full: every `flush_every` spans it waits for the exporter to send what is queued.
         self.flush_every = flush_every
@@ -163,7 +169,10 @@ class OtelSink:
                 ids.trace_id,
                 int.from_bytes(span.parent_id),
                 is_remote=span.remote_parent,
-                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                # the decision of the trace's top span, so the SDK's sampler keeps or drops it whole
+                trace_flags=TraceFlags(
+                    TraceFlags.SAMPLED if self.sampling.parent_sampled(span) else TraceFlags.DEFAULT
+                ),
                 trace_state=state,
             )
             ctx = trace_api.set_span_in_context(NonRecordingSpan(parent), Context())
@@ -176,6 +185,13 @@ class OtelSink:
             attributes=span.attrs,
             start_time=span.start_ns,
         )
+        if not s.get_span_context().trace_flags.sampled:
+            s.end(end_time=span.end_ns)
+            self.sampled_out += 1
+            self.spans += 1
+            if self.meters is not None:
+                self._measure(span)  # (metrics count every operation, sampled or not)
+            return
         for e in span.events:
             s.add_event(e.name, e.attrs, timestamp=e.t_ns)
         if span.is_error:
@@ -195,8 +211,9 @@ class OtelSink:
 
     @property
     def dropped(self) -> int:
-        """Spans handed in that did not reach the backend (so far: exact once `close` returned)."""
-        return self.spans - self.exporter.exported
+        """Spans handed in and sampled that did not reach the backend (so far: exact once `close`
+        returned)."""
+        return self.spans - self.sampled_out - self.exporter.exported
 
     def close(self, timeout_s: float = 5.0) -> bool:
         """Flush what is queued within `timeout_s`, then stop. False: time ran out (the rest is

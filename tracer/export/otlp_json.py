@@ -5,7 +5,8 @@ This is what an OpenTelemetry Collector's `otlpjsonfile` receiver reads. Proto3 
 OTLP's exceptions: trace and span ids are lowercase hex (not base64), enums are integers, and
 64-bit integers (timestamps, int attributes) are strings. Spans are written in batches as they end,
 so memory stays bounded on any capture; the output depends only on the input (no clock, no random
-id), so exporting the same capture twice gives the same bytes.
+id), so exporting the same capture twice gives the same bytes. OTEL_TRACES_SAMPLER applies as to
+the live export (tracer.export.sampling): a span sampled out is not written, and its trace with it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import orjson
 
 from tracer import __version__
 from tracer.export import mapping as M
+from tracer.export.sampling import TraceSampling
 from tracer.export.spantypes import Span
 
 BATCH = 512  # spans per line
@@ -127,10 +129,12 @@ METRIC_POINTS_CAP = 10_000  # data points per metric (attribute sets; tool names
 class OtlpJsonWriter:
     """Collects spans and writes a line per BATCH of them (and the rest at `close`, then the metrics)."""
 
-    def __init__(self, out: IO[bytes]):
+    def __init__(self, out: IO[bytes], sampling: TraceSampling | None = None):
         self.out = out
         self.pending: list[dict[str, Any]] = []
-        self.spans = 0
+        self.spans = 0  # written
+        self.sampled_out = 0
+        self.sampling = sampling or TraceSampling()  # (from the environment; a bad value: one warning)
         self.lines = 0
         self._resource = {"attributes": attributes({M.SERVICE_NAME: service_name()})}
         self._scope = {"name": M.SCOPE_NAME, "version": __version__}
@@ -138,11 +142,14 @@ class OtlpJsonWriter:
         self._points: dict[str, dict[tuple, _Histogram]] = {M.OPERATION_DURATION: {}, M.SESSION_DURATION: {}}
 
     def __call__(self, span: Span) -> None:
-        self.pending.append(span_json(span))
-        self.spans += 1
         point = M.measurement(span)
         if point is not None:
-            self._measure(span, *point)
+            self._measure(span, *point)  # (every operation counts, sampled or not)
+        if not self.sampling.keep(span):
+            self.sampled_out += 1
+            return
+        self.pending.append(span_json(span))
+        self.spans += 1
         if len(self.pending) >= BATCH:
             self.flush()
 

@@ -219,6 +219,7 @@ class SpanBuilder:
             op = self._ops.get((rec.conn, m.op_seq))
             if op is not None:
                 span.trace_id, span.parent_id, span.remote_parent = op.trace_id, op.span_id, False
+                span.host_sampled = op.host_sampled
         keys: list[tuple] = []
         if m.idkey is not None and rec.dir is not None:
             keys.append(("id", (rec.conn, rec.dir, m.idkey)))
@@ -290,10 +291,12 @@ class SpanBuilder:
                 {k: v for k, v in span.attrs.items() if k not in (M.RESPONSE_SEQ, M.END_REASON)},
                 trace_state=span.trace_state,
                 remote_parent=span.remote_parent,
+                host_sampled=span.host_sampled,
                 kind="internal",
             )
             op.attrs[M.OP_ROUNDS] = 0
         span.trace_id, span.parent_id, span.remote_parent = op.trace_id, op.span_id, False
+        span.host_sampled = op.host_sampled
         op.attrs[M.OP_ROUNDS] += 1
         op.end_ns = max(op.end_ns, span.end_ns)
         if not input_required:
@@ -386,6 +389,7 @@ class SpanBuilder:
                 attrs,
                 trace_state=state if valid_tracestate(state) else "",
                 remote_parent=True,
+                host_sampled=parent[2],
             )
         return Span(root.trace_id, span_id, root.span_id, name, rec.t_ns, rec.t_ns, attrs)
 

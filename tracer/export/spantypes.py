@@ -39,6 +39,9 @@ class Span:
     is_error: bool = False
     trace_state: str = ""
     remote_parent: bool = False  # the parent came from the host's traceparent
+    # in a host's trace (a remote parent, or under one): its traceparent's sampled flag; None: the
+    # trace is mcptrace's own (tracer.export.sampling decides the whole trace from it)
+    host_sampled: bool | None = None
     kind: str = "client"  # client (a request or notification, from its sender's side), internal
     # builder bookkeeping (not exported)
     _keys: tuple = ()

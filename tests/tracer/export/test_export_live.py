@@ -226,3 +226,28 @@ def test_live_export_carries_tool_arguments_and_results_only_with_otlp_bodies(tm
     add = next(s for s in _request_spans(spans) if s["attrs"].get("gen_ai.tool.name") == "add")
     assert json.loads(add["attrs"]["gen_ai.tool.call.arguments"]) == {"a": 2, "b": 3}
     assert json.loads(add["attrs"]["gen_ai.tool.call.result"])["content"][0]["text"] == "5"
+
+
+def test_live_export_leaves_out_whole_the_requests_of_a_host_that_sampled_its_trace_out(tmp_path):
+    # the default sampler (parentbased_always_on) follows the host's own decision (its traceparent's
+    # sampled bit); the connection's trace, mcptrace's own, is sent; the metrics count every operation
+    cap = tmp_path / "cap.jsonl"
+    with OtlpReceiver() as rx:
+        ops, err = _ops(
+            _host("modern", [*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()], "--unsampled")
+        )
+        metrics = rx.wait_for_metrics({"mcp.client.operation.duration"})  # sent after the last spans
+        spans = list(rx.spans)
+    assert ops[-1]["spans"] == []  # the host recorded none of its own
+    requests = _requests(cap)
+    under_host = [m for m in requests if "traceparent" in ((m.params or {}).get("_meta") or {})]
+    # (the flags' sampled bit is clear; the SDK sets the random-trace-id bit, 02)
+    assert under_host and not any(int(m.params["_meta"]["traceparent"][-2:], 16) & 1 for m in under_host)
+    root = next(s for s in spans if s["name"] == "mcptrace.connection")
+    assert all(s["trace_id"] == root["trace_id"] for s in spans)  # nothing of the host's trace
+    sent_seqs = {s["attrs"].get("mcptrace.capture.seq") for s in spans}
+    assert not sent_seqs & {m.seq for m in under_host}
+    assert f"{len(under_host)} sampled out (parentbased_always_on)" in err, err
+    assert "dropped" not in err
+    points = metrics["mcp.client.operation.duration"].histogram.data_points
+    assert sum(p.count for p in points) == len(requests)
