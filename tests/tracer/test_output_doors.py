@@ -39,7 +39,8 @@ def _headers(path) -> list[dict]:
 
 def test_a_host_restarting_the_server_twice_through_one_capture_file_keeps_both_sessions(tmp_path):
     cap = tmp_path / "same.jsonl"
-    tee = [*MCPTRACE, "stdio", "-o", str(cap), "--", *server_cmd()]
+    # --grace: past the default 3 s (a loaded machine) the tee would SIGTERM the server: MCP809
+    tee = [*MCPTRACE, "stdio", "--grace", "20", "-o", str(cap), "--", *server_cmd()]
     first = run_client("legacy", command=tee)
     second = run_client("legacy", command=tee)
     assert first == second  # the second session is served and relayed like the first

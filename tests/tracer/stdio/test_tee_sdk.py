@@ -23,7 +23,10 @@ def sessions(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tee-sdk")
     caps = {era: tmp / f"{era}.jsonl" for era in ERAS}
     runs = [(era, None, server_cmd()) for era in ERAS]
-    runs += [(era, None, [*TEE, "-q", "-o", str(caps[era]), "--", *server_cmd()]) for era in ERAS]
+    # --grace: on a loaded machine the SDK server can take over the default 3 s to exit after its
+    # stdin closes; the tee would then SIGTERM it (MCP809, exit 143) where a clean end is checked
+    tee = [*TEE, "-q", "--grace", "20"]
+    runs += [(era, None, [*tee, "-o", str(caps[era]), "--", *server_cmd()]) for era in ERAS]
     results = run_clients(runs)
     return {era: (results[i], results[i + len(ERAS)], caps[era]) for i, era in enumerate(ERAS)}
 
@@ -75,7 +78,7 @@ def test_an_sdk_session_with_a_server_slow_to_exit_ends_with_its_clean_exit_in_t
     # machine: the SDK client must wait for it rather than SIGTERM the tee (forwarded: exit 143).
     cap = tmp_path / "slow-exit.jsonl"
     slow = ["sh", "-c", '"$0" "$1"; sleep 2.5', *server_cmd()]
-    ops = run_clients([("legacy", None, [*TEE, "-q", "-o", str(cap), "--", *slow])])[0]
+    ops = run_clients([("legacy", None, [*TEE, "-q", "--grace", "20", "-o", str(cap), "--", *slow])])[0]
     assert ops[0]["op"] == "connect"
     events = [r.data for r in read_records(cap) if r.type is RecordType.EVENT]
     assert [e["event"] for e in events] == ["started", "stdin-eof", "exit"]
