@@ -69,7 +69,7 @@ def test_a_request_learns_its_partner_and_latency_when_the_answer_comes(tmp_path
     view = CaptureView(str(path))
     view.start()
     try:
-        assert view.ann.wait(lambda: view.ann.done, 30)
+        assert view.ann.wait(lambda: view.ann.done, 120)
         view.index.build()
         requests = [m for m in msgs if m.kind is Kind.REQUEST and m.partner_seq is not None]
         assert requests
