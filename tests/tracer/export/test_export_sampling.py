@@ -5,6 +5,7 @@ sampled-out spans reported as such (not as lost), metrics over every operation, 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -12,10 +13,17 @@ import sys
 from collections import Counter
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.otlp_receiver import OtlpReceiver
+from tests.cases import build_records
+from tests.otlp_receiver import BOUND_S, OtlpReceiver
 from tests.replay_support import req, res, write_capture
 from tests.sdk_peers import REPO
+from tracer.analyser import Analyser
+from tracer.export import build_spans
+from tracer.export.otel import OtelSink
+from tracer.export.otlp_json import OtlpJsonWriter
+from tracer.export.sampling import TraceSampling, sampler_from_env
 
 # Host traces chosen so any ratio strictly between 0 and 1 decides them alike: TraceIdRatioBased keeps
 # a trace whose low 64 bits are under ratio * 2**64.
@@ -166,3 +174,63 @@ def test_an_invalid_sampler_setting_is_one_warning_and_the_setting_is_ignored(tm
     sent, sdone, _ = _sent(cap, **env)
     assert sdone.returncode == 0 and sdone.stderr.count("warning") == 1, sdone.stderr
     assert len(sent) == len(spans)
+
+
+def _mrtr_under_host(flags: str):
+    """A three-round MRTR tools/call whose every round carries the host span's traceparent (its
+    sampled bit per `flags`), then a plain call in the connection's own trace."""
+    tp = f"00-{HIGH}-00f067aa0ba902b7-{flags}"
+    call = {"name": "deploy", "arguments": {}}
+    rounds = []
+    for i, state in enumerate((None, "r1", "r2"), 1):
+        params = {**call, **({"requestState": state} if state else {}), "_meta": {**META, "traceparent": tp}}
+        last = i == 3
+        result = {"resultType": "complete", "content": []} if last else {"resultType": "input_required"}
+        if not last:
+            result["requestState"] = f"r{i}"
+        rounds += [
+            {"c2s": {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}},
+            {"s2c": {"jsonrpc": "2.0", "id": i, "result": result}},
+        ]
+    plain = [
+        {"c2s": {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": META}}},
+        {"s2c": {"jsonrpc": "2.0", "id": 4, "result": {"tools": []}}},
+    ]
+    return build_records(rounds + plain)
+
+
+@pytest.mark.parametrize("sampled", [True, False])
+def test_the_rounds_of_an_mrtr_operation_follow_the_host_decision_with_their_operation(sampled):
+    # the rounds' parent is mcptrace's operation span (a local parent), whose own parent is the host's:
+    # the whole operation goes, or none of it, and the SDK path and otlp-json agree span for span
+    records = _mrtr_under_host("01" if sampled else "00")
+    name, sampler = sampler_from_env({})
+    memory = InMemorySpanExporter()
+    sink = OtelSink(
+        "http://127.0.0.1:9", metrics=False, exporter=memory, sampling=TraceSampling(sampler, name)
+    )
+    build_spans(records, sink, source="case", identity="case", analyser=Analyser())
+    assert sink.close(BOUND_S)
+    sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in memory.get_finished_spans()}
+    out = io.BytesIO()
+    writer = OtlpJsonWriter(out, TraceSampling(sampler, name))
+    build_spans(records, writer, source="case", identity="case", analyser=Analyser())
+    writer.close()
+    written = [
+        s
+        for line in out.getvalue().splitlines()
+        for rs in json.loads(line).get("resourceSpans", ())
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    ]
+    assert {(s["traceId"], s["spanId"]) for s in written} == sent
+    host = [s for s in memory.get_finished_spans() if f"{s.context.trace_id:032x}" == HIGH]
+    if sampled:
+        op = next(s for s in host if s.name.startswith("mcptrace.mrtr.operation"))
+        assert sorted(s.parent.span_id for s in host if s is not op) == [op.context.span_id] * 3
+        assert sink.sampled_out == writer.sampled_out == 0
+    else:
+        assert host == []  # neither the operation nor any of its rounds
+        assert sink.sampled_out == writer.sampled_out == 4
+    assert any(s.name == "tools/list" for s in memory.get_finished_spans())  # the connection's trace
+    assert sink.dropped == 0 and sink.spans == writer.spans + writer.sampled_out
