@@ -89,6 +89,7 @@ class TraceSampling:
         self.sampler = sampler
         self.description = description
         self._cache: dict[tuple[int, int], bool] = {}
+        self._kept: dict[tuple, bool] = {}
 
     def _decide(self, trace_id: int, parent: int) -> bool:
         key = (trace_id, parent)
@@ -118,8 +119,17 @@ class TraceSampling:
         return self._decide(trace_id, _REMOTE + span.host_sampled)
 
     def keep(self, span: Span) -> bool:
-        trace_id = int.from_bytes(span.trace_id)
-        if span.parent_id is None:
-            return self._decide(trace_id, _ROOT)
-        base = _REMOTE if span.remote_parent else _LOCAL
-        return self._decide(trace_id, base + self.parent_sampled(span))
+        # (one lookup per span on the encoding's hot path: what decides is the trace and its shape)
+        key = (span.trace_id, span.parent_id is None, span.remote_parent, span.host_sampled)
+        kept = self._kept.get(key)
+        if kept is None:
+            trace_id = int.from_bytes(span.trace_id)
+            if span.parent_id is None:
+                kept = self._decide(trace_id, _ROOT)
+            else:
+                base = _REMOTE if span.remote_parent else _LOCAL
+                kept = self._decide(trace_id, base + self.parent_sampled(span))
+            if len(self._kept) >= _CACHE_MAX:
+                self._kept.clear()
+            self._kept[key] = kept
+        return kept
