@@ -19,6 +19,8 @@ from tracer.analyser import analyse_all
 from tracer.model import Kind
 
 HOST = REPO / "tests" / "otel_host.py"
+# metrics only at the exporter's close, after its last spans: no periodic export mid-session
+ONLY_FINAL_METRICS = {"OTEL_METRIC_EXPORT_INTERVAL": "3600000"}
 TEE = [sys.executable, "-m", "tracer", "stdio"]
 
 
@@ -234,7 +236,12 @@ def test_live_export_leaves_out_whole_the_requests_of_a_host_that_sampled_its_tr
     cap = tmp_path / "cap.jsonl"
     with OtlpReceiver() as rx:
         ops, err = _ops(
-            _host("modern", [*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()], "--unsampled")
+            _host(
+                "modern",
+                [*TEE, "-o", str(cap), "--otlp", rx.url, "--", *server_cmd()],
+                "--unsampled",
+                env=ONLY_FINAL_METRICS,
+            )
         )
         metrics = rx.wait_for_metrics({"mcp.client.operation.duration"})  # sent after the last spans
         spans = list(rx.spans)
@@ -251,3 +258,19 @@ def test_live_export_leaves_out_whole_the_requests_of_a_host_that_sampled_its_tr
     assert "dropped" not in err
     points = metrics["mcp.client.operation.duration"].histogram.data_points
     assert sum(p.count for p in points) == len(requests)
+
+
+def test_live_proxy_export_with_always_off_sends_no_span_and_still_measures_every_request(
+    tmp_path, monkeypatch
+):
+    for k, v in {"OTEL_TRACES_SAMPLER": "always_off", **ONLY_FINAL_METRICS}.items():
+        monkeypatch.setenv(k, v)  # (the proxy, and its exporter, inherit them)
+    cap = tmp_path / "proxy.jsonl"
+    with OtlpReceiver() as rx, sdk_http_server() as upstream:
+        with mcptrace_proxy(upstream, cap, "--otlp", rx.url) as url:
+            run_clients([("modern", url, None), ("legacy", url, None)])
+        metrics = rx.wait_for_metrics({"mcp.client.operation.duration"})  # sent after the last spans
+        spans = list(rx.spans)
+    assert spans == []
+    points = metrics["mcp.client.operation.duration"].histogram.data_points
+    assert sum(p.count for p in points) == len(_requests(cap)) > 0

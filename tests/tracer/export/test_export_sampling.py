@@ -63,7 +63,8 @@ def _mcptrace(*args: str, **env: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**clean, "OTEL_BSP_SCHEDULE_DELAY": "20", **env},
+        # (metrics only at the end, after the last spans: no periodic export while a loaded machine runs it)
+        env={**clean, "OTEL_BSP_SCHEDULE_DELAY": "20", "OTEL_METRIC_EXPORT_INTERVAL": "3600000", **env},
     )
 
 
