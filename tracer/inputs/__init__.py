@@ -164,7 +164,8 @@ def _proven(
     records: Iterator[Record | ReadProblem], path: str, forced: InputFormat, head: bytes
 ) -> Iterator[Record | ReadProblem]:
     """A forced --input-format that reads no message (and no capture header) from a non-empty
-    input is the wrong format, not a clean input: an InputError before anything is reported."""
+    input that detection would not read as that format is the wrong format, not a clean input:
+    an InputError before anything is reported."""
     held: list[Record | ReadProblem] = []
     for item in records:
         held.append(item)
@@ -173,8 +174,7 @@ def _proven(
         ) or len(held) >= PROOF_RECORDS:
             break
     else:
-        if detect(head) is not forced:
-            raise _no_message(path, forced, head)
+        raise _no_message(path, forced, head)
 
     def chained() -> Iterator[Record | ReadProblem]:
         yield from held
@@ -237,7 +237,12 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
     items: Iterator[Record | ReadProblem] = records()
     if not chosen.exact_order:
         items = settle(items)
-    if fmt is not None:
+    # Only a forced format that detection would not choose is proven: one it would choose reads
+    # as detected, lazily (the proof reads to the first message, which for a HAR or a .mitm file
+    # is the whole file: the viewer parsed it before its background converter began), and could
+    # never fail (a HAR with no entries is a clean input, not the wrong format; a reader that
+    # stops on the input says so while reading, as for a detected one).
+    if fmt is not None and detect(head) is not chosen:
         try:
             items = _proven(items, path, chosen, head)
         except BaseException:

@@ -337,3 +337,63 @@ async def test_a_large_host_log_opens_lazily_and_g_reaches_its_last_row(tmp_path
         await pilot.pause()
         assert scr.view.index.line(len(expected) - 1) == expected[-1]
         assert scr.view.parsed < len(expected) / 20  # the rows on screen were made, not the file's
+
+
+def _spy_on_reader(monkeypatch, fmt: str) -> list[str]:
+    """The paths the FMT reader starts reading in this process (the converter's is another)."""
+    from dataclasses import replace
+
+    import tracer.inputs
+
+    formats = list(tracer.inputs.FORMATS)
+    i = next(i for i, f in enumerate(formats) if f.name == fmt)
+    real = formats[i].read
+    started: list[str] = []
+
+    def read(fh, path):
+        started.append(path)
+        yield from real(fh, path)
+
+    formats[i] = replace(formats[i], read=read)
+    monkeypatch.setattr(tracer.inputs, "FORMATS", formats)
+    return started
+
+
+@pytest.mark.parametrize("fmt", ["har", "mitm"])
+def test_an_explicit_har_or_mitm_format_is_read_by_the_background_converter_only_as_a_detected_one(
+    tmp_path, monkeypatch, fmt
+):
+    from argparse import Namespace
+
+    from tracer.cli.view import _check_input
+
+    register_optional_inputs()
+    path = _har(tmp_path) if fmt == "har" else _mitm(tmp_path)
+    expected = _converted_lines(path)
+    started = _spy_on_reader(monkeypatch, fmt)
+    _check_input(path, Namespace(follow=False, input_format=fmt))  # what `mcptrace view` checks first
+    view = open_view(path, fmt=fmt)
+    try:
+        assert started == [], "the viewer read the whole input itself before its converter started"
+        assert isinstance(view.index, SpoolIndex)
+        view.index.build()
+        assert [view.index.line(r) for r in range(len(view))] == expected
+    finally:
+        view.close()
+    assert started == []
+
+
+@pytest.mark.parametrize("fmt", ["har", "mitm"])
+def test_an_explicit_har_or_mitm_format_on_another_input_is_still_one_clear_error(tmp_path, fmt):
+    from argparse import Namespace
+
+    from tracer.cli import UsageError
+    from tracer.cli.view import _check_input
+
+    register_optional_inputs()
+    path = tmp_path / "log.ndjson"
+    path.write_bytes(NDJSON)
+    with pytest.raises(UsageError) as err:
+        _check_input(str(path), Namespace(follow=False, input_format=fmt))
+    assert f"read as {fmt}, it holds no message" in str(err.value)
+    assert "--input-format ndjson" in str(err.value)
