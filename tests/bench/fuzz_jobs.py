@@ -207,6 +207,8 @@ def _mutate_line(rng: random.Random, lines: list[str], used: Counter) -> None:
         lines[i], lines[j] = lines[j], lines[i]
     elif kind == "blank line":
         lines.insert(i, rng.choice(("", " ", "\t", "\r")))
+    elif kind == "invalid UTF-8 in the text":  # (to_bytes writes a lone surrogate as it is)
+        lines[i] = line.replace('"text":"', '"text":"\udcff', 1)
     elif kind == "non-ASCII in the prefix":
         lines[i] = line.replace('"transport":"stdio"', '"transport":"std\u00efo"', 1)
 
@@ -238,6 +240,7 @@ MUTATIONS = (
     "lines swapped",
     "blank line",
     "non-ASCII in the prefix",
+    "invalid UTF-8 in the text",
 )
 
 
