@@ -47,9 +47,10 @@ class Severity(IntEnum):
     WARNING = 2
     ERROR = 3
 
-    @property
-    def label(self) -> str:
-        return self.name.lower()
+    def __init__(self, value: int) -> None:
+        # a plain attribute of each member, not a property: lint and its reports read it twice a
+        # finding, and Enum.name is a slow descriptor
+        self.label: str = self.name.lower()
 
     @classmethod
     def parse(cls, text: str) -> Severity:

@@ -241,15 +241,22 @@ class _FileWork:
                 self.eras[era] = [1, key]
             else:
                 seen[0] += 1
-            for f in a.findings:
+            if a.findings:
+                for f in a.findings:
+                    out.finding(key, f)
+            if a.members:
+                for member in a.members:
+                    for f in member.findings:
+                        out.finding(key, f)
+            # (the hot path: a message never ends its session, but may begin it)
+            if not had:
+                self.born[conn] = line
+            if a_.session_cells:
+                self._cells(key)
+            return
+        for ev in a:  # an HTTP record's findings, a closed session's end findings
+            for f in ev.findings:
                 out.finding(key, f)
-            for member in a.members or ():
-                for f in member.findings:
-                    out.finding(key, f)
-        else:  # an HTTP record's findings, a closed session's end findings
-            for ev in a:
-                for f in ev.findings:
-                    out.finding(key, f)
         self._sessions_after(conn, had, line, key)
 
     def _sessions_after(self, conn: str, had: bool, line: int, key: tuple) -> None:
