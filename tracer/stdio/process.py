@@ -80,6 +80,10 @@ class CaptureProcess(CaptureOutcome):
         if pid == 0:  # the capture process: never returns
             code = 1
             try:  # (any failure here must end this process, never return into the relay's code)
+                # A session of its own: a host ends the server it started with killpg (the official
+                # SDK: SIGTERM to the tee's group, SIGKILL 2 s later), which must not kill the capture
+                # still writing what the relay copied. It ends at EOF of the notes, whatever happens.
+                os.setsid()
                 os.close(ctl_w)
                 os.close(back_r)
                 for _, w in self._caps:

@@ -60,3 +60,51 @@ def test_a_server_that_ignores_its_pipes_ends_when_the_tee_is_killed_with_sigkil
             r.data for r in read_records(cap) if r.type is RecordType.EVENT and r.data["event"] == "tee-died"
         ]
         assert [d["signals"] for d in died] == [signals]
+
+
+def test_a_host_that_kills_the_tees_process_group_leaves_the_capture_process_to_finish(tmp_path):
+    # The official SDK's stdio client starts its server in a session of its own and ends it with
+    # killpg: SIGTERM to the group, SIGKILL to whatever is left 2 s later. The capture process,
+    # still writing a backlog on a busy machine, must not be in that group.
+    from tests.tracer.stdio.test_tee_servers import request
+
+    cap = tmp_path / "cap.jsonl"
+    with subprocess.Popen(
+        [*TEE, "-o", str(cap), "--", *server("echo")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as tee:
+        tee.stdin.write(request(1))
+        tee.stdin.flush()
+        answers = [read_until(tee, tee.stdout, b"\n")]  # (both children exist now)
+        children = [int(c) for c in Path(f"/proc/{tee.pid}/task/{tee.pid}/children").read_text().split()]
+        tee_cmd = Path(f"/proc/{tee.pid}/cmdline").read_bytes()
+        capture = [c for c in children if Path(f"/proc/{c}/cmdline").read_bytes() == tee_cmd]
+        assert len(capture) == 1, children
+        os.kill(capture[0], signal.SIGSTOP)  # the capture falls behind, as under load
+        try:
+            tee.stdin.write(request(2))
+            tee.stdin.flush()
+            answers.append(read_until(tee, tee.stdout, b"\n"))  # relayed while the capture waits
+            os.killpg(tee.pid, signal.SIGTERM)  # as the SDK ends its server: the group, ...
+            try:
+                tee.wait(2)  # (the tee waits for its capture, stopped here: this runs out)
+            except subprocess.TimeoutExpired:
+                pass
+            os.killpg(tee.pid, signal.SIGKILL)  # ... and what is left of it 2 s later
+            tee.wait(BOUND_S)
+        finally:
+            try:
+                os.kill(capture[0], signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        assert _wait_gone(capture) == []
+    messages = [r for r in read_records(cap) if r.type is RecordType.MESSAGE]
+    assert [(r.dir.value, r.raw) for r in messages] == [
+        ("c2s", request(1).rstrip(b"\n")),
+        ("s2c", answers[0].rstrip(b"\n")),
+        ("c2s", request(2).rstrip(b"\n")),
+        ("s2c", answers[1].rstrip(b"\n")),
+    ]
