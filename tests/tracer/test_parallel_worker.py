@@ -10,6 +10,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from tests.cases import LEGACY_HANDSHAKE
 from tracer.cli import main
 
 T0 = 1_780_000_000_000_000_000
@@ -25,34 +26,7 @@ def _shard_everything(monkeypatch):
 
 def _session(n: int) -> list[tuple[str, dict]]:
     """A legacy stdio session whose last request is never answered (an end rule tells its age)."""
-    out = [
-        (
-            "c2s",
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "c", "version": "1"},
-                },
-            },
-        ),
-        (
-            "s2c",
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "result": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {"tools": {}},
-                    "serverInfo": {"name": "s", "version": "1"},
-                },
-            },
-        ),
-        ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    ]
+    out = [(d, msg) for entry in LEGACY_HANDSHAKE for d, msg in entry.items()]
     for i in range(1, CALLS + 1):
         out.append(("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": f"t{n}"}}))
         if i < CALLS:
