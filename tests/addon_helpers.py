@@ -9,30 +9,14 @@ from pathlib import Path
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
+from tests.cases import initialize, initialize_result
 from tracer.capture import read_capture
 from tracer.model import Record, RecordType
 
 URL_HOST, URL_PORT = "127.0.0.1", 8765
 ACCEPT_BOTH = (b"accept", b"application/json, text/event-stream")
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-INIT_RESULT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "result": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}},
-        "serverInfo": {"name": "s", "version": "1"},
-    },
-}
+INIT = initialize()
+INIT_RESULT = initialize_result()
 
 
 def body(obj) -> bytes:

@@ -94,30 +94,24 @@ def load_rule_cases() -> list[tuple[str, dict]]:
     return cases
 
 
+def initialize(id_: int | str = 1, client: str = "t", version: str = "2025-11-25") -> dict:
+    """A legacy client's `initialize` request."""
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}
+    return {"jsonrpc": "2.0", "id": id_, "method": "initialize", "params": params}
+
+
+def initialize_result(
+    id_: int | str = 1, capabilities: dict | None = None, version: str = "2025-11-25"
+) -> dict:
+    """A server's answer to `initialize` (capabilities: tools, unless given)."""
+    caps = {"tools": {}} if capabilities is None else capabilities
+    result = {"protocolVersion": version, "capabilities": caps, "serverInfo": {"name": "s", "version": "1"}}
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
 # A legacy 2025-11-25 handshake as case entries (build_records): initialize, its result, initialized.
 LEGACY_HANDSHAKE: list[dict] = [
-    {
-        "c2s": {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "c", "version": "1"},
-            },
-        }
-    },
-    {
-        "s2c": {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "result": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "s", "version": "1"},
-            },
-        }
-    },
+    {"c2s": initialize(0, "c")},
+    {"s2c": initialize_result(0)},
     {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
 ]

@@ -80,25 +80,12 @@ def _stop(proc: subprocess.Popen, sig=signal.SIGINT) -> int:
         raise AssertionError(f"{proc.args[:3]} did not stop on {sig!r}") from None
 
 
-@contextmanager
-def mcptrace_proxy(upstream: str, out: Path, *extra: str) -> Iterator[str]:
-    """`mcptrace proxy --upstream URL` on a free loopback port; yields the URL it tells the user to
-    give the host. On exit it is stopped with Ctrl-C (SIGINT), which must end it cleanly."""
+def start_proxy(upstream: str, out: Path, *extra: str) -> tuple[subprocess.Popen, _Lines, str]:
+    """`mcptrace proxy --upstream URL -o OUT` on a free loopback port, once it is ready: the process,
+    its stderr lines and the URL it tells the user to give the host. The caller stops it."""
+    cmd = [sys.executable, "-m", "tracer", "proxy", "--upstream", upstream, "--listen", "127.0.0.1:0"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tracer",
-            "proxy",
-            "--upstream",
-            upstream,
-            "--listen",
-            "127.0.0.1:0",
-            "-o",
-            str(out),
-            "--no-ui",
-            *extra,
-        ],
+        [*cmd, "-o", str(out), "--no-ui", *extra],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -107,6 +94,21 @@ def mcptrace_proxy(upstream: str, out: Path, *extra: str) -> Iterator[str]:
     err = _Lines(proc.stderr)
     try:
         url = err.wait_for(r"give the host this URL: (\S+)", "mcptrace proxy").group(1)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+        raise
+    return proc, err, url
+
+
+@contextmanager
+def mcptrace_proxy(upstream: str, out: Path, *extra: str) -> Iterator[str]:
+    """`mcptrace proxy --upstream URL` on a free loopback port; yields the URL it tells the user to
+    give the host. On exit it is stopped with Ctrl-C (SIGINT), which must end it cleanly."""
+    proc, err, url = start_proxy(upstream, out, *extra)
+    try:
         yield url
     finally:
         rc = _stop(proc)

@@ -14,11 +14,12 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from rich.console import Console
 
-from tests.proxy_peers import REPO, _Lines, _stop, capture_records
+from tests.proxy_peers import REPO, _Lines, _stop, capture_records, start_proxy
 from tests.sdk_peers import SDK_SERVER, serve_http
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind
@@ -58,30 +59,10 @@ INIT = {
 @contextmanager
 def proxy(upstream: str, out: Path, *extra: str) -> Iterator[tuple[int, list[str]]]:
     """`mcptrace proxy --upstream URL`; yields (its port, its stderr lines so far and, after, all)."""
-    proc = subprocess.Popen(
-        [
-            *MCPTRACE,
-            "proxy",
-            "--upstream",
-            upstream,
-            "--listen",
-            "127.0.0.1:0",
-            "-o",
-            str(out),
-            "--no-ui",
-            *extra,
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    err = _Lines(proc.stderr)
+    proc, err, url = start_proxy(upstream, out, *extra)
     lines: list[str] = []
     try:
-        port = int(
-            err.wait_for(r"give the host this URL: http://127\.0\.0\.1:(\d+)/", "mcptrace proxy").group(1)
-        )
+        port = urlsplit(url).port
         yield port, lines
     finally:
         assert _stop(proc) == 0

@@ -15,7 +15,7 @@ import time
 import orjson
 import pytest
 
-from tests.proxy_peers import REPO, _Lines, _stop, capture_records
+from tests.proxy_peers import REPO, _Lines, _stop, capture_records, start_proxy
 from tests.sdk_peers import sdk_http_server, server_cmd
 from tracer.model import Direction, RecordType
 
@@ -70,27 +70,7 @@ def test_sigint_to_the_proxy_mid_call_keeps_every_message_and_closes_the_call_as
     cap = tmp_path / "proxy.jsonl"
     extra = ("--json-response",) if answer == "json" else ()
     with sdk_http_server("--slow-step", "60", *extra) as upstream:
-        proxy = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tracer",
-                "proxy",
-                "--upstream",
-                upstream,
-                "--listen",
-                "127.0.0.1:0",
-                "-o",
-                str(cap),
-                "--no-ui",
-            ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        err = _Lines(proxy.stderr)
-        url = err.wait_for(r"give the host this URL: (\S+)", "mcptrace proxy").group(1)
+        proxy, err, url = start_proxy(upstream, cap)
         client, out = _client("--url", url)
         try:
             if answer == "sse":

@@ -240,29 +240,13 @@ def test_session_rules_still_see_a_bad_session_id_in_a_redacted_capture(tmp_path
     """MCP720 (characters outside visible ASCII) fires on the stored hash as on the id itself."""
     import json as _json
 
+    from tests.cases import initialize, initialize_result
     from tracer.analyser import analyse_all
     from tracer.capture import CaptureWriter, header_record, read_capture
     from tracer.http.recorder import Exchange, HttpRecorder
 
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    answer = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "result": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "serverInfo": {"name": "s", "version": "1"},
-        },
-    }
+    init = initialize()
+    answer = initialize_result(capabilities={})
     found = {}
     for redact in (True, False):
         path = tmp_path / f"{redact}.jsonl"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 
+from tests.cases import initialize, initialize_result
 from tracer.analyser import analyse_all
 from tracer.capture import ReadProblem
 from tracer.cli import main
@@ -14,25 +15,8 @@ from tracer.inputs import open_input
 from tracer.model import Direction, Record, RecordType
 
 URL = "https://mcp.example.com/mcp"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "web", "version": "1"},
-    },
-}
-INIT_RESULT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "result": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}},
-        "serverInfo": {"name": "s", "version": "1"},
-    },
-}
+INIT = initialize(client="web")
+INIT_RESULT = initialize_result()
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 LIST_RESULT = {
     "jsonrpc": "2.0",
