@@ -4,11 +4,14 @@ driver that calls the addon's hooks in the order mitmproxy does, streaming inclu
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mitmproxy import http
-from mitmproxy.test import tflow, tutils
+from mitmproxy.test import taddons, tflow, tutils
 
+from addons.mcp_capture import McpCapture
 from tests.cases import initialize, initialize_result
 from tracer.capture import read_capture
 from tracer.model import Record, RecordType
@@ -17,6 +20,17 @@ URL_HOST, URL_PORT = "127.0.0.1", 8765
 ACCEPT_BOTH = (b"accept", b"application/json, text/event-stream")
 INIT = initialize()
 INIT_RESULT = initialize_result()
+
+
+@contextmanager
+def running_capture(path: Path) -> Iterator[tuple[McpCapture, taddons.context]]:
+    """The capture addon writing PATH, as mitmproxy runs it (configured, running, then done)."""
+    addon = McpCapture()
+    with taddons.context(addon) as tctx:
+        tctx.configure(addon, mcptrace_output=str(path))
+        addon.running()  # mitmproxy is up: the capture file exists from here on
+        yield addon, tctx
+        addon.done()
 
 
 def body(obj) -> bytes:

@@ -24,6 +24,7 @@ from tests.addon_helpers import (
     flow,
     post,
     records,
+    running_capture,
     sse_body,
     stream,
 )
@@ -42,13 +43,9 @@ MODERN_META = {
 @pytest.fixture
 def capture(tmp_path):
     """(addon, taddons context, capture path)."""
-    addon = McpCapture()
     path = tmp_path / "cap.jsonl"
-    with taddons.context(addon) as tctx:
-        tctx.configure(addon, mcptrace_output=str(path))
-        addon.running()  # mitmproxy is up: the capture file exists from here on
+    with running_capture(path) as (addon, tctx):
         yield addon, tctx, path
-        addon.done()
 
 
 def test_a_json_answer_becomes_a_request_and_its_paired_response_with_http_metadata(capture):

@@ -14,7 +14,7 @@ from mitmproxy import flow as mflow
 from mitmproxy.test import taddons
 
 from addons.mcp_capture import McpCapture
-from tests.addon_helpers import INIT, INIT_RESULT, body, post, records, sse_body, stream
+from tests.addon_helpers import INIT, INIT_RESULT, body, post, records, running_capture, sse_body, stream
 from tracer.analyser import analyse_all
 from tracer.model import Direction, RecordType
 
@@ -37,13 +37,9 @@ EVENTS = [("message", body(m).decode(), str(i)) for i, m in enumerate([PROGRESS,
 
 @pytest.fixture
 def capture(tmp_path):
-    addon = McpCapture()
     path = tmp_path / "cap.jsonl"
-    with taddons.context(addon) as tctx:
-        tctx.configure(addon, mcptrace_output=str(path))
-        addon.running()
+    with running_capture(path) as (addon, _):
         yield addon, path
-        addon.done()
 
 
 def _messages(path: Path):

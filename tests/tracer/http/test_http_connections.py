@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import pytest
 from mitmproxy import connection
-from mitmproxy.test import taddons
 
-from addons.mcp_capture import McpCapture
-from tests.addon_helpers import ACCEPT_BOTH, INIT, INIT_RESULT, body, flow, post, records
+from tests.addon_helpers import ACCEPT_BOTH, INIT, INIT_RESULT, body, flow, post, records, running_capture
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind, Record, RecordType
 
@@ -32,13 +30,9 @@ TOOL = {
 
 @pytest.fixture
 def capture(tmp_path):
-    addon = McpCapture()
     path = tmp_path / "cap.jsonl"
-    with taddons.context(addon) as tctx:
-        tctx.configure(addon, mcptrace_output=str(path))
-        addon.running()
+    with running_capture(path) as (addon, _):
         yield addon, path
-        addon.done()
 
 
 def _client(port: int) -> connection.Client:
