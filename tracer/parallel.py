@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
+import struct
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -126,6 +128,38 @@ def _http_capture(path: str) -> bool:
     except (OSError, orjson.JSONDecodeError):
         return False
     return type(head) is dict and head.get("transport") in HTTP_TRANSPORTS
+
+
+class Channel:
+    """One way of a pipe between the parent and a worker: pickled objects, each behind its length
+    (the parent reads only its own workers, started by tracer.parallel_pool)."""
+
+    _LEN = struct.Struct("!Q")
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def send(self, obj) -> None:
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        self.fh.write(self._LEN.pack(len(data)))
+        self.fh.write(data)
+        self.fh.flush()
+
+    def recv(self):
+        head = self.fh.read(self._LEN.size)
+        if len(head) < self._LEN.size:
+            raise EOFError
+        (n,) = self._LEN.unpack(head)
+        data = self.fh.read(n)
+        if len(data) < n:
+            raise EOFError
+        return pickle.loads(data)
+
+    def close(self) -> None:
+        try:
+            self.fh.close()
+        except OSError:  # (a flush to a parent that has gone)
+            pass
 
 
 # -- the worker side -----------------------------------------------------------------------------

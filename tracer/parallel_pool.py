@@ -3,7 +3,9 @@ the workers, then merge their keyed streams file by file, in input order."""
 
 from __future__ import annotations
 
-import multiprocessing
+import os
+import pickle
+import subprocess
 import sys
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
@@ -11,44 +13,50 @@ from operator import itemgetter
 
 from tracer.analyser import RuleSet
 from tracer.inputs import InputError, OpenInput
-from tracer.parallel import FileResult, Task, finding_from, plan
-from tracer.parallel_worker import _worker
+from tracer.parallel import Channel, FileResult, Task, finding_from, plan
 
 
 class WorkerFailed(RuntimeError):
     pass
 
 
+# A worker is a fresh interpreter running tracer.parallel_worker.main, not a multiprocessing
+# process: forkserver and spawn re-run the caller's main module in every worker, so a script (or a
+# tool) calling tracer.cli.main(["lint", ...]) without an `if __name__ == "__main__"` guard would run
+# itself again in each. -P: no script or working directory at the front of sys.path (a `tracer` or
+# `orjson` there must not shadow ours); the directory this tracer package came from goes first unless
+# the worker's sys.path has it already (an installed tracer), so the worker runs this very tracer.
+_BOOT = (
+    "import sys; sys.path[:0] = [p for p in sys.argv[1:] if p not in sys.path]; "
+    "from tracer.parallel_worker import main; main()"
+)
+_HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 class Pool:
     def __init__(self, tasks: list[Task | None], jobs: int, rule_ids: list[str], digests: bool):
         self.tasks = tasks
-        if sys.platform.startswith("linux"):
-            # one interpreter imports the rules once; each worker is a fork of it (and not of this
-            # process, whose state a fork would copy)
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["tracer.parallel_worker", "tracer.rules"])
-        else:
-            ctx = multiprocessing.get_context("spawn")
         todo = [t for t in tasks if t is not None]
-        self.conns = []
-        self.procs = []
-        for k in range(jobs):
-            mine = [t for t in todo if t.shard or t.owner == k]
-            if not mine:
-                self.conns.append(None)
-                self.procs.append(None)
-                continue
-            parent, child = ctx.Pipe(duplex=False)
-            p = ctx.Process(
-                target=_worker,
-                args=(child, mine, k, jobs, rule_ids, digests),
-                daemon=True,
-                name=f"mcptrace-lint-{k}",
-            )
-            p.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(p)
+        self.conns: list[Channel | None] = []
+        self.procs: list[subprocess.Popen | None] = []
+        try:
+            for k in range(jobs):
+                mine = [t for t in todo if t.shard or t.owner == k]
+                if not mine:
+                    self.conns.append(None)
+                    self.procs.append(None)
+                    continue
+                p = subprocess.Popen(
+                    [sys.executable, "-P", "-c", _BOOT, _HOME], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+                )
+                self.procs.append(p)
+                self.conns.append(Channel(p.stdout))
+                assert p.stdin is not None
+                with p.stdin:
+                    pickle.dump((mine, k, jobs, rule_ids, digests), p.stdin, pickle.HIGHEST_PROTOCOL)
+        except BaseException:
+            self.close()
+            raise
 
     def takes(self, index: int) -> bool:
         return self.tasks[index] is not None
@@ -146,11 +154,15 @@ class Pool:
             if conn is not None:
                 conn.close()
         for p in self.procs:
-            if p is not None and p.is_alive():
+            if p is not None and p.poll() is None:
                 p.terminate()
         for p in self.procs:
             if p is not None:
-                p.join(5)
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
 
 
 def start_pool(
@@ -158,7 +170,7 @@ def start_pool(
 ) -> Pool | None:
     """A pool for these inputs, or None when one process is the faster way."""
     tasks = plan(opened, jobs, fmt)
-    if not any(tasks):
+    if not any(tasks) or not sys.executable:  # (an embedded interpreter: nothing to start workers with)
         return None
     for inp, task in zip(opened, tasks, strict=True):
         if task is not None:

@@ -23,7 +23,10 @@ every worker alike, as before.
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
+import sys
 import traceback
 
 from tracer.analyser import _CLOSE_EVENTS as CLOSE_EVENTS
@@ -36,6 +39,7 @@ from tracer.parallel import (
     END,
     HTTP_TRANSPORTS,
     WATERMARK_LINES,
+    Channel,
     Task,
     _capture_items,
     _FileWork,
@@ -245,6 +249,17 @@ def _worker(conn, tasks: list[Task], k: int, n: int, rule_ids: list[str], digest
             pass
     finally:
         conn.close()
+
+
+def main() -> None:
+    """A worker as tracer.parallel_pool starts it (`python -P -c ...`, a fresh interpreter that
+    never imports the caller's main module): its job pickled on stdin, its batches sent on what was
+    its stdout; fd 1 then points at stderr, so nothing else written there can reach the stream."""
+    stream = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    tasks, k, n, rule_ids, digests = pickle.load(sys.stdin.buffer)
+    sys.stdin.close()
+    _worker(Channel(stream), tasks, k, n, rule_ids, digests)
 
 
 __all__: list[str] = []

@@ -5,7 +5,7 @@ Run: python tests/bench/bench_lint_jobs.py [--messages N] [--jobs 2] [--rounds 3
 Prints, measured in one run (these machines are noisy, so compare ratios), for each round (--jobs 1
 and --jobs N alternated, each a real `mcptrace lint --format json` process, start-up included):
   - the wall time of each, and their ratio;
-  - the CPU time of every process of each run (the lint process, the forkserver, each worker; read
+  - the CPU time of every process of each run (the lint process and each worker; read
     from /proc while it runs), and the CPU-based ratio: the CPU time of all of --jobs 1 over the
     busiest process of --jobs N, i.e. the speedup N free cores give. On a machine shared with other
     users' sessions, Linux's autogroup scheduler gives a session its share of the cores however many
@@ -54,13 +54,12 @@ def _stat(pid: int) -> tuple[int, float] | None:
 def _role(pid: int, parent: int, root: int) -> str:
     if pid == root:
         return "lint"
-    if parent != root:
-        return "worker"  # (a fork of the forkserver)
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return "tracker" if b"resource_tracker" in fh.read() else "forkserver"
+            cmdline = fh.read()
     except OSError:
         return "?"
+    return "worker" if b"parallel_worker" in cmdline else "other"
 
 
 def _tree_cpu(root: int, seen: dict[int, tuple[str, float]]) -> None:

@@ -6,7 +6,10 @@ real worker processes (tracer.parallel); a user's small inputs stay in one proce
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -21,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = sorted(str(p) for p in (ROOT / "fixtures" / "captures").glob("*.jsonl"))
 FORMATS = ["text", "json", "sarif", "junit", "github"]
 _JUNIT_TIME = re.compile(r'time="[0-9.]+"')
+BOUND_S = 300  # a bound for a lint process, not a wait: the machine is shared and loaded
 
 
 @pytest.fixture(autouse=True)
@@ -229,3 +233,36 @@ def test_jobs_below_one_is_a_usage_error(capsys):
     assert main(["lint", "--jobs", "0", CAPTURES[0]]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--jobs" in err
+
+
+_UNGUARDED = """\
+import sys
+sys.path.insert(0, {root!r})
+from tracer.cli import main
+
+with open({marker!r}, "a") as fh:  # what a script does each time it runs
+    fh.write("ran\\n")
+sys.exit(main(["lint", "--no-config", "--no-progress", "--jobs", "2", "-f", "json", "-o", {out!r}, {capture!r}]))
+"""
+
+
+def test_a_script_without_a_main_guard_runs_once_when_lint_starts_workers(tmp_path, capsys):
+    """A user's script (or a tool) calling tracer.cli.main(["lint", "--jobs", ...]) at module level:
+    the worker processes never import the caller's main module, so the script runs once and its
+    report is --jobs 1's."""
+    capture, marker, out = tmp_path / "gen.jsonl", tmp_path / "runs.txt", tmp_path / "report.json"
+    generate_capture(capture, 3_000, pad=40, connections=4)
+    script = tmp_path / "lint_it.py"
+    script.write_text(
+        _UNGUARDED.format(root=str(ROOT), marker=str(marker), out=str(out), capture=str(capture))
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=dict(os.environ),  # (with the thresholds at 0: the capture is sharded across workers)
+        capture_output=True,
+        timeout=BOUND_S,
+    )
+    assert marker.read_text() == "ran\n"
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    assert _lint(capsys, 1, "--format", "json", str(capture)) == (0, out.read_text(), "")
