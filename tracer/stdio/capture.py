@@ -162,7 +162,7 @@ class CaptureSink(CaptureOutcome):
         """Bytes of the three streams the writer has framed (or knows were dropped) so far."""
         return sum(self._pos)
 
-    def hurry(self) -> None:
+    def hurry(self, at_once: bool = False) -> None:
         """(The relay falls behind a flood: only the capture process has a priority to raise.)"""
 
     def has_room(self, n: int) -> bool:

@@ -23,9 +23,13 @@ blocks: the forwarding tee(2) is non-blocking, and a full destination parks its 
 loop waits for POLLOUT on it) while the other keeps flowing; a server blocked writing its stdout
 while we wait to write its stdin must never deadlock.
 
-The capture never holds the relay up: when the capture pipe is full, the chunk is copied into
+The capture does not hold the relay up: when the capture pipe is full, the chunk is copied into
 memory within the capture's budget (`--queue-mb`) and the loop feeds the copies to the pipe as it
-gets room (POLLOUT on it), with no other thread; over the budget the copy is dropped, counted.
+gets room (POLLOUT on it), with no other thread. Only when a whole budget waits (a flood the capture
+process could not keep up with: a busy machine gave it no CPU for a while) does the loop wait for
+the capture to take copies, rather than drop one, and only as long as the capture keeps taking
+them: after ROOM_WAIT_NS with no byte taken it drops the copy (counted, recorded) and waits no more
+until the capture takes a byte again. A stopped or dead capture costs the relay one such wait.
 """
 
 from __future__ import annotations
@@ -59,6 +63,11 @@ CHECK_NS = 20_000_000
 BUSY_PREEMPTIONS = 3
 PAUSE_NS = 10_000_000
 MAX_PAUSE_NS = 1_000_000_000
+# How long the relay waits, a whole budget of copies behind, for the capture to take a byte before it
+# drops a copy instead (see the docstring): far above the few milliseconds a capture process at normal
+# priority waits for a CPU on a loaded machine, short enough that a stalled capture is only a hiccup.
+ROOM_WAIT_NS = 500_000_000
+ROOM_POLL_MS = 10  # (meanwhile, notes the control pipe could not take are handed over this often)
 CHUNK = tee_splice.CHUNK
 _NB = tee_splice.SPLICE_F_NONBLOCK
 _POLLIN, _POLLOUT = select.POLLIN, select.POLLOUT
@@ -158,10 +167,12 @@ def relay_ways(
     caught_up: threading.Event | None = None,
     spin_ns: int | None = None,
     chunk: int = CHUNK,
+    room_wait_ns: int = ROOM_WAIT_NS,
 ) -> None:
     """Relay every way until each source reaches EOF and every copy is in its capture pipe. `sink`
     is a CaptureSink or a CaptureProcess. `caught_up` is set while no copy waits in memory (the
-    capture has every byte relayed so far, or knows it dropped it)."""
+    capture has every byte relayed so far, or knows it dropped it). `room_wait_ns`: how long a
+    budget behind the loop waits for the capture to take a byte before it drops a copy (0: never)."""
     spin_ns = spin_default() if spin_ns is None else spin_ns
     poller = select.poll()
     readers = {w.src: w for w in ways}
@@ -170,7 +181,7 @@ def relay_ways(
         w.cap = sink.cap_fd(w.stream)
         poller.register(w.src, _POLLIN)
     feeders = {w.cap: w for w in ways}
-    step = _Step(sink, chunk, caught_up if caught_up is not None else threading.Event())
+    step = _Step(sink, chunk, caught_up if caught_up is not None else threading.Event(), ways, room_wait_ns)
     poll, clock = poller.poll, time.monotonic_ns
     live = len(ways)
     spin = Spin(spin_ns)
@@ -214,8 +225,11 @@ class _Step:
     """What the loop does with one ready way: forward a chunk, then hand the capture its copy; and
     feed the capture pipe the copies waiting for it."""
 
-    def __init__(self, sink, chunk: int, caught_up: threading.Event):
+    def __init__(self, sink, chunk: int, caught_up: threading.Event, ways=(), room_wait_ns: int = 0):
         self.sink = sink
+        self.ways = ways
+        self.room_wait_ns = room_wait_ns
+        self.stalled = False  # the capture took no byte for room_wait_ns: drop, do not wait again
         self.chunk = chunk
         self.budget = sink.budget
         self.caught_up = caught_up
@@ -274,6 +288,8 @@ class _Step:
                 return None
         rest = n - moved
         data = tee_splice.read_exactly(w.src, rest)
+        if self.spilled + rest > self.budget and rest <= self.budget:
+            self._make_room(rest)  # (a whole budget waits: let the capture take some first)
         if self.spilled + rest <= self.budget:
             sink.teed(stream, t_ns, n)  # (the last `rest` bytes follow in the capture pipe)
             if not self.spilled:
@@ -288,6 +304,39 @@ class _Step:
         sink.gap(stream, rest, data.count(b"\n"))  # over budget: the capture loses these, counted
         return None
 
+    def _make_room(self, need: int) -> None:
+        """Feed the waiting copies to their capture pipes, waiting for room, until `need` more bytes
+        fit in the budget; give up after `room_wait_ns` with no byte taken (`stalled`: until the
+        capture takes a byte again, later copies over the budget are dropped at once)."""
+        if self.stalled or self.room_wait_ns <= 0:
+            return
+        self.sink.hurry(True)  # (at once: the capture process may be on idle CPU only)
+        by_cap = {w.cap: w for w in self.ways if w.spill}
+        poller = select.poll()
+        for fd in by_cap:
+            poller.register(fd, _POLLOUT)
+        # (the notes of these copies may wait in the relay too: the capture reads a copy only after
+        # its note, so they are handed over as the control pipe takes them)
+        flush_notes = getattr(self.sink, "flush_notes", None)
+        clock = time.monotonic_ns
+        give_up = clock() + self.room_wait_ns
+        while by_cap and self.spilled + need > self.budget:
+            if flush_notes is not None:
+                flush_notes()
+            events = poller.poll(ROOM_POLL_MS)
+            if not events:
+                if clock() >= give_up:
+                    self.stalled = True
+                    return
+                continue
+            before = self.spilled
+            for fd, _ in events:
+                if self.feed(by_cap[fd]):
+                    poller.unregister(fd)
+                    del by_cap[fd]
+            if self.spilled < before:
+                give_up = clock() + self.room_wait_ns
+
     def feed(self, w: Way) -> bool:
         """Write waiting copies into the capture pipe as far as it takes them; True when none wait."""
         spill = w.spill
@@ -299,6 +348,7 @@ class _Step:
                 return False
             except OSError:  # the capture is gone: nothing will read these
                 n = len(view)
+            self.stalled = False
             self.spilled -= n
             if n == len(view):
                 spill.popleft()

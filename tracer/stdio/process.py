@@ -11,8 +11,9 @@ The relay writes a fixed-size note per chunk (before forwarding it, so the captu
 order across streams) without ever blocking: a full control pipe parks notes in a list flushed on
 the next chunk. When a capture pipe is full (a burst, or the capture process not scheduled yet)
 the relay copies the chunk into memory instead, within the `--queue-mb` budget, and a spill thread
-feeds it to the pipe as room comes; only over that budget is a copy dropped (counted, recorded as a
-`dropped` event), and then without copying: the relay never slows down for the capture. Findings
+feeds it to the pipe as room comes. Over that budget the relay waits for the capture as long as it
+takes copies (`wait_room`, as tracer.stdio.loop does); only a capture that takes nothing for
+ROOM_WAIT_NS loses a copy (counted, recorded as a `dropped` event), and then without copying. Findings
 of the live check and the final counts come back on a third pipe.
 
 The process is forked before the server is started and before any thread exists, so it holds no
@@ -34,6 +35,7 @@ import orjson
 from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome
 from tracer.stdio.capture_child import _CONN, _EOF, _EVENT, _GAP, _INLINE, _NOTE, _TEED, _child, _close_others
 from tracer.stdio.heap import keep_freed_memory
+from tracer.stdio.loop import ROOM_POLL_MS, ROOM_WAIT_NS
 from tracer.stdio.priority import background
 
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -114,6 +116,7 @@ class CaptureProcess(CaptureOutcome):
         self._spill_q: list[deque] = [deque(), deque(), deque()]  # per stream, in stream order
         self._spill_cv = threading.Condition(threading.Lock())
         self._closing = False
+        self._stalled = False  # the capture took no byte for ROOM_WAIT_NS: drop, do not wait again
         self._hurried_at = -HURRY_EVERY_NS
         self._spiller = threading.Thread(target=self._spill_loop, name="mcptrace-capture-spill", daemon=True)
         self._on_finding = on_finding
@@ -128,11 +131,12 @@ class CaptureProcess(CaptureOutcome):
         self._back.start()
         self._spiller.start()
 
-    def hurry(self) -> None:
+    def hurry(self, at_once: bool = False) -> None:
         """The capture falls behind a flood: normal scheduling for the capture process until it has
-        caught up (refused without the privilege to raise priority: it stays in the background)."""
+        caught up (refused without the privilege to raise priority: it stays in the background).
+        `at_once`: even if asked less than HURRY_EVERY_NS ago (the relay is about to wait for it)."""
         now = time.monotonic_ns()
-        if now - self._hurried_at >= HURRY_EVERY_NS:
+        if at_once or now - self._hurried_at >= HURRY_EVERY_NS:
             self._hurried_at = now
             background(False, self.pid)
 
@@ -183,7 +187,7 @@ class CaptureProcess(CaptureOutcome):
             except OSError:  # the capture process is gone: the relay goes on
                 return False
         rest = len(data) - n
-        if rest and self._spilled + rest > self.budget:
+        if rest and self._spilled + rest > self.budget and not self.wait_room(rest):
             if n:
                 self._send(_NOTE.pack(_TEED, stream, n, t_ns))
             self._send(_NOTE.pack(_GAP, stream, rest, data.count(b"\n", n)))
@@ -196,6 +200,28 @@ class CaptureProcess(CaptureOutcome):
                 self._spill_cv.notify()
         self._send(_NOTE.pack(_TEED, stream, len(data), t_ns))
         return True
+
+    def wait_room(self, need: int) -> bool:
+        """A whole budget of copies waits for the capture: wait while the capture takes them until
+        `need` more bytes fit (as tracer.stdio.loop does); False after ROOM_WAIT_NS with no byte
+        taken (then, until the capture takes one again, False at once: the copy is dropped)."""
+        if need > self.budget or self._stalled:
+            return False
+        self.hurry(True)
+        clock = time.monotonic_ns
+        give_up = clock() + ROOM_WAIT_NS
+        while True:
+            self.flush_notes()  # (the capture reads a copy only after its note)
+            with self._spill_cv:
+                if self._spilled + need <= self.budget:
+                    return True
+                before = self._spilled
+                self._spill_cv.wait(ROOM_POLL_MS / 1000)
+                if self._spilled < before:
+                    give_up = clock() + ROOM_WAIT_NS
+                elif clock() >= give_up:
+                    self._stalled = True
+                    return False
 
     def _spill_loop(self) -> None:
         """Feed the copies waiting in memory to their capture pipes as they get room."""
@@ -223,6 +249,9 @@ class CaptureProcess(CaptureOutcome):
                     elif n:
                         queues[i][0] = data[n:]
                     self._spilled -= n
+                    if n:
+                        self._stalled = False
+                        cv.notify_all()  # (a relay may wait for room: tracer.stdio.process.wait_room)
             if not any(queues):
                 continue
             for i in busy:
@@ -258,6 +287,13 @@ class CaptureProcess(CaptureOutcome):
             except OSError:
                 pass  # the capture process is gone: the relay goes on
 
+    def flush_notes(self) -> None:
+        """Hand over the notes parked in memory, as far as the control pipe takes them now (the relay
+        waits for the capture: the capture reads a copy only after its note)."""
+        with self._lock:
+            if self._parked and self._ctl >= 0:
+                self._unpark()
+
     def _unpark(self) -> bool:
         parked = self._parked
         while parked:
@@ -281,6 +317,10 @@ class CaptureProcess(CaptureOutcome):
 
     def close(self, timeout: float | None = 30.0) -> bool:
         """Hand over the last notes, let the capture process finish, collect its report."""
+        # The session is over: what the capture still has to write is all that the tee's exit now
+        # waits for, so it gets normal scheduling at once, not once it has read its last note on
+        # idle CPU (which a busy machine may not give it for a long while).
+        self.hurry(True)
         with self._spill_cv:
             self._closing = True
             self._spill_cv.notify()

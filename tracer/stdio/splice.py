@@ -100,6 +100,7 @@ def pump_spliced(src: int, dst: int, stream: int, sink, *, on_broken=None, chunk
     and the source is still drained (and captured) so the writer on the other side never blocks."""
     cap = sink.cap_fd(stream)
     teed, skipped, room, offer = sink.teed, sink.teed_dropped, sink.has_room, sink.offer
+    wait_room = getattr(sink, "wait_room", None)  # (a capture process: it may be waited for, bounded)
     poller = select.poll()
     poller.register(src, select.POLLIN)
     wait = poller.poll
@@ -119,7 +120,7 @@ def pump_spliced(src: int, dst: int, stream: int, sink, *, on_broken=None, chunk
                     continue
         if n == 0:
             break  # EOF: the writer closed and the pipe is empty
-        if n < 0 and room(chunk):
+        if n < 0 and (room(chunk) or (wait_room is not None and wait_room(chunk))):
             # The capture pipe is full (a burst: the capture is behind): copy this chunk through
             # Python into the capture's memory budget, as `tracer.stdio.tee.pump` does, rather than lose it.
             data = os.read(src, chunk)

@@ -9,8 +9,9 @@ chunk, so it cannot alter or reorder a byte. When all four ends are pipes (Linux
 spawns us gives) one thread relays both directions (`tracer.stdio.loop`: tee(2) forwards, the
 capture's copy is moved after, a short spin saves the wake-ups). Otherwise a thread per direction
 relays zero-copy where its two ends allow (`tracer.stdio.splice`) or by `pump` (`os.read` of up to
-1 MiB, `os.write` of all of it). The server's stderr always has its own thread. The capture never
-holds the relay up (see `CaptureSink.offer`, `tracer.stdio.process`).
+1 MiB, `os.write` of all of it). The server's stderr always has its own thread. The capture holds
+the relay up only when a whole budget of copies waits for it, and only while it keeps taking them
+(see `tracer.stdio.loop`, `tracer.stdio.process`).
 
 Life cycle: EOF on our stdin closes the server's stdin; if the server has not exited after a grace
 period it gets SIGTERM, then SIGKILL. SIGINT, SIGTERM and SIGHUP sent to us are forwarded to the

@@ -286,3 +286,41 @@ def test_a_hurried_capture_process_runs_normally_and_goes_back_to_the_background
     assert [r.data["event"] for r in read_records(tmp_path / "cap.jsonl") if r.type is RecordType.EVENT] == [
         "note"
     ]
+
+
+@pytest.mark.skipif(not tee_splice.available(), reason="the capture process needs Linux pipes")
+def test_the_read_write_relay_waits_for_a_capture_process_a_budget_behind_rather_than_drop(tmp_path):
+    # The relay of a host that gives sockets (read/write, `offer`): the capture process is stopped,
+    # as on a busy machine, until the relay says it will wait for it. Before, the copy over the
+    # budget was dropped at once.
+    from tracer.stdio.process import CaptureProcess
+
+    writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
+    chunk = 1024 * 1024
+    feed = CaptureProcess(writer, budget=chunk, live_lint=False)
+    feed.start()
+    asked = []
+    hurry = feed.hurry
+
+    def resume_when_waited_for(at_once: bool = False) -> None:
+        if at_once and not asked:
+            asked.append(True)
+            os.kill(feed.pid, signal.SIGCONT)
+        hurry(*([True] if at_once else []))
+
+    feed.hurry = resume_when_waited_for
+    line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}\n' % (b"x" * 950)
+    data = line * (4 * chunk // len(line))  # four budgets' worth
+    os.kill(feed.pid, signal.SIGSTOP)
+    try:
+        for i in range(0, len(data), chunk):
+            feed.offer(STDOUT, i, data[i : i + chunk])
+        feed.eof(STDOUT)
+    finally:
+        os.kill(feed.pid, signal.SIGCONT)
+    assert feed.close(BOUND_S)
+    writer.close()
+    records = read_records(tmp_path / "cap.jsonl")
+    assert asked
+    assert not [r for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
+    assert stream_of(records, Direction.S2C) == data

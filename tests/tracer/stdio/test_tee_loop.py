@@ -1,6 +1,7 @@
 """The one-thread relay of both stdio directions (tracer.stdio.loop) is byte-exact both ways in any
 chunking, captures every line at its offset, keeps one direction flowing while the other's reader
-is full, holds copies for a stalled capture within its budget, and survives a reader going away."""
+is full, holds copies for a stalled capture within its budget, waits (bounded) for a capture a whole
+budget behind rather than drop, and survives a reader going away."""
 
 from __future__ import annotations
 
@@ -181,6 +182,91 @@ def test_loop_holds_copies_for_a_stalled_capture_and_the_capture_ends_complete(t
     assert stream_of(records, Direction.C2S) == up
     assert stream_of(records, Direction.S2C) == b"tail without a newline"
     assert not [r for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
+
+
+class LateCapture(CaptureSink):
+    """A capture that gets no CPU (its writer does not run) until the relay says it is about to wait
+    for it (`hurry(at_once=True)`), as a capture process on idle CPU of a busy machine."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.asked = 0
+        self._started = False
+
+    def hurry(self, at_once: bool = False) -> None:
+        if at_once:
+            self.asked += 1
+            if not self._started:
+                self.start()
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            super().start()
+
+
+def _flood_beyond(budget: int) -> bytes:
+    lines = (
+        b'{"jsonrpc":"2.0","method":"notifications/message","params":{"n":%d}}\n' % i for i in range(200_000)
+    )
+    up = b"".join(lines)
+    assert len(up) > budget + 2 * relay_loop.CHUNK  # more than the budget and the capture pipe hold
+    return up
+
+
+def test_a_flood_beyond_the_budget_waits_for_a_capture_that_keeps_up_and_nothing_is_dropped(tmp_path):
+    budget = 2 * 1024 * 1024
+    up = _flood_beyond(budget)
+    path = tmp_path / "cap.jsonl"
+    sink = LateCapture(CaptureWriter(path, header_record("stdio")), "t", budget=budget)
+    pipes = Pipes([up[i : i + 65536] for i in range(0, len(up), 65536)], [b"bye\n"])
+    relay = threading.Thread(
+        target=pipes.run, args=(sink,), kwargs={"spin_ns": 0, "room_wait_ns": BOUND_S * 10**9}
+    )
+    pipes.start()
+    relay.start()
+    for t in pipes.threads:
+        t.join(BOUND_S)
+    sink.start()  # (a relay that never waited has relayed everything by now, dropping what did not fit)
+    relay.join(BOUND_S)
+    assert not relay.is_alive()
+    records = finish(sink, sink.writer, path)
+    assert bytes(pipes.got[STDIN]) == up
+    assert not [r for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
+    assert stream_of(records, Direction.C2S) == up and stream_of(records, Direction.S2C) == b"bye\n"
+    assert sink.asked >= 1
+
+
+class StoppedCapture(LateCapture):
+    """A capture that does not run at all until the test starts it (stopped, or starved)."""
+
+    def hurry(self, at_once: bool = False) -> None:
+        if at_once:
+            self.asked += 1
+
+
+def test_a_stalled_capture_costs_the_relay_one_bounded_wait_and_its_losses_are_recorded(tmp_path):
+    budget = 2 * 1024 * 1024
+    up = _flood_beyond(budget)
+    path = tmp_path / "cap.jsonl"
+    sink = StoppedCapture(CaptureWriter(path, header_record("stdio")), "t", budget=budget)
+    pipes = Pipes([up[i : i + 65536] for i in range(0, len(up), 65536)], [b"bye\n"])
+    relay = threading.Thread(target=pipes.run, args=(sink,), kwargs={"spin_ns": 0, "room_wait_ns": 10**6})
+    pipes.start()
+    relay.start()
+    for t in pipes.threads:
+        t.join(BOUND_S)
+    assert bytes(pipes.got[STDIN]) == up  # every byte relayed while the capture took none
+    assert sink.asked == 1  # one wait: stalled, the relay dropped the rest without waiting again
+    sink.start()
+    relay.join(BOUND_S)
+    assert not relay.is_alive()
+    records = finish(sink, sink.writer, path)
+    dropped = [r.data for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
+    assert dropped and sum(d["bytes"] for d in dropped) == sink.dropped_bytes[STDIN]
+    captured = sum(len(r.raw) + 1 for r in records if r.type is RecordType.MESSAGE and r.dir is Direction.C2S)
+    broken = sum(d["broken_line_bytes"] for d in dropped)
+    assert captured + sink.dropped_bytes[STDIN] + broken == len(up)  # every byte: captured or counted lost
 
 
 def test_loop_goes_on_capturing_after_a_reader_goes_away_and_says_where(tmp_path):
