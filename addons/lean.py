@@ -26,6 +26,8 @@ from mitmproxy import addonmanager, exceptions, flow, hooks, master, options
 from mitmproxy.addons import default_addons
 from mitmproxy.proxy import mode_specs
 
+from addons import inline_hooks
+
 ALWAYS = ("core", "proxyserver", "nextlayer", "tlsconfig", "scriptloader", "block")
 BY_MODE = {
     "reverse": ("updatealtsvc",),
@@ -92,23 +94,35 @@ class LeanAddonManager(addonmanager.AddonManager):
     def __init__(self, master_) -> None:
         super().__init__(master_)
         self._plans: dict[str, list] = {}
+        self._inline: dict[str, bool] = {}
+        self._parents: list = []  # addons with children (walked at every event)
 
     def register(self, addon):
-        self._plans.clear()
-        return super().register(addon)
+        self._forget()
+        try:
+            return super().register(addon)
+        finally:
+            self._forget()
 
     def add(self, *addons) -> None:
-        self._plans.clear()
+        self._forget()
         super().add(*addons)
-        self._plans.clear()
+        self._forget()
 
     def remove(self, addon) -> None:
-        self._plans.clear()
+        self._forget()
         super().remove(addon)
+        self._forget()
 
     def clear(self) -> None:
-        self._plans.clear()
+        self._forget()
         super().clear()
+
+    def _forget(self) -> None:
+        """The chain changed: plans are made again, as they are asked for."""
+        self._plans.clear()
+        self._inline.clear()
+        self._parents = [a for a in self.chain if hasattr(a, "addons")]
 
     def _plan(self, name: str) -> list:
         plan = []
@@ -130,17 +144,33 @@ class LeanAddonManager(addonmanager.AddonManager):
         return all(func is None and not own and not addon.addons for addon, func, own in plan)
 
     def _plan_for(self, event: hooks.Hook) -> list:
-        plan = self._plans.get(event.name)
+        return self._plan_for_name(event.name)
+
+    def _plan_for_name(self, name: str) -> list:
+        plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[event.name] = self._plan(event.name)
+            plan = self._plans[name] = self._plan(name)
         return plan
 
     async def trigger_event(self, event: hooks.Hook) -> None:
         plan = self._plan_for(event)
         if not plan or self._idle(plan):
             return
+        await self._run(plan, event, 0)
+
+    async def _run(self, plan: list, event: hooks.Hook, start: int, awaiting=None) -> None:
+        """PLAN's handlers from START on (AWAITING: what the handler before START returned)."""
         args = event.args()
-        for addon, func, own in plan:
+        if awaiting is not None:
+            try:
+                await awaiting
+            except exceptions.AddonHalt:
+                return
+            except exceptions.OptionsError:
+                raise
+            except Exception:
+                _log_addon_error()
+        for addon, func, own in plan[start:]:
             try:
                 if func is None:
                     if own or addon.addons:
@@ -155,6 +185,42 @@ class LeanAddonManager(addonmanager.AddonManager):
                 raise
             except Exception:
                 _log_addon_error()
+
+    # -- hooks completed in the turn that raised them (addons/inline_hooks.py) ---------------------
+
+    def inline_ready(self, name: str) -> bool:
+        """Whether hook NAME (and the `update` that would follow it) can run without the event
+        loop: every handler a plain function, no addon with children (a user's scripts) to walk."""
+        ready = self._inline.get(name)
+        if ready is None:
+            ready = self._inline[name] = all(
+                func is not None and not inspect.iscoroutinefunction(func)
+                for _addon, func, _own in self._plan_for_name(name)
+                if func is not None or _own
+            )
+        return ready and not self._walked() and self._idle(self._plan_for_name("update"))
+
+    def _walked(self) -> bool:
+        """An addon with children has some now (the script loader with the user's `-s` scripts)."""
+        return any(addon.addons for addon in self._parents)
+
+    def run_inline(self, event: hooks.Hook):
+        """Run EVENT's handlers now, as trigger_event would (once inline_ready said so). None when
+        they are done, else a coroutine that finishes the chain (a handler returned an awaitable)."""
+        plan = self._plan_for(event)
+        args = event.args()
+        for i, (_addon, func, _own) in enumerate(plan):
+            if func is None:
+                continue  # (an addon without children now: nothing to walk)
+            try:
+                res = func(*args)
+                if res is not None and inspect.isawaitable(res):
+                    return self._run(plan, event, i + 1, res)
+            except exceptions.AddonHalt:
+                return None
+            except Exception:  # (OptionsError too: mitmproxy's task would only have logged it)
+                _log_addon_error()
+        return None
 
     async def handle_lifecycle(self, event: hooks.Hook) -> None:
         await self.trigger_event(event)
@@ -174,9 +240,11 @@ def _log_addon_error() -> None:
 
 
 class LeanMaster(master.Master):
-    """A Master whose addon manager is the LeanAddonManager (no termlog: the runner reports)."""
+    """A Master whose addon manager is the LeanAddonManager (no termlog: the runner reports), and
+    whose connections complete hooks in the turn that raised them (addons/inline_hooks.py)."""
 
     def __init__(self, opts: options.Options) -> None:
+        inline_hooks.install()
         super().__init__(opts, with_termlog=False)
         # (the base class connected its own manager to option changes; only ours may answer them)
         opts.changed.disconnect(self.addons._configure_all)
