@@ -161,8 +161,9 @@ class CaptureProcess(CaptureOutcome):
     def inline(self, stream: int, t_ns: int, data: bytes) -> bool:
         """A small chunk's copy (up to INLINE_MAX bytes) sent with its note through the control
         pipe: one write, and its bytes take no slot of the capture pipe (where every small chunk
-        would take a whole page). False when the capture is a budget behind: dropped, counted."""
-        if len(self._parked) * INLINE_MAX > self.budget:
+        would take a whole page). False when the capture is a budget behind and takes nothing:
+        dropped, counted."""
+        if len(self._parked) * INLINE_MAX > self.budget and not self._wait_notes():
             self._send(_NOTE.pack(_GAP, stream, len(data), data.count(b"\n")))
             return False
         self._send(_NOTE.pack(_INLINE, stream, len(data), t_ns) + data)
@@ -294,6 +295,35 @@ class CaptureProcess(CaptureOutcome):
             if self._parked and self._ctl >= 0:
                 self._unpark()
 
+    def _wait_notes(self) -> bool:
+        """A budget of notes waits in memory (the control pipe is full): hand them over as the
+        capture process takes them until they fit, bounded as `wait_room`; False when it took none
+        for ROOM_WAIT_NS (then False at once until it takes one)."""
+        if self._stalled:
+            return False
+        self.hurry(True)
+        waiter = select.poll()
+        clock = time.monotonic_ns
+        give_up = clock() + ROOM_WAIT_NS
+        with self._lock:
+            if self._ctl < 0:
+                return False
+            waiter.register(self._ctl, select.POLLOUT)
+        while True:
+            with self._lock:
+                before = len(self._parked)
+                if self._ctl >= 0:
+                    self._unpark()
+                left = len(self._parked)
+            if left * INLINE_MAX <= self.budget:
+                return True
+            if left < before:
+                give_up = clock() + ROOM_WAIT_NS
+            elif clock() >= give_up:
+                self._stalled = True
+                return False
+            waiter.poll(ROOM_POLL_MS)
+
     def _unpark(self) -> bool:
         parked = self._parked
         while parked:
@@ -311,6 +341,7 @@ class CaptureProcess(CaptureOutcome):
                 parked.clear()
                 return True
             del parked[:k]
+            self._stalled = False  # (the capture process takes notes again)
         return True
 
     # -- the end -------------------------------------------------------------------------------

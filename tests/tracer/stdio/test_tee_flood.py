@@ -324,3 +324,40 @@ def test_the_read_write_relay_waits_for_a_capture_process_a_budget_behind_rather
     assert asked
     assert not [r for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
     assert stream_of(records, Direction.S2C) == data
+
+
+@pytest.mark.skipif(not tee_splice.available(), reason="the capture process needs Linux pipes")
+def test_small_chunks_a_budget_behind_wait_for_a_stopped_capture_process_rather_than_drop(tmp_path):
+    # Small chunks travel with their notes through the control pipe; when it is full they wait in
+    # memory, and a budget of them waiting used to drop the next one at once.
+    from tracer.stdio.capture import INLINE_MAX
+    from tracer.stdio.process import CaptureProcess
+
+    writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
+    feed = CaptureProcess(writer, budget=16 * INLINE_MAX, live_lint=False)
+    feed.start()
+    asked = []
+    hurry = feed.hurry
+
+    def resume_when_waited_for(at_once: bool = False) -> None:
+        if at_once and not asked:
+            asked.append(True)
+            os.kill(feed.pid, signal.SIGCONT)
+        hurry(*([True] if at_once else []))
+
+    feed.hurry = resume_when_waited_for
+    line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}\n' % (b"y" * 3900)
+    chunks = [line] * 1000  # ~4 MB of small chunks: far more than the control pipe holds
+    os.kill(feed.pid, signal.SIGSTOP)
+    try:
+        for i, chunk in enumerate(chunks):
+            feed.inline(STDIN, i, chunk)
+        feed.eof(STDIN)
+    finally:
+        os.kill(feed.pid, signal.SIGCONT)
+    assert feed.close(BOUND_S)
+    writer.close()
+    records = read_records(tmp_path / "cap.jsonl")
+    assert asked
+    assert not [r for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
+    assert stream_of(records, Direction.C2S) == b"".join(chunks)
