@@ -64,8 +64,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=64.0,
         metavar="MB",
-        help="bytes the capture may fall behind the relay before it drops (and records) "
-        "chunks; the relay never waits for the capture (default: 64)",
+        help="bytes the capture may fall behind the relay; beyond, the relay waits for the capture "
+        "as long as it keeps taking copies, and drops (and records) chunks only when it took none "
+        "for 0.5 s (default: 64)",
+    )
+    p.add_argument(
+        "--drop-when-behind",
+        action="store_true",
+        help="never wait for the capture: a chunk beyond --queue-mb is dropped from the capture at once "
+        "(recorded; the host and the server still get every byte)",
     )
     p.add_argument(
         "--otlp",
@@ -116,6 +123,7 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     from tracer.rules import select_rules
     from tracer.stdio import splice as tee_splice
     from tracer.stdio.capture import CaptureSink
+    from tracer.stdio.loop import ROOM_WAIT_NS
     from tracer.stdio.notes import Notes
     from tracer.stdio.tee import SpawnError, Tee, open_capture, spawn
 
@@ -136,13 +144,18 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         )
     notes = Notes(2, quiet=args.quiet, capture=path)
     budget = int(args.queue_mb * 1024 * 1024)
+    room_wait_ns = 0 if args.drop_when_behind else ROOM_WAIT_NS
     feed = None
     if tee_splice.available() and not os.environ.get("MCPTRACE_TEE_IN_PROCESS"):
         # The capture in a process of its own (forked now: before the server and before any thread).
         from tracer.stdio.process import CaptureProcess
 
         feed = CaptureProcess(
-            writer, budget=budget, live_lint=not args.no_live_lint, on_finding=notes.finding
+            writer,
+            budget=budget,
+            live_lint=not args.no_live_lint,
+            on_finding=notes.finding,
+            room_wait_ns=room_wait_ns,
         )
     try:
         child = spawn(command)
@@ -170,7 +183,16 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
             writer, f"stdio-{child.pid}", budget=budget, analyser=analyser, on_finding=notes.finding
         )
     sink.start()
-    tee = Tee(child, sink, notes, in_fd=0, out_fd=relay_out, grace=args.grace, kill_after=args.grace)
+    tee = Tee(
+        child,
+        sink,
+        notes,
+        in_fd=0,
+        out_fd=relay_out,
+        grace=args.grace,
+        kill_after=args.grace,
+        room_wait_ns=room_wait_ns,
+    )
     try:
         result = tee.run()
     finally:

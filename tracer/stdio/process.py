@@ -74,6 +74,7 @@ class CaptureProcess(CaptureOutcome):
         live_lint: bool = True,
         on_finding=None,
         keep_fds: tuple[int, ...] = (2,),
+        room_wait_ns: int = ROOM_WAIT_NS,
     ):
         self._caps = [_pipe(max(4096, min(budget, CAP_PIPE_MAX))) for _ in range(3)]
         ctl_r, ctl_w = _pipe(CAP_PIPE_MAX)
@@ -116,7 +117,8 @@ class CaptureProcess(CaptureOutcome):
         self._spill_q: list[deque] = [deque(), deque(), deque()]  # per stream, in stream order
         self._spill_cv = threading.Condition(threading.Lock())
         self._closing = False
-        self._stalled = False  # the capture took no byte for ROOM_WAIT_NS: drop, do not wait again
+        self._stalled = False  # the capture took no byte for room_wait_ns: drop, do not wait again
+        self.room_wait_ns = room_wait_ns  # (0: never wait for the capture, drop at once)
         self._hurried_at = -HURRY_EVERY_NS
         self._spiller = threading.Thread(target=self._spill_loop, name="mcptrace-capture-spill", daemon=True)
         self._on_finding = on_finding
@@ -206,11 +208,11 @@ class CaptureProcess(CaptureOutcome):
         """A whole budget of copies waits for the capture: wait while the capture takes them until
         `need` more bytes fit (as tracer.stdio.loop does); False after ROOM_WAIT_NS with no byte
         taken (then, until the capture takes one again, False at once: the copy is dropped)."""
-        if need > self.budget or self._stalled:
+        if need > self.budget or self._stalled or self.room_wait_ns <= 0:
             return False
         self.hurry(True)
         clock = time.monotonic_ns
-        give_up = clock() + ROOM_WAIT_NS
+        give_up = clock() + self.room_wait_ns
         while True:
             self.flush_notes()  # (the capture reads a copy only after its note)
             with self._spill_cv:
@@ -219,7 +221,7 @@ class CaptureProcess(CaptureOutcome):
                 before = self._spilled
                 self._spill_cv.wait(ROOM_POLL_MS / 1000)
                 if self._spilled < before:
-                    give_up = clock() + ROOM_WAIT_NS
+                    give_up = clock() + self.room_wait_ns
                 elif clock() >= give_up:
                     self._stalled = True
                     return False
@@ -299,12 +301,12 @@ class CaptureProcess(CaptureOutcome):
         """A budget of notes waits in memory (the control pipe is full): hand them over as the
         capture process takes them until they fit, bounded as `wait_room`; False when it took none
         for ROOM_WAIT_NS (then False at once until it takes one)."""
-        if self._stalled:
+        if self._stalled or self.room_wait_ns <= 0:
             return False
         self.hurry(True)
         waiter = select.poll()
         clock = time.monotonic_ns
-        give_up = clock() + ROOM_WAIT_NS
+        give_up = clock() + self.room_wait_ns
         with self._lock:
             if self._ctl < 0:
                 return False
@@ -318,7 +320,7 @@ class CaptureProcess(CaptureOutcome):
             if left * INLINE_MAX <= self.budget:
                 return True
             if left < before:
-                give_up = clock() + ROOM_WAIT_NS
+                give_up = clock() + self.room_wait_ns
             elif clock() >= give_up:
                 self._stalled = True
                 return False

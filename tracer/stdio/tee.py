@@ -204,8 +204,10 @@ class Tee:
         grace: float = 3.0,
         kill_after: float = 3.0,
         zero_copy: bool = True,
+        room_wait_ns: int = relay_loop.ROOM_WAIT_NS,
     ):
         self.child = child
+        self.room_wait_ns = room_wait_ns  # how long the loop waits for a capture a budget behind
         self.sink = sink
         self.notes = notes
         self.in_fd = in_fd
@@ -298,6 +300,7 @@ class Tee:
             ],
             sink,
             caught_up=self.caught_up,
+            room_wait_ns=self.room_wait_ns,
         )
 
     def _stdout_relay(self) -> None:

@@ -361,3 +361,45 @@ def test_small_chunks_a_budget_behind_wait_for_a_stopped_capture_process_rather_
     assert asked
     assert not [r for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
     assert stream_of(records, Direction.C2S) == b"".join(chunks)
+
+
+@pytest.mark.skipif(not tee_splice.available(), reason="the capture process needs Linux pipes")
+def test_drop_when_behind_never_waits_for_a_stopped_capture_process_and_records_the_drop(tmp_path):
+    from tracer.stdio.process import CaptureProcess
+
+    writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
+    chunk = 1024 * 1024
+    feed = CaptureProcess(writer, budget=chunk, live_lint=False, room_wait_ns=0)  # --drop-when-behind
+    feed.start()
+    asked = []
+    hurry = feed.hurry
+    feed.hurry = lambda at_once=False: (asked.append(at_once), hurry(*([True] if at_once else [])))
+    data = b'{"jsonrpc":"2.0","method":"m"}\n' * (4 * chunk // 31)
+    os.kill(feed.pid, signal.SIGSTOP)
+    try:
+        kept = [feed.offer(STDOUT, i, data[i : i + chunk]) for i in range(0, len(data), chunk)]
+        feed.eof(STDOUT)
+        relayed = list(asked)
+    finally:
+        os.kill(feed.pid, signal.SIGCONT)
+    assert feed.close(BOUND_S)
+    writer.close()
+    assert True not in relayed and False in kept  # never waited: over the budget, dropped at once
+    dropped = [r.data for r in read_records(tmp_path / "cap.jsonl") if r.type is RecordType.EVENT]
+    assert [d["event"] for d in dropped] == ["dropped"] and dropped[0]["bytes"] == feed.dropped_bytes[
+        STDOUT
+    ] > 0
+
+
+def test_the_tee_cli_takes_drop_when_behind_and_relays_exactly(tmp_path):
+    data = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(5000))
+    cap = tmp_path / "cap.jsonl"
+    p = subprocess.run(
+        [*TEE, "-q", "--drop-when-behind", "-o", str(cap), "--", "cat"],
+        input=data,
+        capture_output=True,
+        timeout=BOUND_S,
+    )
+    assert p.returncode == 0 and p.stdout == data, p.stderr
+    records = read_records(cap)
+    assert stream_of(records, Direction.C2S) == data and stream_of(records, Direction.S2C) == data
