@@ -23,6 +23,7 @@ from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 
 _HEADER = RecordType.HEADER
+_MESSAGE = RecordType.MESSAGE
 
 if TYPE_CHECKING:
     from tracer.analyser import Analyser
@@ -189,6 +190,36 @@ class SummaryBuilder:
                     self.add_finding(f)
                 self._facts(member, s)
         elif kind is Kind.REQUEST:
+            if m.meta is not None:
+                self._facts(m, s)
+        elif kind is Kind.RESULT or kind is Kind.ERROR:
+            self._facts(m, s)
+
+    def add_message(self, rec: Record, m: Analysed) -> None:
+        """add_record(rec) then add(m), for a message record whose analysis M has no findings and
+        is no batch (nearly every one; the viewer's analysis calls this once per such row)."""
+        records = self.records
+        records[_MESSAGE] = records.get(_MESSAGE, 0) + 1
+        t = rec.t_ns
+        if t:
+            if not self.first_t_ns or t < self.first_t_ns:
+                self.first_t_ns = t
+            if t > self.last_t_ns:
+                self.last_t_ns = t
+        kind = m.kind
+        key = (kind, m.era, rec.dir)
+        shapes = self.shapes
+        shapes[key] = shapes.get(key, 0) + 1
+        s = self._last
+        if s is None or s.conn != rec.conn:
+            s = self.sessions.get(rec.conn)
+            if s is None:
+                s = self.sessions[rec.conn] = SessionFacts(rec.conn, rec.transport, first_t_ns=t)
+            self._last = s
+        shapes = s.shapes
+        shapes[key] = shapes.get(key, 0) + 1
+        s.last_t_ns = t
+        if kind is Kind.REQUEST:
             if m.meta is not None:
                 self._facts(m, s)
         elif kind is Kind.RESULT or kind is Kind.ERROR:

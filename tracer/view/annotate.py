@@ -38,9 +38,11 @@ from typing import Any
 from tracer.analyser import RuleSet
 from tracer.index import IndexReset
 from tracer.safejson import dumps as safe_dumps
+from tracer.view.hotrows import fill
 from tracer.view.rowfill import MAX_STASH, RowFiller
 
 FLUSH_ROWS = 2048
+CHECK_ROWS = 256
 FLUSH_SECONDS = 0.1
 POLL_SECONDS = 0.2
 
@@ -85,17 +87,18 @@ class Annotator(RowFiller):
 
     def process(self, upto: int) -> None:
         store = self.store
-        analyse_row = self.analyse_row
         stop = self.stop
-        for row, line in self.index.lines(self.row, upto):
-            self.row = row + 1
-            try:
-                analyse_row(row, line)
-            except Exception as exc:  # a record this version cannot analyse costs its row, not the rest
-                self.unreadable(row, exc)
-            if row + 1 - store.flushed >= FLUSH_ROWS:
+        lines = self.index.lines(self.row, upto)
+        while self.row < upto:
+            # rows in runs (tracer.view.hotrows) up to the next flush check: FLUSH_ROWS unwritten
+            # rows, then every CHECK_ROWS until FLUSH_SECONDS have passed since the last flush
+            waiting = self.row - store.flushed
+            if not fill(self, lines, FLUSH_ROWS - waiting if waiting < FLUSH_ROWS else CHECK_ROWS):
+                return
+            unwritten = self.row - store.flushed
+            if unwritten >= FLUSH_ROWS:
                 now = time.monotonic()
-                if now - self._last_flush >= FLUSH_SECONDS or row + 1 - store.flushed >= 16 * FLUSH_ROWS:
+                if now - self._last_flush >= FLUSH_SECONDS or unwritten >= 16 * FLUSH_ROWS:
                     self.flush()
                 if stop.is_set():
                     return

@@ -14,6 +14,8 @@ from tracer.view.rowformat import Q_MAX, Q_MIN
 
 MAX_NOTES = 100_000  # era reasons beyond this: the rows' details are stored instead
 _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
+# (an Enum member read from its class costs a metaclass lookup each time: read once here)
+_RESULT, _ERROR, _REQUEST, _NOTIFICATION = Kind.RESULT, Kind.ERROR, Kind.REQUEST, Kind.NOTIFICATION
 
 
 class Notes:
@@ -31,32 +33,33 @@ class Notes:
         self.new = []
         return out
 
-    def of(self, fields: list[Any], a: Analysed) -> int:
-        """The note of a message whose details tracer.view.details.derive can build from its row,
-        its partner's and its bytes, exactly as compact() would store them; -1 for any other."""
+    def of(self, midx: int, prow: int, oprow: int, a: Analysed) -> int:
+        """The note of a message whose details tracer.view.details.derive can build from its row
+        (its method index MIDX, partner row PROW and first-round row OPROW), its partner's and its
+        bytes, exactly as compact() would store them; -1 for any other."""
         kind = a.kind
         ans = a.answers_method
-        if kind is Kind.RESULT or kind is Kind.ERROR:
-            if a.method is not None or (ans is not None and fields[7] < 0):
+        if kind is _RESULT or kind is _ERROR:
+            if a.method is not None or (ans is not None and midx < 0):
                 return -1
-        elif kind is Kind.REQUEST or kind is Kind.NOTIFICATION:
-            if fields[7] < 0 or ans is not None:  # (the method is the row's, from the table)
+        elif kind is _REQUEST or kind is _NOTIFICATION:
+            if midx < 0 or ans is not None:  # (the method is the row's, from the table)
                 return -1
         else:  # invalid messages (their reason), batches (their members)
             return -1
         partner = a.partner_seq
         if partner is None:
-            if fields[8] >= 0:
+            if prow >= 0:
                 return -1
-        elif fields[8] < 0 or not Q_MIN <= partner < Q_MAX:
+        elif prow < 0 or not Q_MIN <= partner < Q_MAX:
             return -1
         op = a.op_seq
         if op is None:
-            if fields[10] >= 0:
+            if oprow >= 0:
                 return -1
-        elif fields[10] < 0 or not Q_MIN <= op < Q_MAX:
+        elif oprow < 0 or not Q_MIN <= op < Q_MAX:
             return -1
-        if a.pair_status in _ANSWERED and (kind is Kind.RESULT or kind is Kind.ERROR):
+        if (kind is _RESULT or kind is _ERROR) and a.pair_status in _ANSWERED:
             req = a.request  # (its pairing reason, derived from its own id)
             idkey = a.idkey
             if (

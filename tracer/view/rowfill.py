@@ -14,7 +14,7 @@ import orjson
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import record_from_dict
 from tracer.inputs.lazy import open_rows
-from tracer.model import Analysed, Finding, Kind, RecordType
+from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
 from tracer.summary import SummaryBuilder
 from tracer.view.details import SseClock, compact, derive, expand
@@ -47,6 +47,7 @@ MAX_STASH = 100_000  # requests awaiting their answer whose rows are kept to be 
 LAT_MAX_US = 2**31 - 1
 _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
 _MESSAGE = RecordType.MESSAGE
+_BATCH = Kind.BATCH
 
 
 def _lat_us(latency_ns: int) -> int:
@@ -77,7 +78,8 @@ class RowFiller:
         self.new_frows: list[int] = []
         # (seq, connection) of a request awaiting its answer -> (request, row, top)
         self.stash: dict[tuple, tuple[Analysed, int, Analysed]] = {}
-        self.deferred: dict[int, Analysed] = {}  # rows whose details wait for their answer
+        # rows whose details wait for their answer -> (message, its row's fields as in the buffer)
+        self.deferred: dict[int, tuple[Analysed, list[Any]]] = {}
         self.sse = SseClock()
         self.timings: dict[int, dict[str, Any]] = {}  # row -> SSE timing, until its details are written
         self.capture_findings: list[list[Any]] = []
@@ -85,14 +87,16 @@ class RowFiller:
 
     # -- one row -----------------------------------------------------------------------------
 
-    def analyse_row(self, row: int, line: bytes) -> None:
-        fields = empty_row()
+    def analyse_row(self, row: int, line: bytes, obj: Any = None) -> None:
+        """Row ROW from its LINE (OBJ: the line already parsed, when it was)."""
         try:
-            obj = orjson.loads(line)
+            if obj is None:
+                obj = orjson.loads(line)
             if type(obj) is not dict:
                 raise ValueError("record is not a JSON object")
             rec = record_from_dict(obj, line=row + 1, source=self.capture)
         except (orjson.JSONDecodeError, ValueError) as exc:
+            fields = empty_row()
             if not line.strip():
                 fields[0] = RTYPE_CODE["blank"]
                 self.store.put(row, fields)
@@ -107,8 +111,20 @@ class RowFiller:
             fields[F_DET] = self.store.write_details({"broken": why})
             self.store.put(row, fields)
             return
-        self.summary.add_record(rec)
         rtype = rec.type
+        if rtype is _MESSAGE and not rec.sse:  # nearly every row: a message outside an SSE stream
+            seq = rec.seq
+            self.seqmap.add(seq, row)
+            try:
+                a = self.analyser.feed(rec)
+            except Exception:  # (the row is unreadable, its record counted all the same)
+                self.summary.add_record(rec)
+                raise
+            self.summary.add_record(rec)
+            self.message(row, a, self.message_fields(rec), None)
+            return
+        self.summary.add_record(rec)
+        fields = empty_row()
         fields[0] = RTYPE_OF[rtype]
         if rec.dir is not None:
             fields[2] = DIR_OF[rec.dir]
@@ -134,7 +150,21 @@ class RowFiller:
                 self.summary.session_closed(session, ev.name, ev.cell)
             if session is not None and self.stash:  # its requests can no longer be answered
                 conn = session.conn
-                self.stash = {k: v for k, v in self.stash.items() if v[2].rec.conn != conn}
+                stash = self.stash  # (in place: tracer.view.hotrows holds it)
+                for k in [k for k, v in stash.items() if v[2].rec.conn == conn]:
+                    del stash[k]
+
+    def message_fields(self, rec: Record) -> list[Any]:
+        """The start of a message record's row, before its analysis fills it in (message())."""
+        fields = empty_row()
+        fields[0] = RTYPE_OF[rec.type]
+        if rec.dir is not None:
+            fields[2] = DIR_OF[rec.dir]
+        if rec.dir_inferred:
+            fields[5] |= FLAG_DIR_INFERRED
+        if Q_MIN <= rec.seq < Q_MAX:
+            fields[F_SEQ] = rec.seq
+        return fields
 
     def unreadable(self, row: int, exc: Exception) -> None:
         """The row whose analysis raised: shown as broken, with the reason, in its details and counted
@@ -203,7 +233,7 @@ class RowFiller:
         if pending:
             # most requests are answered within the same flush window: their details (or note) are
             # settled once, when answered (or at the flush), not twice
-            self.deferred[row] = a
+            self.deferred[row] = (a, fields)
         else:
             self.settle(fields, a, timing)
         store = self.store
@@ -266,7 +296,7 @@ class RowFiller:
         if pending:
             # most requests are answered within the same flush window: their details (or note) are
             # settled once, when answered (or at the flush), not twice
-            self.deferred[row] = a
+            self.deferred[row] = (a, fields)
         else:
             self.settle(fields, a, timing)
         if nfind:
@@ -279,7 +309,7 @@ class RowFiller:
         fields[F_LAT_NS] = NO_LAT if lat is None or not Q_MIN <= lat < Q_MAX else lat
         note = -1
         if timing is None and not a.findings and a.reason is None and a.pair_note is None:
-            note = self.notes.of(fields, a)
+            note = self.notes.of(fields[7], fields[8], fields[10], a)
         if note >= 0:
             fields[F_NOTE] = note
             fields[F_DET] = -1
@@ -301,7 +331,9 @@ class RowFiller:
         partner."""
         _, req_row, top = hit
         store = self.store
-        fields = store.get(req_row)
+        # a row still deferred is in the buffer as its fields say (nothing changed it since)
+        waiting = self.deferred.pop(req_row, None)
+        fields = waiting[1] if waiting is not None else store.get(req_row)
         fields[8] = row
         if resp.latency_ns is not None:
             fields[9] = _lat_us(resp.latency_ns)
@@ -309,17 +341,19 @@ class RowFiller:
             oprow = self.seqmap.row(req.op_seq)
             if oprow is not None:
                 fields[10] = oprow
-        self.deferred.pop(req_row, None)
         self.settle(fields, top, self.timings.get(req_row) if self.timings else None)
-        store.put(req_row, fields)
+        if waiting is not None:
+            ROW.pack_into(store.buf, (req_row - store.flushed) * ROW_SIZE, *fields)
+        else:
+            store.put(req_row, fields)
 
     def write_deferred(self) -> None:
         store = self.store
         timings = self.timings
-        for row, top in self.deferred.items():
-            fields = store.get(row)
+        buf, flushed = store.buf, store.flushed
+        for row, (top, fields) in self.deferred.items():  # (in the buffer, as their fields say)
             self.settle(fields, top, timings.get(row) if timings else None)
-            store.put(row, fields)
+            ROW.pack_into(buf, (row - flushed) * ROW_SIZE, *fields)
         self.deferred.clear()
 
     def details_of(self, fields: list[Any], row: int) -> dict[str, Any] | None:

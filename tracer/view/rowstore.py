@@ -31,7 +31,10 @@ class RowStore:
     # -- rows --------------------------------------------------------------------------------
 
     def put(self, row: int, fields: list[Any]) -> None:
-        data = ROW.pack(*fields)
+        self.put_packed(row, ROW.pack(*fields))
+
+    def put_packed(self, row: int, data: bytes) -> None:
+        """put() of a row already packed (ROW)."""
         if row >= self.flushed:
             at = (row - self.flushed) * ROW_SIZE
             if at == len(self.buf):

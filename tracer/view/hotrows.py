@@ -1,0 +1,151 @@
+"""The viewer's analysis loop over rows (tracer.view.annotate runs it): lint's analyser on each
+record, then the row written, in one flat loop for the row nearly every capture is made of.
+
+The analysis process is lint's analyser plus what it writes per row, so every step here is a share
+of its gap to lint's speed (tests/bench/bench_view_analysis.py measures it). A plain message (a
+record with the writer's seven members, one JSON-RPC object, no finding, no unusual pairing) is
+written here with what RowFiller.message() and settle() would write for it, with local names
+instead of attribute lookups and method calls; any other row goes to RowFiller.analyse_row, which
+decides everything as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import islice
+from typing import TYPE_CHECKING
+
+import orjson
+
+from tracer.capture import _fast_record  # (record_from_dict's own first step: the same record)
+from tracer.model import Kind
+from tracer.pairing import PairStatus
+from tracer.view.details import compact
+from tracer.view.rowformat import DIR_OF, ERA_OF, KIND_OF, NO_LAT, PAIR_CODE, Q_MAX, Q_MIN, ROW, ROW_SIZE
+
+if TYPE_CHECKING:
+    from tracer.view.rowfill import RowFiller
+
+LAT_MAX_US = 2**31 - 1
+_ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
+_RESULT, _ERROR, _REQUEST, _BATCH = Kind.RESULT, Kind.ERROR, Kind.REQUEST, Kind.BATCH
+_MESSAGE_CODE = 2  # RTYPE_OF[RecordType.MESSAGE]
+_UNPARSED = object()
+
+
+def fill(f: RowFiller, lines: Iterator[tuple[int, bytes]], count: int) -> int:
+    """Analyse up to COUNT rows of LINES ((row, line) in order) into F's rows; returns how many.
+    A row whose analysis raises is written as unreadable (RowFiller.unreadable) and the next one
+    goes on. F's tables are held here for the whole run: the general path changes them in place."""
+    loads = orjson.loads
+    json_error = orjson.JSONDecodeError
+    capture = f.capture
+    feed = f.analyser.feed
+    seqmap = f.seqmap
+    seqs, seq_rows, segments, row_of = seqmap.seqs, seqmap.rows, seqmap.segments, seqmap.row
+    summary = f.summary
+    add_message = summary.add_message
+    methods = f.methods
+    stash = f.stash
+    deferred = f.deferred
+    note_of = f.notes.of
+    store = f.store
+    buf = store.buf  # (the store's own buffer: what it appends in place, this appends to as well)
+    flushed = store.flushed  # (no flush happens during a fill)
+    pack = ROW.pack
+    n = 0
+    for row, line in islice(lines, count):
+        n += 1
+        try:
+            try:
+                obj = loads(line)
+            except json_error:
+                obj = _UNPARSED
+            rec = _fast_record(obj, row + 1, capture) if obj.__class__ is dict else None
+            if rec is None:  # not a plain message record: the general path (broken lines too)
+                f.analyse_row(row, line, None if obj is _UNPARSED else obj)
+                continue
+            seq = rec.seq
+            if seqs and seq <= seqs[-1]:  # (SeqMap.add)
+                segments.append(len(seqs))
+            seqs.append(seq)
+            seq_rows.append(row)
+            try:
+                a = feed(rec)
+            except Exception:  # (the row is unreadable, its record counted all the same)
+                summary.add_record(rec)
+                raise
+            kind = a.kind
+            if kind is _BATCH or a.findings or a.reason is not None or a.pair_note is not None:
+                summary.add_record(rec)
+                f.message(row, a, f.message_fields(rec), None)
+                continue
+            # -- a plain message: RowFiller.message() and settle(), for what such a message has
+            add_message(rec, a)
+            ps = a.pair_status
+            flags = PAIR_CODE.get(ps, 0) if ps else 0
+            label = a.method or a.answers_method
+            if label:
+                midx = methods.get(label)
+                if midx is None:
+                    midx = f.method_index(label)
+            else:
+                midx = -1
+            prow = lat_us = oprow = -1
+            lat = a.latency_ns
+            pending = False
+            if kind is _RESULT or kind is _ERROR:
+                req = a.request
+                hit = stash.pop((req.seq, rec.conn), None) if req is not None and ps in _ANSWERED else None
+                if hit is not None and hit[0].idkey != req.idkey:
+                    hit = None
+                partner = a.partner_seq
+                if partner is not None:
+                    # the request's row, as the stash knows it (one recording: seqs rise, so it is
+                    # the row the seq map would find) or as the seq map finds it
+                    if hit is not None and partner == req.seq and len(segments) == 1:
+                        prow = hit[1]
+                    else:
+                        p = row_of(partner)
+                        if p is not None:
+                            prow = p
+                if lat is not None:
+                    lat_us = -1 if lat < 0 else min(LAT_MAX_US, lat // 1000)
+                if hit is not None:
+                    f.answered(req, hit, row, a)
+            elif kind is _REQUEST:
+                pending = a.idkey is not None
+            elif a.partner_seq is not None:
+                p = row_of(a.partner_seq)
+                if p is not None:
+                    prow = p
+            if a.op_seq is not None:
+                p = row_of(a.op_seq)
+                if p is not None:
+                    oprow = p
+            if pending:
+                # RowFiller.remember(): its row learns its partner when the answer comes, and its
+                # details are settled then (or at the flush), once
+                fields = [
+                    _MESSAGE_CODE, KIND_OF[kind], DIR_OF[rec.dir], ERA_OF[a.era], 0, flags, 0, midx, prow,
+                    lat_us, oprow, -1, -1, seq, NO_LAT,
+                ]  # fmt: skip
+                stash[(seq, rec.conn)] = (a, row, a)
+                deferred[row] = (a, fields)
+                data = pack(*fields)
+            else:
+                note = note_of(midx, prow, oprow, a)
+                det = -1 if note >= 0 else store.write_details(compact(a, row_of, None))
+                data = pack(
+                    _MESSAGE_CODE, KIND_OF[kind], DIR_OF[rec.dir], ERA_OF[a.era], 0, flags, 0, midx, prow,
+                    lat_us, oprow, note, det, seq, lat if lat is not None and Q_MIN <= lat < Q_MAX else NO_LAT,
+                )  # fmt: skip
+            if (row - flushed) * ROW_SIZE == len(buf):
+                buf += data
+            else:
+                store.put_packed(row, data)
+        except Exception as exc:  # a record this version cannot analyse costs its row, not the rest
+            f.unreadable(row, exc)
+    if n:
+        f.row = row + 1
+    return n
