@@ -23,6 +23,7 @@ from tracer.model import Direction, Record, RecordType
 from tracer.output import FORMAT_NAME, open_output
 from tracer.recordmodel import check_envelope, check_header, check_int64, check_t_ns
 from tracer.redact import redact_event_data, redact_header_record, redact_http
+from tracer.safejson import dumps as safe_dumps
 
 FORMAT_VERSION = 1
 # The most buffers one writev(2) takes (Linux: 1024); a batch of more lines is joined first.
@@ -279,7 +280,7 @@ class CaptureWriter:
             self._write_bytes(b"".join(lines)[done:])
 
     def _write_obj(self, obj: dict[str, Any]) -> None:
-        self._write_bytes(orjson.dumps(obj) + b"\n")
+        self._write_bytes(safe_dumps(obj) + b"\n")
 
     def next_seq(self) -> int:
         with self._lock:
@@ -319,11 +320,16 @@ class CaptureWriter:
                 if not rec.t_ns:
                     rec.t_ns = time.time_ns()
                 line = encode(rec) if encode is not None else None
-                lines.append(
-                    line
-                    if line is not None
-                    else dumps(record_to_dict(rec, redact=self.redact), option=newline)
-                )
+                if line is None:
+                    obj = record_to_dict(rec, redact=self.redact)
+                    try:
+                        line = dumps(obj, option=newline)
+                    except TypeError:
+                        # a value orjson refuses: a lone surrogate (mitmproxy's surrogateescape of a
+                        # request path that is not UTF-8), an integer past 64 bits. The record is
+                        # written all the same (the refusal lost it, and every later one of its batch)
+                        line = safe_dumps(obj, option=newline)
+                lines.append(line)
                 self.records_written += 1
             self._write_lines(lines)
 

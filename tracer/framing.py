@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+RETRY_MAX = (1 << 63) - 1  # the largest SSE retry a capture stores (its integers are int64)
+
 
 @dataclass(slots=True)
 class Frame:
@@ -213,8 +215,11 @@ class SseParser:
             if "\0" not in value:
                 self._id = value
                 self.last_id = value
-        elif name == "retry" and value.isdigit():
-            self._retry = int(value)
+        elif name == "retry" and value.isascii() and value.isdigit():
+            # ASCII digits only, as the SSE spec says (str.isdigit also takes '²', which int()
+            # refuses); a value past what a capture stores (int64) keeps its meaning, "wait that
+            # long", as the largest one (int() of thousands of digits raises besides)
+            self._retry = int(value) if len(value) < 19 else RETRY_MAX
         return None
 
     def _dispatch(self) -> SseEvent | None:

@@ -25,6 +25,7 @@ import orjson
 from tracer import __version__
 from tracer.http.headers import header
 from tracer.model import Direction, Record, RecordType
+from tracer.safejson import dumps as safe_dumps
 
 
 @dataclass(slots=True, eq=False)
@@ -248,5 +249,6 @@ class HarBuilder:
                 "entries": entries,
             }
         }
-        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        # (safe_dumps: a lone surrogate a HAR's URL or header carries is legal JSON orjson refuses)
+        out.write(safe_dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         return len(entries)

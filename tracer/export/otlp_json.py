@@ -15,12 +15,11 @@ import os
 from bisect import bisect_left
 from typing import IO, Any
 
-import orjson
-
 from tracer import __version__
 from tracer.export import mapping as M
 from tracer.export.sampling import TraceSampling
 from tracer.export.spantypes import Span
+from tracer.safejson import dumps as safe_dumps
 
 BATCH = 512  # spans per line
 _KIND = {"internal": 1, "server": 2, "client": 3}
@@ -185,7 +184,7 @@ class OtlpJsonWriter:
                 {"resource": self._resource, "scopeMetrics": [{"scope": self._scope, "metrics": metrics}]}
             ]
         }
-        return orjson.dumps(doc) + b"\n"
+        return safe_dumps(doc) + b"\n"
 
     def flush(self) -> None:
         if not self.pending:
@@ -195,7 +194,8 @@ class OtlpJsonWriter:
                 {"resource": self._resource, "scopeSpans": [{"scope": self._scope, "spans": self.pending}]}
             ]
         }
-        self.out.write(orjson.dumps(doc) + b"\n")
+        # (safe_dumps: a lone surrogate a HAR's URL or header carries is legal JSON orjson refuses)
+        self.out.write(safe_dumps(doc) + b"\n")
         self.pending = []
         self.lines += 1
 

@@ -119,7 +119,10 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
         ex.client_id = conn
     steps = [Step(sent, REQUEST, index, ex)]
     status = resp.get("status")
-    if not isinstance(status, int) or status <= 0:  # aborted, blocked, never answered
+    # 0 or -1: aborted, blocked, never answered. A status no HTTP response has (true, four digits
+    # and more) is no response either: past 64 bits it parsed as a float here and as an int in the
+    # entry-by-entry reader (harstream), and a converted capture cannot hold it (its line was lost)
+    if type(status) is not int or not 0 < status < 1000:
         why = resp.get("_error") or entry.get("_error") or "no response"
         steps.append(Step(end, FAILED, index, ex, why=str(why)))
         return steps
