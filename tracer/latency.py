@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections import Counter
 
 EXACT_MAX = 8192  # answers per method kept exactly (64 KB)
 METHODS_MAX = 256
@@ -68,6 +69,36 @@ class _Method:
         else:
             self._count(ns)
 
+    def extend(self, values: list[int]) -> None:
+        """add() of each of VALUES (ints within 64 bits) in turn, done at once: the same state after
+        (a histogram is a count per bucket, whatever the order its values came in)."""
+        if not values:
+            return
+        lo, hi = min(values), max(values)
+        if self.count == 0 or lo < self.low:
+            self.low = lo
+        if self.count == 0 or hi > self.high:
+            self.high = hi
+        self.count += len(values)
+        exact = self.values
+        if exact is not None:
+            exact.extend(values)
+            if len(exact) <= EXACT_MAX:
+                return
+            self.hist = {}
+            self.values = None
+            values = exact  # (add() moves every value kept so far into the histogram, then counts on)
+            lo = min(values)
+        hist = self.hist
+        assert hist is not None
+        if lo > 0:  # every value positive: the keys of _bucket(), a log each, no call per value
+            log, step = math.log, _STEP
+            for k, n in Counter([int(log(v) / step) + 1 for v in values]).items():
+                hist[k] = hist.get(k, 0) + n
+        else:
+            for v in values:
+                self._count(v)
+
     def _count(self, v: int) -> None:
         hist = self.hist
         assert hist is not None
@@ -105,6 +136,17 @@ class Latencies:
             if entry is None:
                 entry = self._by[method] = _Method()
         entry.add(ns)
+
+    def add_many(self, method: str, values: list[int]) -> None:
+        """add(method, v) for each of VALUES in turn (the viewer's summary adds them in batches)."""
+        entry = self._by.get(method)
+        if entry is None:
+            if len(self._by) >= METHODS_MAX:
+                method = OTHER_METHODS
+                entry = self._by.get(method)
+            if entry is None:
+                entry = self._by[method] = _Method()
+        entry.extend(values)
 
     def table(self) -> dict[str, dict[str, int]]:
         return {method: entry.row() for method, entry in sorted(self._by.items())}

@@ -24,6 +24,9 @@ from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VE
 
 _HEADER = RecordType.HEADER
 _MESSAGE = RecordType.MESSAGE
+_RESULT, _ERROR, _REQUEST = Kind.RESULT, Kind.ERROR, Kind.REQUEST  # (read once: see tracer.view.notes)
+_Q_MIN, _Q_MAX = -(2**63), 2**63
+LATENCY_BATCH = 8192
 
 if TYPE_CHECKING:
     from tracer.analyser import Analyser
@@ -139,6 +142,8 @@ class SummaryBuilder:
         self.rules: Counter = Counter()
         self.severities: Counter = Counter()
         self.latencies = Latencies()  # bounded: exact in a short session, a histogram in a long one
+        self._latency: dict[str, list[int]] = {}  # answers' latencies not yet in the table, by method
+        self._latency_n = 0
         self.sessions: dict[str, SessionFacts] = {}  # the open ones, by connection
         self.closed: list[SessionFacts] = []  # in the order they closed, each with its name
         self._names: set[str] = set()  # the closed sessions' names
@@ -219,10 +224,10 @@ class SummaryBuilder:
         shapes = s.shapes
         shapes[key] = shapes.get(key, 0) + 1
         s.last_t_ns = t
-        if kind is Kind.REQUEST:
+        if kind is _REQUEST:
             if m.meta is not None:
                 self._facts(m, s)
-        elif kind is Kind.RESULT or kind is Kind.ERROR:
+        elif kind is _RESULT or kind is _ERROR:
             self._facts(m, s)
 
     def add_finding(self, f: Finding) -> None:
@@ -244,21 +249,36 @@ class SummaryBuilder:
 
     def _facts(self, m: Analysed, s: SessionFacts) -> None:
         kind = m.kind
-        if m.latency_ns is not None and kind in (Kind.RESULT, Kind.ERROR) and m.answers_method:
-            self.latencies.add(m.answers_method, m.latency_ns)
-        if kind is Kind.REQUEST:
+        ns = m.latency_ns
+        if ns is not None and (kind is _RESULT or kind is _ERROR) and m.answers_method:
+            if _Q_MIN <= ns < _Q_MAX:
+                # kept here and given to the table in batches (Latencies.add_many: the same table,
+                # without four calls per answer); a list per method, at most LATENCY_BATCH values
+                pending = self._latency.get(m.answers_method)
+                if pending is None:
+                    pending = self._latency[m.answers_method] = []
+                pending.append(ns)
+                self._latency_n += 1
+                if self._latency_n >= LATENCY_BATCH:
+                    self._add_latencies()
+            else:  # (not a latency two timestamps of a capture give: as the table takes it)
+                self._add_latencies()
+                self.latencies.add(m.answers_method, ns)
+        if kind is _REQUEST:
             meta = m.meta
             if meta is not None:
                 pv = meta.get(META_PROTOCOL_VERSION)
                 if type(pv) is str and len(s.modern_versions) < 16:  # (a peer could send thousands)
                     s.modern_versions.add(pv)
-                caps = meta.get(META_CLIENT_CAPS)
-                if type(caps) is dict and s.meta_client_caps is None:
-                    s.meta_client_caps = caps
-                info = meta.get(META_CLIENT_INFO)
-                if info is not None and s.meta_client_info is None:
-                    s.meta_client_info = info
-        elif (kind is Kind.RESULT or kind is Kind.ERROR) and s.meta_server_info is None:
+                if s.meta_client_caps is None:  # (the first request's that carried them)
+                    caps = meta.get(META_CLIENT_CAPS)
+                    if type(caps) is dict:
+                        s.meta_client_caps = caps
+                if s.meta_client_info is None:
+                    info = meta.get(META_CLIENT_INFO)
+                    if info is not None:
+                        s.meta_client_info = info
+        elif (kind is _RESULT or kind is _ERROR) and s.meta_server_info is None:
             res = m.result
             meta = res.get("_meta") if res is not None else None
             if type(meta) is dict and meta.get(META_SERVER_INFO) is not None:
@@ -270,7 +290,16 @@ class SummaryBuilder:
     def messages(self) -> int:
         return sum(self.shapes.values())
 
+    def _add_latencies(self) -> None:
+        """The latencies kept since the last call, into the table, methods in the order they came."""
+        add = self.latencies.add_many
+        for method, values in self._latency.items():
+            add(method, values)
+        self._latency = {}
+        self._latency_n = 0
+
     def latency_table(self) -> dict[str, dict[str, int]]:
+        self._add_latencies()
         return self.latencies.table()
 
     def snapshot(self, analyser: Analyser | None = None) -> dict[str, Any]:

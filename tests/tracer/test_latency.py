@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,3 +63,39 @@ def test_a_peer_inventing_method_names_cannot_grow_the_table_without_bound():
     table = lat.table()
     assert len(table) == METHODS_MAX + 1
     assert table[OTHER_METHODS]["count"] == 5_000
+
+
+def _batches(rng: random.Random, answers: list[tuple[str, int]]):
+    """The answers cut into runs of random length, each run's values by method in the order the
+    methods first came in it (as the viewer's summary hands them over)."""
+    i = 0
+    while i < len(answers):
+        n = rng.choice([1, 7, 500, EXACT_MAX, 3 * EXACT_MAX])
+        run: dict[str, list[int]] = {}
+        for method, v in answers[i : i + n]:
+            run.setdefault(method, []).append(v)
+        yield from run.items()
+        i += n
+
+
+@pytest.mark.parametrize("n", [1, 60, EXACT_MAX - 50, EXACT_MAX, EXACT_MAX + 1, 3 * EXACT_MAX])
+@pytest.mark.parametrize("methods", [1, METHODS_MAX + 20])
+@pytest.mark.parametrize("values", ["positive", "signed", "huge"])
+def test_latencies_added_in_batches_make_the_table_they_make_one_by_one(n, methods, values):
+    rng = random.Random(f"{n} {methods} {values}")
+    names = ["tools/call"] if methods == 1 else [f"m{i}" for i in range(methods)]
+
+    def value() -> int:
+        v = int(min(rng.lognormvariate(14, 1.5), 1e18))  # (64 bits: what two timestamps give)
+        if values == "signed":
+            return rng.choice([v, -v, 0])
+        return rng.choice([v, 2**63 - 1]) if values == "huge" else v
+
+    answers = [(rng.choice(names), value()) for _ in range(n)]
+    one, many = Latencies(), Latencies()
+    for method, v in answers:
+        one.add(method, v)
+    for method, batch in _batches(rng, answers):
+        many.add_many(method, batch)
+    assert many.table() == one.table()
+    assert many.buckets() == one.buckets()
