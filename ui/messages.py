@@ -38,6 +38,10 @@ class IndexProgress(Message):
         self.done = done
 
 
+class TailRead(Message):
+    """The input's last rows were read ahead of the index (`G`): show them, provisional."""
+
+
 class AnalysisProgress(Message):
     """The background analysis reported progress (read its state from view.ann)."""
 

@@ -32,6 +32,7 @@ from ui.messages import (
     OpenFailed,
     ReopenWhole,
     RowSelected,
+    TailRead,
     ViewReady,
 )
 from ui.widgets.detail import DetailPane
@@ -76,6 +77,7 @@ class ViewerScreen(Screen):
         self.first_drawn = threading.Event()
         self.first_drawn_at: float | None = None
         self.last_row_drawn_at: float | None = None
+        self.tail_drawn_at: float | None = None  # G showed the end read ahead (provisional rows)
 
     def compose(self) -> ComposeResult:
         yield StatusBar(id="status")
@@ -192,6 +194,8 @@ class ViewerScreen(Screen):
     def on_index_progress(self, msg: IndexProgress) -> None:
         if self.view is None:
             return
+        if msg.done and self.view.tail is not None:
+            self.view.drop_tail()  # the exact rows are all there: the read-ahead ones go
         self._rows_grew()
         if msg.done:
             self.index_done = True
@@ -233,7 +237,7 @@ class ViewerScreen(Screen):
         self.list.refresh_selection()
         row = self.list.selected_row
         if row is not None:
-            s = ann.row(row)
+            s = ann.row(row) if row >= 0 else None  # (a row read ahead is analysed once it is indexed)
             key = (row, s.detail_key if s is not None else -2)
             if key != self.shown_detail:
                 self._show_detail(row, keep_scroll=True)
@@ -248,7 +252,7 @@ class ViewerScreen(Screen):
 
     def _show_detail(self, row: int | None, keep_scroll: bool = False) -> None:
         view = self.view
-        if view is None or row is None or row >= len(view):
+        if view is None or row is None or row >= len(view) or (row < 0 and view.tail is None):
             self.detail.show(None)
             self.shown_detail = None
             return
@@ -425,8 +429,36 @@ class ViewerScreen(Screen):
         if self.index_done:
             self.list.action_last()
             self.call_after_refresh(self._last_row_drawn)
-        else:
-            self.pending_last = True
+            return
+        self.pending_last = True
+        view = self.view
+        if view is None:
+            return
+        if view.tail is not None:  # read ahead already: to its last row
+            self.list.action_last()
+        elif view.can_read_ahead():
+            self._read_ahead(view)
+
+    @work(thread=True, exclusive=True, group="ahead")
+    def _read_ahead(self, view: CaptureView) -> None:
+        """The end of the input at once, read ahead of the index (tracer.inputs.tail)."""
+        if view.read_ahead():
+            self.post_message(TailRead())
+
+    def on_tail_read(self, _msg: TailRead) -> None:
+        view = self.view
+        if view is None or view.tail is None:
+            return
+        if self.index_done:  # (the index got there first: its rows are the exact ones)
+            view.drop_tail()
+            return
+        self.list.update_count()
+        if self.pending_last and self.list.rows is None:
+            self.list.action_last()
+            self.call_after_refresh(self._tail_drawn)
+
+    def _tail_drawn(self) -> None:
+        self.tail_drawn_at = time.monotonic()  # read by tests/bench/bench_view.py
 
     # -- other screens -----------------------------------------------------------------------
 

@@ -160,14 +160,15 @@ def _title(d: RowDetail) -> Text:
     rec = d.record
     t = Text()
     if rec is None:
-        t.append(f"row {d.row:,}", style="bold")
+        t.append(f"row {d.row:,}" if d.row >= 0 else "rows still being read", style="bold")
         return t
     a = d.analysis or {}
     if rec.type.value == "header":
         t.append("capture header", style="bold")
         t.append(f"  ·  {d.where or f'capture line {d.row + 1:,}'}: a new capture starts here", style="dim")
         return t
-    t.append(f"#{rec.seq}" if rec.seq else f"row {d.row:,}", style="bold")
+    # (a row read ahead of the index, tracer.view.viewdata: its number is pending)
+    t.append(f"#{rec.seq}" if rec.seq else f"row {d.row:,}" if d.row >= 0 else "read ahead", style="bold")
     t.append("  ")
     if rec.dir is not None:
         t.append(

@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tracer.view.viewdata import CaptureView, RowInfo
+from tracer.view.viewdata import GAP_ROW, CaptureView, RowInfo
 from ui.format import (
     DIM,
     DIR_ARROW,
@@ -95,6 +95,7 @@ class MessageList(ScrollView, can_focus=True):
         self.view: CaptureView | None = None
         self.rows: array | None = None  # filtered rows, or None for every row
         self._count = 0
+        self._base = 0  # indexed rows shown (the rest of the count: read-ahead rows, view.tail)
         self._sel_partner: int | None = None
         self._sel_op: int | None = None
         self._sel_row: int | None = None
@@ -113,11 +114,20 @@ class MessageList(ScrollView, can_focus=True):
 
     def update_count(self) -> None:
         """Re-read how many rows there are (indexing or follow mode added some)."""
-        old = self._count
+        old, old_base = self._count, self._base
         if self.rows is not None:
-            self._count = len(self.rows)
+            self._count = self._base = len(self.rows)
         else:
-            self._count = len(self.view) if self.view is not None else 0
+            view = self.view
+            self._base = len(view) if view is not None else 0
+            ahead = view.provisional if view is not None else 0
+            # read-ahead rows follow the indexed ones, after one row that stands for the rest
+            self._count = self._base + (1 + ahead if ahead else 0)
+            if old_base <= self.cursor < old and self._count > self._base and self._base != old_base:
+                # (on a read-ahead row: it stays selected, and in view, while more rows are indexed)
+                self.set_reactive(MessageList.cursor, self.cursor + self._base - old_base)
+                self.virtual_size = Size(self.size.width, self._count)
+                self._scroll_to_cursor()
         self.virtual_size = Size(self.size.width, self._count)
         if self._count != old:
             self.refresh()
@@ -144,11 +154,18 @@ class MessageList(ScrollView, can_focus=True):
         self.cursor = min(pos if pos is not None else 0, self._count - 1)
 
     def row_at(self, pos: int) -> int:
-        return self.rows[pos] if self.rows is not None else pos
+        """The capture row at a position; past the indexed rows, GAP_ROW then the read-ahead rows
+        (-2, -3, ...: see tracer.view.viewdata)."""
+        if self.rows is not None:
+            return self.rows[pos]
+        return pos if pos < self._base else GAP_ROW - (pos - self._base)
 
     def position_of(self, row: int, nearest: bool = False) -> int | None:
         if self.rows is None:
-            return row if 0 <= row < self._count else None
+            if row < 0:
+                pos = self._base - row + GAP_ROW
+                return pos if self._base <= pos < self._count else None
+            return row if 0 <= row < self._base else None
         i = bisect_left(self.rows, row, 0, self._count)
         if i < self._count and self.rows[i] == row:
             return i
@@ -246,9 +263,21 @@ class MessageList(ScrollView, can_focus=True):
             line_style = base + self.get_component_rich_style("message-list--op")
         else:
             line_style = base
-        segments = self._segments(info, width, row)
+        segments = self._segments(info, width, row) if row >= 0 else self._ahead(info, width, row)
         strip = Strip(segments).apply_style(line_style) if segments else Strip.blank(width, line_style)
         return strip.crop_extend(0, width, line_style)
+
+    def _ahead(self, info: RowInfo, width: int, row: int) -> list[Segment]:
+        """A read-ahead row: no number (pending) and no analysis, drawn apart from exact rows."""
+        if row == GAP_ROW:
+            view = self.view
+            done = f"{view.index.progress:.0%}" if view is not None else ""
+            text = f"  ⋯ rows still being read ({done} so far); below: the end of the file, read ahead"
+            return [Segment(_fit(text, width), Style(italic=True, bold=True))]
+        segs = self._segments(info, width, row)
+        if segs and info.basics.rtype == "message":
+            segs[0] = Segment(" " + _fit("~", W_SEQ, True) + " ", DIM)
+        return [Segment(s.text, (s.style or Style()) + Style(italic=True)) for s in segs]
 
     def _segments(self, info: RowInfo, width: int, row: int) -> list[Segment]:
         b = info.basics

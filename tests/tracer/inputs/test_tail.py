@@ -1,0 +1,109 @@
+"""The end of a host log or an NDJSON file read ahead of the sequential pass (tracer.inputs.tail):
+what `G` shows at once. Every row read ahead is a row of the conversion (lint's rows), the same
+but for what the rows before the window decide (seq, a restarted server's connection, the first
+message's mark, a guessed direction), and the last one is the conversion's last; hostile and
+damaged inputs give rows or none, never an error."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tests.gencapture import generate
+from tests.geninputs import generate as generate_input
+from tests.tracer.view.test_view_lazy_rows import HOSTLOG, NDJSON, _converted_lines, _hostile_hostlog
+from tracer.inputs import open_input
+from tracer.inputs.tail import read_tail
+
+PENDING = ("seq", "conn", "offset")  # what the rows before the window decide
+
+
+def _key(obj: dict) -> tuple:
+    data = obj.get("data") or {}
+    return obj.get("line"), obj.get("type"), data.get("event")
+
+
+def _provisional_view(obj: dict) -> dict:
+    out = {k: v for k, v in obj.items() if k not in PENDING}
+    if out.get("dir_inferred"):
+        out.pop("dir", None)  # (an NDJSON answer whose request is before the window)
+    return out
+
+
+def _fmt(path: str):
+    inp = open_input(path)
+    inp.fh.close()
+    return inp.format
+
+
+def _check_tail(path: str, nbytes: int) -> int:
+    """Read the tail of PATH; every row must be the conversion's row of its line. Returns how many."""
+    tail = read_tail(path, _fmt(path), nbytes=nbytes)
+    assert tail is not None
+    converted = [orjson.loads(line) for line in _converted_lines(path)[1:]]
+    by_key = {_key(obj): obj for obj in converted}
+    ahead = [orjson.loads(line) for line in tail.lines]
+    for obj in ahead:
+        assert obj["seq"] == 0, "a row read ahead has no seq yet"
+        assert _key(obj) in by_key, obj
+        assert _provisional_view(obj) == _provisional_view(by_key[_key(obj)])
+    assert _key(ahead[-1]) == _key(converted[-1]), "the last row read ahead is the input's last"
+    return len(ahead)
+
+
+@pytest.mark.parametrize("fmt", ["hostlog", "ndjson"])
+@pytest.mark.parametrize("nbytes", [300, 4096, 1 << 20])
+def test_every_row_read_ahead_is_the_conversions_row_of_its_line(tmp_path, fmt, nbytes):
+    capture = tmp_path / "big.jsonl"
+    generate(capture, 3_000, 80)
+    path = tmp_path / f"big.{fmt}"
+    generate_input(str(capture), path, fmt, swap_every=97)
+    assert _check_tail(str(path), nbytes) >= 1
+
+
+@pytest.mark.parametrize("nbytes", [130, 300, 700, 1 << 16])
+def test_a_host_log_with_restarts_bom_and_stray_lines_reads_ahead_as_its_conversion(tmp_path, nbytes):
+    path = tmp_path / "mcp-server-alpha.log"
+    path.write_bytes(HOSTLOG)
+    _check_tail(str(path), nbytes)
+
+
+@pytest.mark.parametrize("nbytes", [60, 150, 1 << 16])
+def test_ndjson_with_early_answers_and_broken_lines_reads_ahead_as_its_conversion(tmp_path, nbytes):
+    path = tmp_path / "log.ndjson"
+    path.write_bytes(NDJSON)
+    _check_tail(str(path), nbytes)
+
+
+@pytest.mark.parametrize("nbytes", [500, 5000, 50_000])
+def test_a_hostile_host_log_reads_ahead_as_its_conversion(tmp_path, nbytes):
+    path = tmp_path / "mcp.log"
+    path.write_bytes(_hostile_hostlog())
+    _check_tail(str(path), nbytes)
+
+
+def test_a_row_read_ahead_names_its_line_in_the_whole_file(tmp_path):
+    path = tmp_path / "log.ndjson"
+    path.write_bytes(b'{"jsonrpc":"2.0","method":"a"}\n' * 1000 + b'{"jsonrpc":"2.0","id":9,"method":"b"}\n')
+    tail = read_tail(str(path), _fmt(str(path)), nbytes=100)
+    assert tail is not None and orjson.loads(tail.lines[-1])["line"] == 1001
+    assert tail.first_line == 1001 - len(tail.lines) + 1
+
+
+def test_a_window_inside_one_long_line_or_over_blank_lines_reads_nothing_ahead(tmp_path):
+    long = tmp_path / "long.ndjson"
+    long.write_bytes(
+        b'{"jsonrpc":"2.0","id":1,"method":"a"}\n{"jsonrpc":"2.0","method":"' + b"x" * 10_000 + b'"}'
+    )
+    assert read_tail(str(long), _fmt(str(long)), nbytes=1000) is None  # (its start is not in the window)
+    blank = tmp_path / "blank.ndjson"
+    blank.write_bytes(b'{"jsonrpc":"2.0","id":1,"method":"a"}\n' + b" \n\r\n\n" * 500)
+    assert read_tail(str(blank), _fmt(str(blank)), nbytes=100) is None
+    assert read_tail(str(tmp_path / "gone.ndjson"), _fmt(str(blank))) is None
+
+
+def test_bytes_that_are_no_json_at_the_end_read_ahead_as_the_reader_reads_them(tmp_path):
+    path = tmp_path / "log.ndjson"
+    junk = bytes(range(256)) * 20
+    path.write_bytes(b'{"jsonrpc":"2.0","id":1,"method":"a"}\n' * 50 + junk + b"\n" + junk)
+    _check_tail(str(path), 3000)
