@@ -72,8 +72,10 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
             steps.extend(flow)
             if end and ex.client_id:
                 closed[ex.client_id] = (max(end, closed.get(ex.client_id, (0, 0))[0]), index)
-    except exceptions.FlowReadException as exc:
-        problem = ReadProblem(source, index + 1, f"cannot read flow {index + 1}: {exc}")
+    except (exceptions.FlowReadException, MemoryError) as exc:
+        # (MemoryError: a length prefix of a terabyte, which a file's buffered read allocates before
+        # it finds the file shorter: a cut file like any other, the flows before it kept)
+        problem = ReadProblem(source, index + 1, f"cannot read flow {index + 1}: {exc or type(exc).__name__}")
     for cid, (t, last) in closed.items():
         steps.append(
             Step(t, CLIENT_CLOSED, last, Exchange(id="", client="", method="", url="", client_id=cid))
