@@ -175,8 +175,12 @@ class CaptureView:
     # -- provisional rows of the end, read ahead of the index ---------------------------------
 
     def can_read_ahead(self) -> bool:
-        """Whether `read_ahead` may give rows: an input read lazily, not yet read to its end."""
-        return isinstance(self.index, RecordIndex) and not self.follow and not self.index.complete
+        """Whether `read_ahead` may give rows: a host log or NDJSON file read lazily, or a HAR
+        converted in the background, not yet read to its end."""
+        index = self.index
+        if self.follow or index.complete:
+            return False
+        return isinstance(index, RecordIndex) or (isinstance(index, SpoolIndex) and index.fmt_name == "har")
 
     def read_ahead(self) -> bool:
         """Read the input's last rows ahead of the index (any thread; the UI shows them once this
@@ -184,8 +188,13 @@ class CaptureView:
         index = self.index
         if not self.can_read_ahead():
             return False
-        assert isinstance(index, RecordIndex)
-        tail = read_tail(index.path, index.fmt)
+        if isinstance(index, RecordIndex):
+            tail = read_tail(index.path, index.fmt)
+        else:
+            from tracer.inputs.hartail import read_har_tail
+
+            lines = read_har_tail(self.source)
+            tail = Tail(lines, 0, 0, 0) if lines else None
         if tail is None or index.complete:
             return False
         self.tail = tail
@@ -236,8 +245,9 @@ class CaptureView:
             pass
         why = (
             "Read ahead from the end of the file, before the rows above it: provisional. Its row "
-            "number and seq are pending, and its connection, direction (when guessed) and first-"
-            "message mark may change once the rows before it are read; it is analysed then."
+            "number and seq are pending, and what the rows before it decide (its connection, a "
+            "guessed direction, a first-message mark, a HAR entry's number) may change once they "
+            "are read; it is analysed then."
         )
         where = f"line {rec.line:,} of {name}, read ahead" if rec is not None and rec.line else "read ahead"
         return RowDetail(row, line, len(line), rec, why, where=where)

@@ -6,13 +6,17 @@ damaged inputs give rows or none, never an error."""
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 
 from tests.gencapture import generate
 from tests.geninputs import generate as generate_input
+from tests.tracer.test_hostile_har import HOSTILE, _entry
 from tests.tracer.view.test_view_lazy_rows import HOSTLOG, NDJSON, _converted_lines, _hostile_hostlog
 from tracer.inputs import open_input
+from tracer.inputs.hartail import read_har_tail
 from tracer.inputs.tail import read_tail
 
 PENDING = ("seq", "conn", "offset")  # what the rows before the window decide
@@ -107,3 +111,64 @@ def test_bytes_that_are_no_json_at_the_end_read_ahead_as_the_reader_reads_them(t
     junk = bytes(range(256)) * 20
     path.write_bytes(b'{"jsonrpc":"2.0","id":1,"method":"a"}\n' * 50 + junk + b"\n" + junk)
     _check_tail(str(path), 3000)
+
+
+# -- a HAR's last entries (tracer.inputs.hartail) ---------------------------------------------------
+
+HAR_PENDING = ("seq", "line", "conn")  # and the exchange's flow id, the entry's number
+
+
+def _har_view(obj: dict) -> bytes:
+    out = {k: v for k, v in obj.items() if k not in HAR_PENDING}
+    if isinstance(out.get("http"), dict):
+        out["http"] = {k: v for k, v in out["http"].items() if k != "flow"}
+    return orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
+
+
+def _check_har_tail(path: str, nbytes: int) -> int:
+    lines = read_har_tail(path, nbytes=nbytes)
+    if lines is None:
+        return 0
+    converted = [_har_view(orjson.loads(line)) for line in _converted_lines(path)[1:]]
+    known = set(converted)
+    ahead = [orjson.loads(line) for line in lines]
+    for obj in ahead:
+        assert obj["seq"] == 0 and obj["line"] == 0 if "line" in obj else obj["seq"] == 0
+        if obj["type"] in ("message", "http"):  # (connection events are the recorder's, pending too)
+            assert _har_view(obj) in known, obj
+    assert _har_view(ahead[-1]) == converted[-1], "the last row read ahead is the input's last"
+    return len(ahead)
+
+
+@pytest.mark.parametrize("nbytes", [2000, 20_000, 1 << 20])
+def test_every_row_read_ahead_of_a_har_is_a_row_of_its_conversion(tmp_path, nbytes):
+    capture = tmp_path / "big.jsonl"
+    generate(capture, 3_000, 80)
+    path = tmp_path / "big.har"
+    generate_input(str(capture), path, "har", swap_every=97)
+    assert _check_har_tail(str(path), nbytes) >= 1
+
+
+def test_hostile_har_entries_read_ahead_as_far_as_their_conversion_goes(tmp_path):
+    entries = [_entry(**change) for change in HOSTILE] + [_entry()]
+    path = tmp_path / "hostile.har"
+    path.write_text(json.dumps({"log": {"version": "1.2", "entries": entries}}))
+    assert _check_har_tail(str(path), 1 << 20) >= 1
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        b'{"log":{"entries":[' + b'{"a":' * 5000 + b"1" + b"}" * 4999,  # nested, cut
+        b'{"log":{"entries":[' + b"{" * 200_000,
+        b'{"log":{"entries":[{"startedDateTime":"x","request":{}}' + b"\xff\xfe" * 10,
+        b'{"log":{"entries":[{"startedDateTime":"x","request":{"url":"\\"{\\"request\\":{}}"}}',  # cut
+        b"",
+    ],
+    ids=["nested", "braces", "not-utf8", "cut", "empty"],
+)
+def test_a_damaged_har_reads_nothing_ahead_or_what_its_entries_say_never_an_error(tmp_path, doc):
+    path = tmp_path / "damaged.har"
+    path.write_bytes(doc)
+    lines = read_har_tail(str(path), nbytes=1 << 20)
+    assert lines is None or all(orjson.loads(line)["seq"] == 0 for line in lines)
