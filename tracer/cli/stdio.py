@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 SWITCH_INTERVAL_S = 0.00005
 
@@ -113,7 +114,24 @@ def run(args: argparse.Namespace) -> int:
     relay_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    return tee_main(command, args, relay_out)
+    code = tee_main(command, args, relay_out)
+    if args.otlp is None:
+        _exit_at_once(code)
+    return code
+
+
+def _exit_at_once(code: int) -> NoReturn:
+    """The session is over and everything is closed: the capture written and its process reaped, the
+    server reaped, the notes said. Exit now rather than tear the interpreter down with the analyser's
+    hundreds of modules loaded (50-140 ms here), which a host waiting for its server to exit, and the
+    end of a flood, would wait for. (Not with --otlp: its exporter's end is the writer's close, and
+    teardown is left as it was.)"""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> int:
