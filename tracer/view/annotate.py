@@ -38,7 +38,7 @@ from typing import Any
 from tracer.analyser import RuleSet
 from tracer.index import IndexReset
 from tracer.safejson import dumps as safe_dumps
-from tracer.view.hotrows import fill
+from tracer.view.hotrows import block, fill
 from tracer.view.rowfill import MAX_STASH, RowFiller
 
 FLUSH_ROWS = 2048
@@ -88,13 +88,19 @@ class Annotator(RowFiller):
     def process(self, upto: int) -> None:
         store = self.store
         stop = self.stop
-        lines = self.index.lines(self.row, upto)
         while self.row < upto:
             # rows in runs (tracer.view.hotrows) up to the next flush check: FLUSH_ROWS unwritten
             # rows, then every CHECK_ROWS until FLUSH_SECONDS have passed since the last flush
-            waiting = self.row - store.flushed
-            if not fill(self, lines, FLUSH_ROWS - waiting if waiting < FLUSH_ROWS else CHECK_ROWS):
+            first = self.row
+            waiting = first - store.flushed
+            lines = block(
+                self.index,
+                first,
+                min(upto, first + (FLUSH_ROWS - waiting if waiting < FLUSH_ROWS else CHECK_ROWS)),
+            )
+            if not lines:
                 return
+            fill(self, first, lines)
             unwritten = self.row - store.flushed
             if unwritten >= FLUSH_ROWS:
                 now = time.monotonic()

@@ -11,19 +11,20 @@ decides everything as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from itertools import islice
+import os
 from typing import TYPE_CHECKING
 
 import orjson
 
 from tracer.capture import _fast_record  # (record_from_dict's own first step: the same record)
+from tracer.index import LineIndex
 from tracer.model import Kind
 from tracer.pairing import PairStatus
 from tracer.view.details import compact
 from tracer.view.rowformat import DIR_OF, ERA_OF, KIND_OF, NO_LAT, PAIR_CODE, Q_MAX, Q_MIN, ROW, ROW_SIZE
 
 if TYPE_CHECKING:
+    from tracer.inputs.lazy import RecordIndex
     from tracer.view.rowfill import RowFiller
 
 LAT_MAX_US = 2**31 - 1
@@ -33,10 +34,21 @@ _MESSAGE_CODE = 2  # RTYPE_OF[RecordType.MESSAGE]
 _UNPARSED = object()
 
 
-def fill(f: RowFiller, lines: Iterator[tuple[int, bytes]], count: int) -> int:
-    """Analyse up to COUNT rows of LINES ((row, line) in order) into F's rows; returns how many.
-    A row whose analysis raises is written as unreadable (RowFiller.unreadable) and the next one
-    goes on. F's tables are held here for the whole run: the general path changes them in place."""
+def block(index: LineIndex | RecordIndex, first: int, last: int) -> list[bytes]:
+    """The lines of rows FIRST..LAST-1 (fewer if the input has fewer): a capture's in one read,
+    split at its newlines as the index found them (bytes.split: no step per line in Python)."""
+    if type(index) is LineIndex:
+        start, end = index.span(first)[0], index.span(last - 1)[1]
+        lines = os.pread(index.fd, end - start, start).split(b"\n")
+        if len(lines) == last - first:  # (else the file changed under us: as the index reads it)
+            return lines
+    return [line for _, line in index.lines(first, last)]
+
+
+def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
+    """Analyse LINES, the rows from FIRST on, into F's rows. A row whose analysis raises is written
+    as unreadable (RowFiller.unreadable) and the next one goes on. F's tables are held here for
+    the whole run: the general path changes them in place."""
     loads = orjson.loads
     json_error = orjson.JSONDecodeError
     capture = f.capture
@@ -53,9 +65,7 @@ def fill(f: RowFiller, lines: Iterator[tuple[int, bytes]], count: int) -> int:
     buf = store.buf  # (the store's own buffer: what it appends in place, this appends to as well)
     flushed = store.flushed  # (no flush happens during a fill)
     pack = ROW.pack
-    n = 0
-    for row, line in islice(lines, count):
-        n += 1
+    for row, line in enumerate(lines, first):
         try:
             try:
                 obj = loads(line)
@@ -146,6 +156,4 @@ def fill(f: RowFiller, lines: Iterator[tuple[int, bytes]], count: int) -> int:
                 store.put_packed(row, data)
         except Exception as exc:  # a record this version cannot analyse costs its row, not the rest
             f.unreadable(row, exc)
-    if n:
-        f.row = row + 1
-    return n
+    f.row = first + len(lines)
