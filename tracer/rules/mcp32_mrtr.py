@@ -62,9 +62,22 @@ def input_required(m: Analysed) -> dict | None:
     return r if r is not None and r.get("resultType") == "input_required" else None
 
 
+def _asks_input(m: Analysed, s) -> bool:
+    """The gate of MCP322-MCP326: each judges an InputRequiredResult only, so every other result
+    skips all five after one look."""
+    return input_required(m) is not None
+
+
 def own_pending(m: Analysed, s: Session) -> PendingRequest | None:
     """A request's own entry in the pending table (registered before the rules run)."""
     return s.pending.get((m.rec.dir, m.idkey)) if m.idkey is not None else None
+
+
+def retry_params(m: Analysed, s) -> bool:
+    """The gate of MCP328-MCP332: each judges a request carrying `inputResponses` or `requestState`
+    (an MRTR retry, or one that looks like it), so the usual request skips all five after one look."""
+    params = m.params
+    return params is not None and ("inputResponses" in params or "requestState" in params)
 
 
 def retried_round(m: Analysed, s: Session):
@@ -205,6 +218,7 @@ def unknown_result_type(m: Analysed, s: Session):
     kinds=RESULT,
     versions=MODERN,
     scope="pairing",
+    gate=_asks_input,
     spec=f"{MRTR}:L184-192",
 )
 def input_required_on_unsupported_method(m: Analysed, s):
@@ -230,6 +244,7 @@ def input_required_on_unsupported_method(m: Analysed, s):
     Severity.ERROR,
     kinds=RESULT,
     versions=MODERN,
+    gate=_asks_input,
     spec=f"{MRTR}:L245; schema/2026-07-28/schema.ts:L575",
 )
 def input_required_empty(m: Analysed, s):
@@ -252,6 +267,7 @@ def input_required_empty(m: Analysed, s):
     Severity.ERROR,
     kinds=RESULT,
     versions=MODERN,
+    gate=_asks_input,
     spec=f"{MRTR}:L229; schema/2026-07-28/schema.ts:L537-565",
 )
 def input_request_malformed(m: Analysed, s):
@@ -310,6 +326,7 @@ def input_request_malformed(m: Analysed, s):
     kinds=RESULT,
     versions=MODERN,
     scope="pairing",
+    gate=_asks_input,
     spec=f"{MRTR}:L246; spec/2026-07-28/client/elicitation.mdx:L81; spec/2026-07-28/client/sampling.mdx:L52",
 )
 def input_request_capability_missing(m: Analysed, s):
@@ -352,6 +369,7 @@ def input_request_capability_missing(m: Analysed, s):
     Severity.ERROR,
     kinds=RESULT,
     versions=MODERN,
+    gate=_asks_input,
     spec=f"{MRTR}:L228",
 )
 def input_requests_duplicate_keys(m: Analysed, s):
@@ -410,6 +428,7 @@ def request_state_not_string(m: Analysed, s):
     kinds=REQUEST,
     versions=MODERN,
     scope="pairing",
+    gate=retry_params,
     spec=f"{MRTR}:L256; spec/2026-07-28/server/tools.mdx:L234",
 )
 def retry_reuses_request_id(m: Analysed, s):
@@ -436,6 +455,7 @@ def retry_reuses_request_id(m: Analysed, s):
     kinds=REQUEST,
     versions=MODERN,
     scope="pairing",
+    gate=retry_params,
     spec=f"{MRTR}:L254-255",
 )
 def retry_request_state_not_echoed(m: Analysed, s):

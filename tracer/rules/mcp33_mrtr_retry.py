@@ -6,7 +6,7 @@ from tracer.catalog.registry import rule
 from tracer.jsonpath import member
 from tracer.model import Analysed, Hit, Severity
 from tracer.protocol import MODERN
-from tracer.rules.mcp32_mrtr import INPUT_METHODS, MRTR, REQUEST, own_pending, retried_round
+from tracer.rules.mcp32_mrtr import INPUT_METHODS, MRTR, REQUEST, own_pending, retried_round, retry_params
 from tracer.tracking import MRTR_METHODS
 
 
@@ -32,6 +32,7 @@ def _fits(method: str, value) -> str | None:
     kinds=REQUEST,
     versions=MODERN,
     scope="pairing",
+    gate=retry_params,
     spec=f"{MRTR}:L251-253, :L264; schema/2026-07-28/schema.ts:L600-606",
 )
 def retry_input_responses_incomplete(m: Analysed, s):
@@ -62,6 +63,7 @@ def retry_input_responses_incomplete(m: Analysed, s):
     kinds=REQUEST,
     versions=MODERN,
     scope="pairing",
+    gate=retry_params,
     spec=f"{MRTR}:L101-102, :L261",
 )
 def input_response_wrong_type(m: Analysed, s):
@@ -97,6 +99,7 @@ def input_response_wrong_type(m: Analysed, s):
     kinds=REQUEST,
     versions=MODERN,
     scope="pairing",
+    gate=retry_params,
     spec=f"{MRTR}:L257; schema/2026-07-28/schema.ts:L600",
 )
 def input_responses_without_round(m: Analysed, s):

@@ -56,6 +56,44 @@ def complete(m: Analysed) -> dict | None:
     return r if rt == "complete" else None
 
 
+_last_unusual: list = [None, True]
+
+
+def unusual_tool_result(m: Analysed, s) -> bool:
+    """The gate of MCP610-MCP613, MCP615 and MCP618 (tracer.rules.mcp61_tool_calls): False promises
+    that none of them finds anything. So it is for the common `tools/call` result: an interim one,
+    or a content list of text blocks with their text and no annotations, `isError` a boolean or
+    absent, no `structuredContent`. Remembered for the last message (two runs of rules ask)."""
+    if _last_unusual[0] is m:
+        return _last_unusual[1]
+    _last_unusual[0] = m
+    _last_unusual[1] = out = _unusual_tool_result(m)
+    return out
+
+
+def _unusual_tool_result(m: Analysed) -> bool:
+    if m.answers_method != "tools/call":  # (prompts/get, resources/...: those rules always run)
+        return True
+    r = complete(m)
+    if r is None:  # no content blocks, no call result to judge
+        return False
+    content = r.get("content")
+    if type(content) is not list or "structuredContent" in r:
+        return True
+    err = r.get("isError", MISSING)
+    if err is not MISSING and type(err) is not bool:
+        return True
+    for block in content:
+        if (
+            type(block) is not dict
+            or block.get("type") != "text"
+            or type(block.get("text")) is not str
+            or "annotations" in block
+        ):
+            return True
+    return False
+
+
 def tools_of(m: Analysed) -> list | None:
     r = complete(m)
     tools = r.get("tools") if r is not None else None

@@ -16,7 +16,14 @@ from tracer.catalog.registry import rule
 from tracer.era import possible_versions
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import L1, L2, L3, L4, M, between, since
-from tracer.rules.mcp60_tools_list import KNOWN_DIALECTS, TOOLS, _compiled, complete, schema_text
+from tracer.rules.mcp60_tools_list import (
+    KNOWN_DIALECTS,
+    TOOLS,
+    _compiled,
+    complete,
+    schema_text,
+    unusual_tool_result,
+)
 from tracer.tracking import MISSING
 
 
@@ -225,6 +232,7 @@ def _template_re(template: str) -> re.Pattern:
     Severity.ERROR,
     kinds=RESULT,
     methods=CALL,
+    gate=unusual_tool_result,
     spec="schema CallToolResult, e.g. schema/2026-07-28/schema.ts:L1809-1838",
 )
 def call_result_malformed(m: Analysed, s):
@@ -251,6 +259,7 @@ def call_result_malformed(m: Analysed, s):
     Severity.ERROR,
     kinds=RESULT,
     methods=("tools/call", "prompts/get"),
+    gate=unusual_tool_result,
     spec="schema ContentBlock, e.g. schema/2025-06-18/schema.ts:L1133, schema/2026-07-28/schema.ts:L2305-2406",
 )
 def content_block_invalid(m: Analysed, s):
@@ -282,6 +291,7 @@ def content_block_invalid(m: Analysed, s):
     Severity.ERROR,
     kinds=RESULT,
     methods=("tools/call", "prompts/get", "resources/read"),
+    gate=unusual_tool_result,
     spec="spec/2026-07-28/server/prompts.mdx:L256, :L271; spec/2026-07-28/server/resources.mdx:L432",
 )
 def base64_invalid(m: Analysed, s):
@@ -305,6 +315,7 @@ def base64_invalid(m: Analysed, s):
     kinds=RESULT,
     methods=CALL,
     versions=between(L3, L4),
+    gate=unusual_tool_result,
     spec="schema/2025-11-25/schema.ts:L1113 structuredContent object",
 )
 def structured_content_not_object(m: Analysed, s):
@@ -367,6 +378,7 @@ def structured_content_mismatch(m: Analysed, s):
     kinds=RESULT,
     methods=CALL,
     versions=since(L3),
+    gate=unusual_tool_result,
     spec=f"spec/2025-11-25/server/tools.mdx:L326; {TOOLS}:L500",
 )
 def structured_content_without_text(m: Analysed, s):
@@ -456,6 +468,7 @@ def call_params_malformed(m: Analysed, s):
     Severity.ERROR,
     kinds=RESULT,
     methods=("tools/call", "prompts/get", "resources/list", "resources/templates/list"),
+    gate=unusual_tool_result,
     spec="schema Annotations, schema/2026-07-28/schema.ts:L2270-2300",
 )
 def annotations_out_of_range(m: Analysed, s):
