@@ -123,3 +123,44 @@ def test_sse_events_get_their_place_and_gaps_in_the_stream(tmp_path):
     first, second = ann.details(ann.row(3))["sse"], ann.details(ann.row(4))["sse"]
     assert (first["n"], first["since_open"], first["since_prev"]) == (1, 3_000_000, 3_000_000)
     assert (second["n"], second["since_open"], second["since_prev"]) == (2, 7_000_000, 4_000_000)
+
+
+def test_each_request_of_a_second_recording_in_the_file_points_at_its_own_answer(tmp_path):
+    # A host restarted its server: the file holds two recordings, the second's connection named as
+    # the first's, the same seqs again. The second header closes the first's sessions (a request
+    # left unanswered is forgotten) and its answers, one with a finding, pair anew.
+    from tests.cases import LEGACY_HANDSHAKE, build_records
+    from tracer.capture import header_record, write_records
+
+    call = {"name": "search", "arguments": {}}
+    entries = [
+        *LEGACY_HANDSHAKE,
+        {"c2s": {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": call}},
+        {"c2s": {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": call}},
+        {"s2c": {"jsonrpc": "2.0", "id": 5, "result": {"content": "not a list"}}},  # (a finding)
+        {"s2c": {"jsonrpc": "2.0", "id": 6, "result": {"content": []}}},
+        {"c2s": {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call}},  # (never answered)
+    ]
+    one = tmp_path / "one.jsonl"
+    write_records(str(one), header_record("stdio"), build_records(entries), redact=False)
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(one.read_bytes() * 2)
+    with open(path, "rb") as fh:
+        recs = list(read_capture(fh, str(path)))
+    msgs, _ = analyse_all(recs)
+    second = [i for i, r in enumerate(recs) if r.type is RecordType.HEADER][1]
+    work = tmp_path / "w"
+    work.mkdir()
+    progress = _annotate(path, work)
+    ann = Annotations(str(path), workdir=str(work))
+    for m in progress:
+        ann._apply(m)
+    checked = 0
+    for m in msgs:
+        row = next(i for i, r in enumerate(recs) if r is m.rec)
+        part = range(second, len(recs)) if row > second else range(second)
+        want = next(i for i in part if recs[i].seq == m.partner_seq) if m.partner_seq is not None else None
+        assert ann.row(row).partner == want, row
+        checked += want is not None
+    assert checked == 2 * 2 * 3  # (initialize and both calls, each way, in each recording)
+    assert any(ann.row(r).nfind for r in range(second, len(recs)))
