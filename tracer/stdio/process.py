@@ -371,11 +371,23 @@ class CaptureProcess(CaptureOutcome):
         if self._back.is_alive():
             self._back.join(timeout)
         deadline = time.monotonic() + (timeout or 0)
-        while True:
-            pid, _ = os.waitpid(self.pid, os.WNOHANG)
-            if pid or time.monotonic() > deadline:
-                return bool(pid) and not self._back.is_alive()
-            time.sleep(0.01)
+        try:
+            exited = os.pidfd_open(self.pid)  # (readable once it has exited: no polling on a timer)
+        except (AttributeError, OSError):
+            exited = None
+        try:
+            while True:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+                left = deadline - time.monotonic()
+                if pid or left < 0:
+                    return bool(pid) and not self._back.is_alive()
+                if exited is not None:
+                    select.select([exited], [], [], left)
+                else:
+                    time.sleep(0.01)
+        finally:
+            if exited is not None:
+                os.close(exited)
 
     def finish_analysis(self) -> None:
         """(The capture process ran the end-of-session checks before it reported.)"""
