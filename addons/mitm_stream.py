@@ -13,6 +13,7 @@ the caller reads the file with `mitm_import.read` instead.
 from __future__ import annotations
 
 import heapq
+from collections import deque
 from collections.abc import Iterator
 from typing import IO
 
@@ -74,3 +75,62 @@ def stream(fh: IO[bytes], source: str) -> Iterator[Record]:
     """The records `mitm_import.read` gives for FH (without its read problem), as flows are read.
     Raises OutOfOrder (maybe after some records) when the file needs `mitm_import.read`."""
     yield from replay_sorted(_steps(fh), source)
+
+
+# -- the end of a flow file read ahead of its conversion (`G` at once, see tracer.inputs.tail) -------
+
+TAIL_FLOWS = 64  # flows read ahead (a few screens of rows; mitmproxy reads ~2,000 flows/s here)
+_PREFIX = 24  # bytes enough for a tnetstring's length prefix ("<digits>:")
+
+
+def _last_flows(fh: IO[bytes], size: int, flows: int) -> tuple[int, int] | None:
+    """(start, end) of the last FLOWS whole top-level tnetstrings: each is `<length>:<data><type>`,
+    so the file is walked by its length prefixes, nothing decoded (a damaged prefix ends the walk:
+    the flows before it are the ones read ahead)."""
+    import os
+
+    starts: deque[int] = deque(maxlen=flows)
+    pos = end = 0
+    fd = fh.fileno()
+    while pos < size:
+        head = os.pread(fd, _PREFIX, pos)  # (no buffered read: a buffer's worth a flow would be read)
+        colon = head.find(b":")
+        if colon <= 0 or not head[:colon].isdigit():
+            break
+        nxt = pos + colon + 1 + int(head[:colon]) + 1
+        if nxt > size:
+            break
+        starts.append(pos)
+        pos = end = nxt
+    return (starts[0], end) if starts else None
+
+
+def read_tail(path: str, *, flows: int = TAIL_FLOWS) -> list[bytes] | None:
+    """Capture lines (seq 0, no flow number) of the last flows of PATH, replayed among themselves as
+    `mitm_import.read` replays them all; None when there are none. Provisional: what the flows
+    before them decide (seq, numbers, connection names) is pending."""
+    import io
+    import os
+
+    from addons.mitm_import import read
+    from tracer.capture import ReadProblem
+    from tracer.inputs.lazy import record_line
+
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            span = _last_flows(fh, size, flows)
+            if span is None:
+                return None
+            fh.seek(span[0])
+            data = fh.read(span[1] - span[0])
+        lines = []
+        for rec in read(io.BytesIO(data), path):
+            if isinstance(rec, ReadProblem):
+                continue
+            rec.seq = 0
+            rec.line = 0
+            lines.append(record_line(rec))
+    except Exception:  # (mitm_import.read reads the file, or says why; this is a preview only)
+        return None
+    return lines or None

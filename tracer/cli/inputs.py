@@ -7,6 +7,15 @@ def register_optional_inputs() -> None:
     """The .mitm flow reader lives in addons/ (it needs mitmproxy); register it if importable."""
     try:
         from addons.mitm_import import register
+        from addons.mitm_stream import read_tail
     except ImportError:
         return
     register()
+    # (the viewer's `G` reads the last flows ahead of the background conversion)
+    from dataclasses import replace
+
+    from tracer.inputs import FORMATS
+    from tracer.inputs import register as register_format
+
+    fmt = next(f for f in FORMATS if f.name == "mitm")
+    register_format(replace(fmt, tail=read_tail))

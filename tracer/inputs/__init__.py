@@ -36,6 +36,9 @@ class InputFormat:
     # record made again from its line and that; None: the viewer converts the input first
     context: Callable[[Record], int] | None = None
     rebuild: Callable[[bytes, int, str, int, str, int], Record] | None = None
+    # a format converted in the background (HAR, .mitm): its last rows read ahead of the conversion,
+    # provisional (capture lines with seq 0: tracer.inputs.tail), or None when there are none
+    tail: Callable[[str], list[bytes] | None] | None = None
 
 
 FORMATS: list[InputFormat] = []
@@ -254,6 +257,12 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
 _BUILTIN_DONE = False
 
 
+def _har_tail(path: str) -> list[bytes] | None:
+    from tracer.inputs.hartail import read_har_tail
+
+    return read_har_tail(path)
+
+
 def _ensure_builtin() -> None:
     global _BUILTIN_DONE
     if _BUILTIN_DONE:
@@ -266,7 +275,7 @@ def _ensure_builtin() -> None:
             "capture", "mcptrace capture (JSONL)", _sniff_capture, read_capture, priority=10, exact_order=True
         )
     )
-    register(InputFormat("har", "HTTP Archive (HAR)", har.sniff, har.read, priority=20))
+    register(InputFormat("har", "HTTP Archive (HAR)", har.sniff, har.read, priority=20, tail=_har_tail))
     register(
         InputFormat(
             "hostlog",

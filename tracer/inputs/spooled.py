@@ -40,7 +40,7 @@ class SpoolIndex:
     def __init__(self, inp: OpenInput, capture: str, *, whole: bool = False):
         self.path = capture
         self.source = inp.path
-        self.fmt_name = inp.format.name
+        self.fmt = inp.format
         self.size = inp.size or 0
         self.error: str | None = None
         self.restart = False  # the converter asked to convert again with --whole

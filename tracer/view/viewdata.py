@@ -175,12 +175,14 @@ class CaptureView:
     # -- provisional rows of the end, read ahead of the index ---------------------------------
 
     def can_read_ahead(self) -> bool:
-        """Whether `read_ahead` may give rows: a host log or NDJSON file read lazily, or a HAR
-        converted in the background, not yet read to its end."""
+        """Whether `read_ahead` may give rows: a host log or NDJSON file read lazily, or a HAR or
+        flow file converted in the background, not yet read to its end."""
         index = self.index
         if self.follow or index.complete:
             return False
-        return isinstance(index, RecordIndex) or (isinstance(index, SpoolIndex) and index.fmt_name == "har")
+        return isinstance(index, RecordIndex) or (
+            isinstance(index, SpoolIndex) and index.fmt.tail is not None
+        )
 
     def read_ahead(self) -> bool:
         """Read the input's last rows ahead of the index (any thread; the UI shows them once this
@@ -191,9 +193,8 @@ class CaptureView:
         if isinstance(index, RecordIndex):
             tail = read_tail(index.path, index.fmt)
         else:
-            from tracer.inputs.hartail import read_har_tail
-
-            lines = read_har_tail(self.source)
+            assert isinstance(index, SpoolIndex) and index.fmt.tail is not None
+            lines = index.fmt.tail(self.source)
             tail = Tail(lines, 0, 0, 0) if lines else None
         if tail is None or index.complete:
             return False

@@ -15,9 +15,11 @@ from tests.gencapture import generate
 from tests.geninputs import generate as generate_input
 from tests.tracer.test_hostile_har import HOSTILE, _entry
 from tests.tracer.view.test_view_lazy_rows import HOSTLOG, NDJSON, _converted_lines, _hostile_hostlog
+from tracer.cli.inputs import register_optional_inputs
 from tracer.inputs import open_input
 from tracer.inputs.hartail import read_har_tail
 from tracer.inputs.tail import read_tail
+from tracer.view.viewdata import open_view
 
 PENDING = ("seq", "conn", "offset")  # what the rows before the window decide
 
@@ -172,3 +174,69 @@ def test_a_damaged_har_reads_nothing_ahead_or_what_its_entries_say_never_an_erro
     path.write_bytes(doc)
     lines = read_har_tail(str(path), nbytes=1 << 20)
     assert lines is None or all(orjson.loads(line)["seq"] == 0 for line in lines)
+
+
+# -- a flow file's last flows (addons.mitm_stream.read_tail, registered by the CLI) ----------------
+
+
+def _mitm_file(tmp_path, messages: int = 400) -> str:
+    capture = tmp_path / "small.jsonl"
+    generate(capture, messages, 60)
+    path = tmp_path / "small.mitm"
+    generate_input(str(capture), path, "mitm")
+    return str(path)
+
+
+def test_every_row_read_ahead_of_a_flow_file_is_a_row_of_its_conversion(tmp_path):
+    from addons.mitm_stream import read_tail as read_mitm_tail
+
+    register_optional_inputs()
+    path = _mitm_file(tmp_path)
+    converted = [_har_view(orjson.loads(line)) for line in _converted_lines(path)[1:]]
+    for flows in (1, 5, 64, 10_000):
+        lines = read_mitm_tail(path, flows=flows)
+        assert lines is not None
+        ahead = [orjson.loads(line) for line in lines]
+        assert all(obj["seq"] == 0 for obj in ahead)
+        for obj in ahead:
+            if obj["type"] in ("message", "http"):
+                assert _har_view(obj) in set(converted), obj
+        last = [_har_view(o) for o in ahead if o["type"] in ("message", "http")][-1]
+        assert last == [c for c in converted if orjson.loads(c)["type"] in ("message", "http")][-1]
+
+
+def test_a_cut_or_damaged_flow_file_reads_ahead_the_flows_before_the_damage_never_an_error(tmp_path):
+    from addons.mitm_stream import read_tail as read_mitm_tail
+
+    path = _mitm_file(tmp_path, 60)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    for name, doc in {
+        "cut": data[: len(data) // 2],
+        "huge-prefix": data + b"99999999999999999999:x",
+        "garbage-prefix": data + b"12x:abc",
+        "garbage": bytes(range(256)) * 10,
+        "empty": b"",
+        "bad-flow": b"5:hello,",
+    }.items():
+        p = tmp_path / f"{name}.mitm"
+        p.write_bytes(doc)
+        lines = read_mitm_tail(str(p))
+        assert lines is None or all(orjson.loads(line)["seq"] == 0 for line in lines), name
+        if name in ("cut", "huge-prefix", "garbage-prefix"):
+            assert lines, f"{name}: the whole flows before the damage are read ahead"
+
+
+def test_the_view_of_a_flow_file_reads_its_end_ahead_then_its_rows_are_the_conversions(tmp_path):
+    register_optional_inputs()
+    path = _mitm_file(tmp_path)
+    view = open_view(path)
+    try:
+        assert view.can_read_ahead() and view.read_ahead() and view.provisional > 0
+        ahead = orjson.loads(view.detail(-1 - view.provisional).line)
+        assert ahead["seq"] == 0 and "provisional" in (view.detail(-2).problem or "")
+        view.index.build()
+        assert not view.can_read_ahead()
+        assert [view.index.line(r) for r in range(len(view))] == _converted_lines(path)
+    finally:
+        view.close()
