@@ -109,12 +109,21 @@ class ResponseHead:
         return (self.headers.get("content-type") or "").split(";")[0].strip().lower()
 
 
+async def _readline(reader: asyncio.StreamReader) -> bytes:
+    """A line of a message head or chunked body. The stream's limit (the mock's 1 MiB) makes
+    readline raise ValueError on a longer one: a peer's malformed message, not our bug."""
+    try:
+        return await reader.readline()
+    except ValueError:
+        raise HttpError("a line of the message longer than the connection's limit") from None
+
+
 async def _read_head(reader: asyncio.StreamReader) -> list[str] | None:
     """The lines of a message head, or None at a clean end of stream before any byte."""
     lines: list[str] = []
     size = 0
     while True:
-        line = await reader.readline()
+        line = await _readline(reader)
         if not line:
             if not lines:
                 return None
@@ -173,7 +182,7 @@ async def read_response_head(reader: asyncio.StreamReader) -> ResponseHead:
         raise HttpError("connection closed before a response")
     version, _, rest = lines[0].partition(" ")
     code, _, reason = rest.partition(" ")
-    if not version.startswith("HTTP/") or not code.isdigit():
+    if not version.startswith("HTTP/") or not (code.isascii() and code.isdigit()):  # ('²00': int() refuses)
         raise HttpError(f"malformed status line {lines[0][:80]!r}")
     return ResponseHead(int(code), reason, version, _parse_headers(lines[1:]))
 
@@ -186,7 +195,7 @@ async def iter_body(
     if "chunked" in te:
         total = 0
         while True:
-            size_line = await reader.readline()
+            size_line = await _readline(reader)
             if not size_line:
                 raise HttpError("connection closed inside a chunked body")
             try:
@@ -194,7 +203,7 @@ async def iter_body(
             except ValueError:
                 raise HttpError(f"bad chunk size {size_line[:20]!r}") from None
             if size == 0:
-                while (await reader.readline()).strip():  # trailers
+                while (await _readline(reader)).strip():  # trailers
                     pass
                 return
             total += size

@@ -24,9 +24,9 @@ import asyncio
 import contextlib
 import uuid
 from collections import OrderedDict
-from urllib.parse import urlsplit
 
 from tracer.classify import classify_raw, id_key
+from tracer.http.origin import host_of
 from tracer.http.wire import (
     LAST_CHUNK,
     REASONS,
@@ -425,12 +425,12 @@ def _is_modern(obj) -> bool:
 
 
 def _local_origin(origin: str) -> bool:
-    host = urlsplit(origin).hostname or ""
+    host = host_of(origin)  # (an Origin that does not parse, "http://[::1", is no local one: 403)
     return host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost")
 
 
 def _same_host(origin: str, listen_host: str) -> bool:
-    return (urlsplit(origin).hostname or "") == listen_host
+    return host_of(origin) == listen_host
 
 
 def _status(reply: Reply) -> int:
