@@ -39,6 +39,7 @@ from tracer.output import check_output
 log = logging.getLogger(__name__)
 
 Listener = Callable[[Record], Any]
+BATCH_S = 0.002  # how long a request, response head or SSE chunk waits for the end of its exchange
 
 
 class McpCapture:
@@ -61,7 +62,9 @@ class McpCapture:
         self._thread: CaptureThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._live: set[str] = set()  # (event loop side) flows being recorded
-        self._pending: list[tuple[Callable, tuple]] = []  # (event loop side) this turn's snapshots
+        self._pending: list[tuple[Callable, tuple]] = []  # (event loop side) snapshots not handed over
+        self._soon = False  # (event loop side) a hand-over at the end of this turn is due
+        self._timer: asyncio.TimerHandle | None = None  # (event loop side) a hand-over within BATCH_S
         self._annotate = True
 
     # -- options ---------------------------------------------------------------------------------
@@ -156,23 +159,42 @@ class McpCapture:
     # Each hook takes a snapshot of the flow's facts and hands it to the recording work, which
     # runs on the recording thread once the proxy runs (`background`: the bytes are forwarded
     # while the records are made), else at once (mitmproxy's test helpers, the importers).
-    # The snapshots of one turn of the event loop go to the thread together at the turn's end
-    # (`_flush`), in order: mitmproxy forwards a request or a response head in the same turn as
-    # its hook, after it, and a thread woken before that can take the CPU from the loop on a
-    # busy machine while the bytes wait (one wake per turn, instead of one per hook).
+    # Snapshots go to the thread in batches, in order, once mitmproxy has forwarded the bytes
+    # (it forwards a request or a response in the same turn of its loop as the hook, after it): a
+    # thread woken before that can take the CPU from the loop on a busy machine while the bytes
+    # wait, and every wake-up of the thread costs both threads context switches and a hand-over
+    # of the interpreter lock. A hook that ends an exchange (response, error, a client's
+    # disconnection) hands the batch over when its turn of the loop ends (`_do`), while the
+    # client reads the answer; a request, a response head or an SSE chunk waits for that, at most
+    # BATCH_S (`_do_later`), so that one exchange costs one wake-up instead of one per hook.
 
     def _wanted(self, flow: http.HTTPFlow) -> bool:
         return self._filter is None or self._filter(flow)
 
     def _do(self, fn: Callable, *args) -> None:
+        """Record with FN(*ARGS); the batch goes to the thread at the end of this loop turn."""
         if self._thread is None:
             fn(*args)
             return
-        if not self._pending:
-            self._loop.call_soon(self._flush)
         self._pending.append((fn, args))
+        if not self._soon:
+            self._soon = True
+            self._loop.call_soon(self._flush)
+
+    def _do_later(self, fn: Callable, *args) -> None:
+        """Record with FN(*ARGS), handed over with the next batch, at most BATCH_S from now."""
+        if self._thread is None:
+            fn(*args)
+            return
+        self._pending.append((fn, args))
+        if self._timer is None and not self._soon:
+            self._timer = self._loop.call_later(BATCH_S, self._flush)
 
     def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._soon = False
         pending, self._pending = self._pending, []
         if self._thread is not None:  # (None: done() flushed and stopped it already)
             for fn, args in pending:
@@ -184,7 +206,7 @@ class McpCapture:
         self._live.add(flow.id)
         if self._annotate:
             self.annotator.track(flow)
-        self._do(self._on_request, request_facts(flow))
+        self._do_later(self._on_request, request_facts(flow))
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         if flow.id not in self._live or flow.response is None:
@@ -195,7 +217,7 @@ class McpCapture:
             # them): whether it is worth recording is the recording thread's decision.
             if is_sse(flow.response.headers.get("content-type")):
                 flow.response.stream = self._queued_stream(flow.id, flow.response.stream)
-            self._do(self._on_responseheaders, flow.id, facts)
+            self._do_later(self._on_responseheaders, flow.id, facts)
             return
         tee = self._on_responseheaders(flow.id, facts)
         if tee is not None:
@@ -239,7 +261,7 @@ class McpCapture:
 
     def _queued_stream(self, fid: str, previous: Any) -> Callable:
         inner = previous if callable(previous) else None
-        do, on_chunk, now = self._do, self._on_chunk, time.time_ns
+        do, on_chunk, now = self._do_later, self._on_chunk, time.time_ns
 
         def stream(chunk: bytes):
             t_ns = now()
@@ -247,7 +269,7 @@ class McpCapture:
                 yield from _handed_on(inner(chunk) if inner is not None else chunk)
             finally:  # (also when mitmproxy drops the callable's chunks unread: what came is recorded)
                 # The recording work hears of the chunk (the same bytes object, no copy) once it is
-                # on its way; the thread is woken at the end of the loop's turn (`_do`)
+                # on its way; the thread with the next batch (`_do_later`)
                 do(on_chunk, fid, chunk, t_ns)
 
         stream._mcptrace = self

@@ -21,6 +21,8 @@ from tests.proxy_peers import capture_records, mcptrace_proxy
 from tests.sdk_peers import sdk_http_server
 from tracer.model import Direction, RecordType
 
+BOUND_S = 60
+
 SSE = [(b"content-type", b"text/event-stream")]
 
 
@@ -226,13 +228,17 @@ async def test_an_sse_chunk_is_on_its_way_to_the_host_before_the_recording_threa
             f = post({**INIT, "id": "s"}, resp=None, resp_headers=SSE)
             addon.request(f)
             addon.responseheaders(f)
-            await asyncio.sleep(0)  # (the loop's turn ends)
+            async with asyncio.timeout(BOUND_S):  # (the request and its head are handed over)
+                while len(order) < 2:
+                    await asyncio.sleep(0.001)
             del order[:]
             chunk = sse_body(("message", body({**INIT_RESULT, "id": "s"}).decode(), "1"))
             chunks = f.response.stream(chunk)  # (what mitmproxy does with the answer)
             for part in [chunks] if isinstance(chunks, bytes) else chunks:
                 order.append(("sent", part))
-            await asyncio.sleep(0)
+            async with asyncio.timeout(BOUND_S):  # (handed over with the next batch)
+                while len(order) < 2:
+                    await asyncio.sleep(0.001)
             seen = list(order)
         finally:
             addon.done()
@@ -266,9 +272,12 @@ async def test_an_sse_chunk_whose_forwarding_stops_half_way_is_still_recorded(tm
     assert [r.raw for r in recs] == [body({**INIT, "id": "s"}), event]
 
 
-async def test_the_recording_thread_hears_of_a_hook_after_the_loops_turn_that_forwards_its_bytes(tmp_path):
-    # mitmproxy forwards a request (a response head) in the same turn of its loop as the hook, after
-    # it: the hook only notes what to record, and the thread is woken once, when the turn ends
+async def test_the_recording_thread_hears_of_an_exchange_at_once_after_the_turn_that_forwards_its_answer(
+    tmp_path,
+):
+    # mitmproxy forwards a request (a response) in the same turn of its loop as the hook, after it:
+    # the hooks only note what to record, and the thread is woken once per exchange, when the turn
+    # of its answer ends (a request still waiting for its answer is handed over within BATCH_S)
     addon, heard = McpCapture(background=True), []
     with taddons.context(addon) as tctx:
         tctx.configure(addon, mcptrace_output=str(tmp_path / "cap.jsonl"), mcptrace_annotate=False)
@@ -283,12 +292,21 @@ async def test_the_recording_thread_hears_of_a_hook_after_the_loops_turn_that_fo
             after_the_turn = list(heard)
             addon.responseheaders(f)
             addon.response(f)
+            in_the_answers_turn = list(heard)
+            await asyncio.sleep(0)
+            after_the_answer = list(heard)
+            waiting = post({**INIT, "id": 2}, resp=INIT_RESULT)
+            addon.request(waiting)  # (its answer does not come)
+            async with asyncio.timeout(BOUND_S):
+                while len(heard) < 4:
+                    await asyncio.sleep(0.001)
         finally:
             addon.done()
-    assert in_the_hooks_turn == [] and after_the_turn == ["_on_request"]
-    assert heard == ["_on_request", "_on_responseheaders", "_on_response", "_on_done"]
+    assert in_the_hooks_turn == after_the_turn == in_the_answers_turn == []
+    assert after_the_answer == ["_on_request", "_on_responseheaders", "_on_response"]
+    assert heard == [*after_the_answer, "_on_request", "_on_done"]
     msgs = [r.raw for r in records(tmp_path / "cap.jsonl") if r.type is RecordType.MESSAGE]
-    assert msgs == [body(INIT), body(INIT_RESULT)]
+    assert msgs == [body(INIT), body(INIT_RESULT), body({**INIT, "id": 2})]
 
 
 def test_the_capture_file_of_the_lean_proxy_is_what_the_addon_writes_under_mitmdump(tmp_path: Path):

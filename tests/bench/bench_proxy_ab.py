@@ -6,9 +6,9 @@ Run: python tests/bench/bench_proxy_ab.py [--tree NAME=PATH]... [--rounds R] [--
 
 e.g. `git worktree add /tmp/base HEAD~3` then `--tree before=/tmp/base`. The upstream, the client and
 the measures are bench_proxy.py's (each configuration has a kept-alive connection of its own, rounds
-are interleaved, every configuration starts a round in turn). Besides latency it prints, per proxy
-process, CPU time and context switches (all its threads, from /proc) per JSON POST exchange: steady
-figures where the milliseconds move with the machine's load. The floor is this tree's master
+are interleaved request by request and stream by stream, each configuration first in turn). Besides
+latency it prints, per proxy process, CPU time and context switches (all its threads, from /proc)
+per JSON POST exchange: steady figures where the milliseconds move with the machine's load. The floor is this tree's master
 without the capture (tests/bench/proxy_floor.py).
 """
 
@@ -55,16 +55,18 @@ def switches(pid: int | None) -> int:
     return total
 
 
-def start(target: str, trees: dict[str, Path], tmp: Path) -> tuple[dict[str, str], list, dict]:
+def start(
+    target: str, trees: dict[str, Path], tmp: Path, envs: dict[str, dict[str, str]], procs: list
+) -> tuple[dict[str, str], dict]:
+    """(URL, process id) of every configuration; the processes started go to PROCS."""
     urls = {"direct": target + "/mcp"}
     pids: dict[str, int | None] = {"direct": None}
-    procs = []
     for name, tree in trees.items():
         cmd = ["-m", "tracer", "proxy", "--upstream", target + "/mcp", "--listen", "127.0.0.1:0"]
         p = subprocess.Popen(
             [sys.executable, *cmd, "-o", str(tmp / f"{len(procs)}.jsonl"), "--no-ui"],
             cwd=tree,
-            env={**os.environ, "PYTHONPATH": str(tree)},
+            env={**os.environ, "PYTHONPATH": str(tree), **envs.get(name, {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -81,12 +83,18 @@ def start(target: str, trees: dict[str, Path], tmp: Path) -> tuple[dict[str, str
     procs.append(p)
     urls[FLOOR] = "http://127.0.0.1:%s/mcp" % _Lines(p.stdout).wait_for(r"listening on (\d+)", FLOOR).group(1)
     pids[FLOOR] = p.pid
-    return urls, procs, pids
+    return urls, pids
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tree", action="append", default=[], help="NAME=PATH of another tree's proxy")
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        help="NAME=VAR=VALUE: an environment variable of tree NAME's proxy",
+    )
     ap.add_argument("--requests", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--streams", type=int, default=5)
@@ -96,6 +104,11 @@ async def main() -> None:
     for spec in args.tree:
         name, _, path = spec.partition("=")
         trees[f"mcptrace proxy ({name})"] = Path(path).resolve()
+    envs: dict[str, dict[str, str]] = {}
+    for spec in args.env:
+        name, _, var = spec.partition("=")
+        key, _, value = var.partition("=")
+        envs.setdefault(f"mcptrace proxy ({name})", {})[key] = value
     server = subprocess.Popen(
         [sys.executable, str(BENCH), "--serve-upstream", "--first-event-ms", str(args.first_event_ms)],
         stdout=subprocess.PIPE,
@@ -104,25 +117,35 @@ async def main() -> None:
     port = int(_Lines(server.stdout).wait_for(r"upstream on (\d+)", "upstream").group(1))
     with tempfile.TemporaryDirectory() as d:
         load_before = os.getloadavg()
-        urls, procs, pids = start(f"http://127.0.0.1:{port}", trees, Path(d))
-        clients = {name: _client() for name in urls}
-        names = list(urls)
-        lat = {n: [] for n in names}
-        first = {n: [] for n in names}
-        cpu = dict.fromkeys(names, 0.0)
-        ctx = dict.fromkeys(names, 0)
+        procs: list = []
+        clients = {}
         try:
+            urls, pids = start(f"http://127.0.0.1:{port}", trees, Path(d), envs, procs)
+            clients = {name: _client() for name in urls}
+            names = list(urls)
+            lat = {n: [] for n in names}
+            first = {n: [] for n in names}
+            cpu = dict.fromkeys(names, 0.0)
+            ctx = dict.fromkeys(names, 0)
             await _ready(clients, urls)
-            for i in range(args.rounds):
-                order = names[i % len(names) :] + names[: i % len(names)]
-                for name in order:
-                    await json_latencies(clients[name], urls[name], 20)  # warm the path
-                    c0, s0 = cpu_s(pids[name]), switches(pids[name])
-                    lat[name] += await json_latencies(clients[name], urls[name], args.requests)
-                    cpu[name] += cpu_s(pids[name]) - c0
-                    ctx[name] += switches(pids[name]) - s0
-                for name in order:
-                    for _ in range(args.streams):
+            for name in names:
+                await json_latencies(clients[name], urls[name], 20)  # warm the path
+            turn = 0
+            for _ in range(args.rounds):
+                # one request (one stream) per configuration in turn, each turn starting with the
+                # next one: a burst of load from elsewhere falls on all of them alike
+                c0 = {n: cpu_s(pids[n]) for n in names}
+                s0 = {n: switches(pids[n]) for n in names}
+                for _ in range(args.requests):
+                    turn += 1
+                    for name in names[turn % len(names) :] + names[: turn % len(names)]:
+                        lat[name] += await json_latencies(clients[name], urls[name], 1)
+                for n in names:
+                    cpu[n] += cpu_s(pids[n]) - c0[n]
+                    ctx[n] += switches(pids[n]) - s0[n]
+                for _ in range(args.streams):
+                    turn += 1
+                    for name in names[turn % len(names) :] + names[: turn % len(names)]:
                         first[name].append(await first_event_delay(clients[name], urls[name]))
         finally:
             for client in clients.values():
