@@ -45,6 +45,7 @@ from ui.widgets.status import StatusBar
 FOLLOW_POLL = 0.25  # seconds between looks at a followed file
 DETAIL_DELAY = 0.03  # debounce of the detail pane while a key repeats
 FIRST_SCREEN_WAIT = 2.0  # the indexer waits at most this long for the first screen to be drawn
+AHEAD_WAIT = 5.0  # the indexer steps aside at most this long while the end is read ahead (G)
 
 
 class ViewerScreen(Screen):
@@ -75,6 +76,8 @@ class ViewerScreen(Screen):
         self.shown_detail: tuple[int, int] | None = None  # (row, details offset) on screen
         self.opened_at = time.monotonic()
         self.first_drawn = threading.Event()
+        self.not_reading_ahead = threading.Event()  # cleared while G reads the end ahead
+        self.not_reading_ahead.set()
         self.first_drawn_at: float | None = None
         self.last_row_drawn_at: float | None = None
         self.tail_drawn_at: float | None = None  # G showed the end read ahead (provisional rows)
@@ -144,6 +147,8 @@ class ViewerScreen(Screen):
             self._start_analysis(view)
             last = 0.0
             while not view.index.complete:
+                # (the end read ahead is what the user waits for then: its thread gets the GIL)
+                self.not_reading_ahead.wait(AHEAD_WAIT)
                 view.index.update(max_bytes=view.index.STEP)
                 time.sleep(0)  # a chance for the UI thread between chunks (keys stay responsive)
                 now = time.monotonic()
@@ -442,8 +447,12 @@ class ViewerScreen(Screen):
     @work(thread=True, exclusive=True, group="ahead")
     def _read_ahead(self, view: CaptureView) -> None:
         """The end of the input at once, read ahead of the index (tracer.inputs.tail)."""
-        if view.read_ahead():
-            self.post_message(TailRead())
+        self.not_reading_ahead.clear()
+        try:
+            if view.read_ahead():
+                self.post_message(TailRead())
+        finally:
+            self.not_reading_ahead.set()
 
     def on_tail_read(self, _msg: TailRead) -> None:
         view = self.view
