@@ -25,6 +25,7 @@ from __future__ import annotations
 import fcntl
 import os
 import select
+import signal
 import threading
 import time
 from collections import Counter, deque
@@ -126,6 +127,7 @@ class CaptureProcess(CaptureOutcome):
             target=self._read_back, args=(back_r,), name="mcptrace-capture-back", daemon=True
         )
         self.reset_outcome()  # filled in from the capture process's final report
+        self._reported = False
 
     # -- the relay side (any thread, never blocks) ---------------------------------------------
 
@@ -377,8 +379,17 @@ class CaptureProcess(CaptureOutcome):
             exited = None
         try:
             while True:
-                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
                 left = deadline - time.monotonic()
+                if pid and not self._reported and not self._back.is_alive():
+                    # It ended without its report: killed (OOM, a kill -9 of the wrong pid) or
+                    # crashed. Its last records may be missing: the user must hear it.
+                    code = os.waitstatus_to_exitcode(status)
+                    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+                    self.write_error = OSError(
+                        f"the capture process ended before it finished ({how}); the capture may lack "
+                        "the end of the session"
+                    )
                 if pid or left < 0:
                     return bool(pid) and not self._back.is_alive()
                 if exited is not None:
@@ -402,6 +413,7 @@ class CaptureProcess(CaptureOutcome):
                         SimpleNamespace(rule=rule, severity=SimpleNamespace(label=label), message=message)
                     )
                 elif "report" in msg:
+                    self._reported = True
                     r = msg["report"]
                     self.messages, self.stderr_lines = r["messages"], r["stderr_lines"]
                     self.dropped_bytes, self.dropped_chunks = r["dropped_bytes"], r["dropped_chunks"]

@@ -403,3 +403,18 @@ def test_the_tee_cli_takes_drop_when_behind_and_relays_exactly(tmp_path):
     assert p.returncode == 0 and p.stdout == data, p.stderr
     records = read_records(cap)
     assert stream_of(records, Direction.C2S) == data and stream_of(records, Direction.S2C) == data
+
+
+@pytest.mark.skipif(not tee_splice.available(), reason="the capture process needs Linux pipes")
+def test_a_capture_process_killed_before_it_finished_is_reported_not_silent(tmp_path):
+    from tracer.stdio.process import CaptureProcess
+
+    writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
+    feed = CaptureProcess(writer, live_lint=False)
+    feed.start()
+    feed.event("note")
+    os.kill(feed.pid, signal.SIGKILL)  # (an OOM killer, a kill -9 of the wrong pid)
+    feed.inline(STDIN, 1, b'{"jsonrpc":"2.0","method":"m"}\n')  # the relay goes on regardless
+    feed.close(BOUND_S)
+    writer.close()
+    assert feed.write_error is not None and "SIGKILL" in str(feed.write_error)
