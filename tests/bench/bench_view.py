@@ -18,6 +18,12 @@ to read each file once:
 
     python tests/bench/bench_view.py --inputs /tmp/F1_base [--input-messages 1100000] [--mitm-messages 60000]
 
+With --floors HAR MITM: what the first screen of a HAR or a flow file cannot go below on this
+machine, medians of alternated rounds: an interpreter's start, the viewer's imports (Textual, the
+app), the converter's imports (mitmproxy for a flow file) and its first batch of rows written:
+
+    python tests/bench/bench_view.py --floors X.har X.mitm [--rounds 5]
+
 The viewer runs headless (Textual's run_test) in a child process per measurement, so RSS and
 start-up are its own. Nothing here asserts a time; it reports.
 """
@@ -123,6 +129,48 @@ def run_child(path: str, analyse_for: float, tree: Path = REPO) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def _timed(cmd: list[str], until_line: bytes | None = None) -> float:
+    """Wall seconds of CMD (from this tree), or until it writes a line starting with UNTIL_LINE."""
+    t = time.perf_counter()
+    with subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as p:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if until_line is not None and line.startswith(until_line):
+                took = time.perf_counter() - t
+                p.kill()
+                return took
+        p.wait()
+    return time.perf_counter() - t
+
+
+def floors_bench(har: str, mitm: str, rounds: int) -> None:
+    """The first screen's floors for a HAR and a flow file (see the module's docstring)."""
+    import statistics
+
+    py = sys.executable
+    out = str(Path(tempfile.gettempdir()) / "mcptrace-bench-floors.jsonl")
+    spool = [py, "-m", "tracer.cli.spool"]
+    cases = {
+        "interpreter start (python -c pass)": [py, "-c", "pass"],
+        "viewer imports (ui.app, Textual)": [py, "-c", "import ui.app"],
+        "converter imports, HAR": [py, "-c", "import tracer.cli.spool, tracer.inputs.harstream"],
+        "converter imports, flow file (mitmproxy)": [py, "-c", "import mitmproxy.io, addons.mitm_stream"],
+        "converter to its first batch of rows, HAR": [*spool, har, out, "--input-format", "har"],
+        "converter to its first batch, flow file": [*spool, mitm, out, "--input-format", "mitm"],
+    }
+    got: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, cmd in cases.items():
+            if os.path.exists(out):
+                os.unlink(out)
+            got[name].append(_timed(cmd, b"pos " if "first batch" in name else None))
+    print(f"first-screen floors, wall, median of {rounds} alternated rounds (min-max):")
+    for name, times in got.items():
+        print(f"  {name:46} {statistics.median(times):6.3f} s  ({min(times):.3f}-{max(times):.3f})")
+    if os.path.exists(out):
+        os.unlink(out)
+
+
 def inputs_bench(base: Path, messages: int, pad: int, mitm_messages: int, only: list[str]) -> None:
     """First screen and G of each input format, BASE's viewer then this tree's, with ratios."""
     from tests.gencapture import generate
@@ -191,6 +239,8 @@ def main() -> None:
     ap.add_argument(
         "--analyse-for", type=float, default=10.0, help="seconds to watch the background analysis"
     )
+    ap.add_argument("--floors", nargs=2, metavar=("HAR", "MITM"), help="the first screen's floors")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--t0", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--tree", help=argparse.SUPPRESS)
@@ -201,6 +251,9 @@ def main() -> None:
             sys.path.insert(0, str(Path(args.tree).resolve()))
         t_start = args.t0 if args.t0 is not None else time.monotonic()
         print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for))))
+        return
+    if args.floors:
+        floors_bench(*args.floors, args.rounds)
         return
     if args.inputs:
         inputs_bench(Path(args.inputs).resolve(), args.input_messages, 300, args.mitm_messages, args.only)

@@ -26,6 +26,7 @@ import argparse
 import sys
 
 BATCH = 1024  # lines written and flushed at a time
+FIRST_BATCH = 256  # the first batch: a screenful (the viewer's first screen waits for it, not for 1,024)
 RESTART = 3  # exit code: convert again with --whole
 
 
@@ -76,9 +77,11 @@ def convert(path: str, capture: str, fmt: str, out=None, *, whole: bool = False)
         with open(capture, "ab") as fh:
             fh.write(converted_header(path, fmt) + b"\n")
             buf: list[bytes] = []
+            batch = FIRST_BATCH
             for rec in converted_records(inp.records):
                 buf.append(record_line(rec))
-                if len(buf) >= BATCH:
+                if len(buf) >= batch:
+                    batch = BATCH
                     fh.write(b"\n".join(buf) + b"\n")
                     fh.flush()
                     buf.clear()
