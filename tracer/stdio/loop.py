@@ -301,7 +301,9 @@ class _Step:
             return _SPILLED
         if moved:
             sink.teed(stream, t_ns, moved)
-        sink.gap(stream, rest, data.count(b"\n"))  # over budget: the capture loses these, counted
+        sink.gap(
+            stream, rest, tee_splice.count_newlines(data)
+        )  # over budget: the capture loses these, counted
         return None
 
     def _make_room(self, need: int) -> None:

@@ -38,6 +38,7 @@ from tracer.stdio.capture_child import _CONN, _EOF, _EVENT, _GAP, _INLINE, _NOTE
 from tracer.stdio.heap import keep_freed_memory
 from tracer.stdio.loop import ROOM_POLL_MS, ROOM_WAIT_NS
 from tracer.stdio.priority import background
+from tracer.stdio.splice import count_newlines
 
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 UNPARK_NS = 1_000_000
@@ -195,7 +196,7 @@ class CaptureProcess(CaptureOutcome):
         if rest and self._spilled + rest > self.budget and not self.wait_room(rest):
             if n:
                 self._send(_NOTE.pack(_TEED, stream, n, t_ns))
-            self._send(_NOTE.pack(_GAP, stream, rest, data.count(b"\n", n)))
+            self._send(_NOTE.pack(_GAP, stream, rest, count_newlines(data, n)))
             return False
         if rest:
             self.hurry()

@@ -197,6 +197,26 @@ def read_exactly(fd: int, n: int) -> bytes:
     return data
 
 
+# bytes.count of one byte is a plain loop (about 1 ms per MiB here); memchr finds a newline several
+# times faster per byte, but each find is a Python call (~0.3 us): lines of kilobytes are counted by a
+# find each, and once the first _PROBE_LINES show lines shorter than _FIND_ABOVE bytes, count does it.
+_PROBE_LINES, _FIND_ABOVE = 64, 512
+
+
+def count_newlines(data: bytes, start: int = 0) -> int:
+    """`data.count(b"\n", start)`, faster where lines are long (a chunk of a flood being dropped: the
+    relay says how many lines the capture lost, and counting them was most of its CPU then)."""
+    find = data.find
+    n = 0
+    i = find(b"\n", start)
+    while i >= 0:
+        n += 1
+        if n == _PROBE_LINES and i - start < _PROBE_LINES * _FIND_ABOVE:
+            return n + data.count(b"\n", i + 1)
+        i = find(b"\n", i + 1)
+    return n
+
+
 def discard(src: int, chunk: int) -> int:
     return len(os.read(src, chunk))
 

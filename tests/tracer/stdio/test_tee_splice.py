@@ -168,3 +168,15 @@ def test_tee_cli_in_process_capture_relays_exactly_like_the_capture_process(tmp_
     for rc, out, err, records in runs:
         assert (rc, out, err) == (0, data, b"")
         assert stream_of(records, Direction.C2S) == data == stream_of(records, Direction.S2C)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=3000), max_size=200),
+    st.integers(min_value=0, max_value=10**6),
+)
+def test_the_relay_counts_the_lines_of_a_dropped_chunk_as_bytes_count_does(lengths, start):
+    # (lines long and short, and the switch from finding each to counting the rest)
+    data = b"".join(b"x" * n + b"\n" for n in lengths) + b"tail"
+    start %= len(data) + 2
+    assert tee_splice.count_newlines(data, start) == data.count(b"\n", start)
