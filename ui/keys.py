@@ -63,7 +63,7 @@ SECTIONS: tuple[Section, ...] = (
         "The capture screen",
         (
             Row(
-                "last row (waits for the index on a huge file)",
+                "last row (the end read ahead while reading)",
                 (Bind("end,G", "last_when_ready", "Last", show=False),),
             ),
             Row("move into the detail pane", (Bind("enter", "focus_detail", "Detail", show=False),)),
