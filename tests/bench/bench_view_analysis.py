@@ -14,7 +14,11 @@ Prints, per tree (this checkout, and any other given with --tree, e.g. an older 
   comparable.
 
     python tests/bench/bench_view_analysis.py [--messages 300000] [--pad 200] [--file PATH]
-        [--tree /tmp/other-checkout] [--rounds 3]
+        [--tree /tmp/other-checkout] [--rounds 3] [--own]
+
+With --own it prints instead, per tree, what the viewer adds per row beside the analyser (the
+analyser's results computed once and handed back to both loops: see OWN), a figure that moves
+less under load than the whole process's.
 
 CPU time is the steadier figure on a shared machine (wall time counts the other processes' turns
 too). Nothing here asserts a time; it reports.
@@ -70,8 +74,49 @@ print(json.dumps({"rows": ann.rows_done, "cpu": cpu, "wall": wall, "ok": ok}))
 """
 
 
-def run(tree: str, code: str, path: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", code, path], cwd=tree, capture_output=True, text=True)
+# --own: the viewer's own part alone. The capture is analysed once in the child; then lint's read
+# loop and the viewer's analysis (tracer.view.annotate.Annotator, in process) each run over it with
+# a stand-in analyser that hands back those results, so what differs is only what the viewer adds
+# per row (rows, notes, summary, stash); the best of ROUNDS runs of each, in CPU time
+OWN = """
+import json, sys, tempfile, shutil, time
+from tracer.analyser import Analyser
+from tracer.capture import read_capture
+from tracer.view.annotate import Annotator
+path, rounds = sys.argv[1], int(sys.argv[2])
+an = Analyser(None)
+with open(path, "rb") as fh:
+    results = [an.feed(r) for r in read_capture(fh, path) if getattr(r, "type", None) is not None]
+results.append(an.finish())
+class Replay:
+    def __init__(self):
+        self.it, self.sessions = iter(results), {}
+    def feed(self, rec):
+        return next(self.it)
+    def finish(self):
+        return next(self.it)
+def lint():
+    feed = Replay().feed
+    with open(path, "rb") as fh:
+        for r in read_capture(fh, path):
+            if getattr(r, "type", None) is not None:
+                feed(r)
+def view():
+    wd = tempfile.mkdtemp()
+    ann = Annotator(path, wd, emit=lambda m: None)
+    ann.analyser = Replay()
+    ann.run()
+    shutil.rmtree(wd)
+best = {"lint": 1e9, "view": 1e9}
+for _ in range(rounds):
+    for name, fn in (("lint", lint), ("view", view)):
+        t = time.process_time(); fn(); best[name] = min(best[name], time.process_time() - t)
+print(json.dumps({"rows": len(results) - 1, **best}))
+"""
+
+
+def run(tree: str, code: str, path: str, *extra: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", code, path, *extra], cwd=tree, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{tree}: child failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -84,6 +129,7 @@ def main() -> None:
     ap.add_argument("--file", help="use this capture instead of generating one")
     ap.add_argument("--tree", action="append", default=[], help="another checkout to measure alongside")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--own", action="store_true", help="the viewer's own part per row alone (see OWN)")
     args = ap.parse_args()
     path = args.file
     if path is None:
@@ -96,6 +142,16 @@ def main() -> None:
             print(f"generating {path} ({args.messages:,} messages)...", file=sys.stderr)
             generate(path, args.messages, args.pad)
     trees = [str(REPO), *args.tree]
+    if args.own:
+        print(f"capture: {path}; the viewer's own part per row, best of {args.rounds} runs (CPU time)")
+        for tree in trees:
+            r = run(tree, OWN, path, str(args.rounds))
+            n = r["rows"]
+            print(
+                f"{tree}: lint's read loop {r['lint'] / n * 1e6:5.2f} us/row, the viewer's analysis "
+                f"{r['view'] / n * 1e6:5.2f} us/row: its own part {(r['view'] - r['lint']) / n * 1e6:5.2f} us/row"
+            )
+        return
     got: dict[str, dict[str, list]] = {t: {"lint": [], "view": []} for t in trees}
     for _ in range(args.rounds):
         for tree in trees:
