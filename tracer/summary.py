@@ -41,8 +41,11 @@ class SessionFacts:
     transport: str = ""
     first_t_ns: int = 0
     last_t_ns: int = 0
-    # (kind, era, direction) -> messages: one count per message, its totals read at the snapshot
-    shapes: dict[tuple, int] = field(default_factory=dict)
+    # (kind, era, direction) -> [messages]: one count per message, its totals read at the snapshot
+    shapes: dict[tuple, list[int]] = field(default_factory=dict)
+    # kind -> (era, direction, this session's count, the builder's) of its last message of that kind:
+    # a message like the last of its kind is counted without hashing its shape (add_message)
+    last_shape: dict[Any, tuple] = field(default_factory=dict, repr=False)
     # what the messages' per-request _meta showed (the modern era has no handshake to keep it)
     modern_versions: set[str] = field(default_factory=set)  # _meta protocolVersion values
     meta_client_caps: dict | None = None  # of the first request that carried them
@@ -53,12 +56,12 @@ class SessionFacts:
 
     @property
     def messages(self) -> int:
-        return sum(self.shapes.values())
+        return sum(n for (n,) in self.shapes.values())
 
     @property
     def eras(self) -> Counter:
         out: Counter = Counter()
-        for (_, era, _), n in self.shapes.items():
+        for (_, era, _), (n,) in self.shapes.items():
             out[era] += n
         return out
 
@@ -138,7 +141,7 @@ class SummaryBuilder:
         self.records: dict[RecordType, int] = {}  # by record type
         # (kind, era, direction) -> messages, in the order each first came: one count per message
         # (the viewer's analysis counts every row), the totals by kind, era and direction at snapshot
-        self.shapes: dict[tuple, int] = {}
+        self.shapes: dict[tuple, list[int]] = {}  # (a count in a list: see SessionFacts.last_shape)
         self.rules: Counter = Counter()
         self.severities: Counter = Counter()
         self.latencies = Latencies()  # bounded: exact in a short session, a histogram in a long one
@@ -175,16 +178,13 @@ class SummaryBuilder:
         rec = m.rec
         kind = m.kind
         key = (kind, m.era, rec.dir)  # enum members (StrEnum): converted to text in snapshot()
-        shapes = self.shapes
-        shapes[key] = shapes.get(key, 0) + 1
         s = self._last
         if s is None or s.conn != rec.conn:
             s = self.sessions.get(rec.conn)
             if s is None:
                 s = self.sessions[rec.conn] = SessionFacts(rec.conn, rec.transport, first_t_ns=rec.t_ns)
             self._last = s
-        shapes = s.shapes
-        shapes[key] = shapes.get(key, 0) + 1
+        self._count_shape(s, key)
         s.last_t_ns = rec.t_ns
         if m.findings:
             for f in m.findings:
@@ -212,23 +212,36 @@ class SummaryBuilder:
             if t > self.last_t_ns:
                 self.last_t_ns = t
         kind = m.kind
-        key = (kind, m.era, rec.dir)
-        shapes = self.shapes
-        shapes[key] = shapes.get(key, 0) + 1
         s = self._last
         if s is None or s.conn != rec.conn:
             s = self.sessions.get(rec.conn)
             if s is None:
                 s = self.sessions[rec.conn] = SessionFacts(rec.conn, rec.transport, first_t_ns=t)
             self._last = s
-        shapes = s.shapes
-        shapes[key] = shapes.get(key, 0) + 1
+        last = s.last_shape.get(kind)
+        if last is not None and last[0] is m.era and last[1] is rec.dir:
+            last[2][0] += 1
+            last[3][0] += 1
+        else:
+            self._count_shape(s, (kind, m.era, rec.dir))
         s.last_t_ns = t
         if kind is _REQUEST:
             if m.meta is not None:
                 self._facts(m, s)
         elif kind is _RESULT or kind is _ERROR:
             self._facts(m, s)
+
+    def _count_shape(self, s: SessionFacts, key: tuple) -> None:
+        """One message of shape KEY (kind, era, direction) in session S, and in the whole capture."""
+        mine = s.shapes.get(key)
+        if mine is None:
+            mine = s.shapes[key] = [0]
+        mine[0] += 1
+        every = self.shapes.get(key)
+        if every is None:
+            every = self.shapes[key] = [0]
+        every[0] += 1
+        s.last_shape[key[0]] = (key[1], key[2], mine, every)
 
     def add_finding(self, f: Finding) -> None:
         self.rules[f.rule] += 1
@@ -288,7 +301,7 @@ class SummaryBuilder:
 
     @property
     def messages(self) -> int:
-        return sum(self.shapes.values())
+        return sum(n for (n,) in self.shapes.values())
 
     def _add_latencies(self) -> None:
         """The latencies kept since the last call, into the table, methods in the order they came."""
@@ -316,7 +329,7 @@ class SummaryBuilder:
         kinds: Counter = Counter()
         eras: Counter = Counter()
         dirs: Counter = Counter()
-        for (kind, era, d), n in self.shapes.items():
+        for (kind, era, d), (n,) in self.shapes.items():
             kinds[kind] += n
             eras[era] += n
             if d is not None:
