@@ -9,6 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 RETRY_MAX = (1 << 63) - 1  # the largest SSE retry a capture stores (its integers are int64)
+# What one SSE event may hold in memory (its data, and a line still without its end), the same cap
+# as a stdio line (LineFramer.max_line): a server that never ends an event, or a line, must not take
+# the proxy's memory. The bytes are still relayed whole; the capture keeps this much and the count.
+SSE_EVENT_MAX = 64 * 1024 * 1024
+SSE_COMMENTS_MAX = 1024  # comment lines kept per event (keep-alives of an event that never ends)
 
 
 @dataclass(slots=True)
@@ -122,6 +127,7 @@ class SseEvent:
     offset: int = 0  # stream offset of the event's first line
     has_data: bool = True
     comments: list[str] = field(default_factory=list)
+    cut: int = 0  # bytes of the event's data not kept (over SSE_EVENT_MAX)
 
 
 class SseParser:
@@ -131,22 +137,30 @@ class SseParser:
     __slots__ = (
         "_buf",
         "_comments",
+        "_cut",
         "_data",
         "_ev_start",
         "_event",
         "_id",
+        "_line_cut",
         "_line_start",
         "_offset",
         "_pending_cr",
         "_retry",
+        "_size",
         "_started",
         "last_id",
+        "max_event",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, max_event: int = SSE_EVENT_MAX) -> None:
+        self.max_event = max_event
         self._buf = bytearray()
         self._offset = 0  # stream offset of _buf[0]
+        self._line_cut = 0  # bytes dropped from the end of the line at _buf[0] (it outgrew max_event)
         self._data: list[str] = []
+        self._size = 0  # characters the event's data holds so far (with its newlines)
+        self._cut = 0  # bytes of the event's data not kept
         self._event = ""
         self._id: str | None = None
         self._retry: int | None = None
@@ -182,16 +196,24 @@ class SseParser:
                 end = lf
                 nxt = lf + 1
             line = bytes(buf[pos:end])
-            ev = self._line(line, self._offset + pos)
+            line_cut = self._line_cut
+            ev = self._line(line, self._offset + pos, line_cut)
+            if line_cut:  # (the bytes dropped from that line came before what follows it)
+                self._line_cut = 0
+                self._offset += line_cut
             if ev is not None:
                 out.append(ev)
             pos = nxt
         if pos:
             del buf[:pos]
             self._offset += pos
+        over = len(buf) - self.max_event
+        if over > 0:  # a line without its end outgrew the cap: keep its start, count the rest
+            del buf[self.max_event :]
+            self._line_cut += over
         return out
 
-    def _line(self, raw: bytes, offset: int) -> SseEvent | None:
+    def _line(self, raw: bytes, offset: int, line_cut: int = 0) -> SseEvent | None:
         line = raw.decode("utf-8", "replace")
         if not self._started:
             self._started = True
@@ -202,13 +224,24 @@ class SseParser:
         if self._ev_start is None:
             self._ev_start = offset
         if line.startswith(":"):
-            self._comments.append(line[1:])
+            if len(self._comments) < SSE_COMMENTS_MAX:
+                self._comments.append(line[1:])
             return None
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):
             value = value[1:]
         if name == "data":
-            self._data.append(value)
+            room = self.max_event - self._size
+            if not self._cut and len(value) < room:
+                self._data.append(value)
+                self._size += len(value) + 1  # (and its newline: many empty lines count too)
+            else:  # past the cap: the rest of the event's data is counted, not kept
+                keep = value[:room] if not self._cut and room > 0 else ""
+                if keep:
+                    self._data.append(keep)
+                self._size = self.max_event
+                self._cut += len(value[len(keep) :].encode("utf-8", "surrogatepass")) + 1
+            self._cut += line_cut
         elif name == "event":
             self._event = value
         elif name == "id":
@@ -235,8 +268,11 @@ class SseParser:
                 offset=start,
                 has_data=has_data,
                 comments=self._comments,
+                cut=self._cut,
             )
         self._data = []
+        self._size = 0
+        self._cut = 0
         self._event = ""
         self._id = None
         self._retry = None
@@ -255,5 +291,6 @@ class SseParser:
                 id=self._id,
                 offset=self._ev_start or 0,
                 has_data=True,
+                cut=self._cut,
             )
         return None

@@ -82,3 +82,36 @@ def test_sse_parser_keeps_comments_out_of_data_and_reports_an_unterminated_event
     assert p.feed(b": ping\n\ndata: {}\n") == []
     tail = p.finish()
     assert tail is not None and tail.data == "{}"
+
+
+def test_sse_parser_keeps_an_event_that_never_ends_to_its_cap_and_counts_the_rest():
+    # a server streaming one event without its blank line (a bug, or hostile) must not take the
+    # proxy's memory: the event's start is kept up to the cap and the rest is counted as cut
+    p = SseParser(max_event=1000)
+    line = b"data: " + b"x" * 99 + b"\n"  # 100 characters of data with its newline
+    for _ in range(1000):
+        assert p.feed(line) == []
+    assert p._size <= 1000 and len(p._data) <= 10
+    ev, after = p.feed(b"\ndata: after\n\n")
+    assert ev.data == "\n".join(["x" * 99] * 10)
+    assert len(ev.data) + ev.cut == 1000 * 100 - 1  # every byte of the event: kept or counted
+    assert after.data == "after" and after.cut == 0  # the next event starts afresh
+
+
+def test_sse_parser_keeps_a_line_that_never_ends_to_its_cap_and_later_offsets_exact():
+    p = SseParser(max_event=1000)
+    p.feed(b"data: ")
+    for _ in range(500):
+        assert p.feed(b"y" * 1000) == []
+    assert len(p._buf) <= 1000
+    first, second = p.feed(b"\n\ndata: next\n\n")
+    assert first.data == "y" * (1000 - len("data: ")) and first.cut == 500 * 1000 - len(first.data)
+    assert second.data == "next" and second.cut == 0
+    assert second.offset == len("data: ") + 500 * 1000 + 2  # the stream offset counts what was cut
+
+
+def test_sse_parser_keeps_a_bounded_number_of_comments_of_an_event_that_never_ends():
+    p = SseParser()
+    for _ in range(100):
+        p.feed(b": keep-alive\n" * 1000)
+    assert len(p._comments) <= 1024

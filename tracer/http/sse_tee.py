@@ -155,6 +155,8 @@ class SseTee:
                     conn=f.conn,
                     http=http,
                     sse=sse,
+                    # an event past SseParser's cap: its start is kept, this many bytes are not
+                    data={"cut": ev.cut} if ev.cut else None,
                 )
             )
             return
