@@ -1,6 +1,7 @@
 """Lint throughput and memory on a generated 1,000,000-message capture, beside a baseline.
 
 Run: python tests/bench/bench_lint.py [--messages N] [--select IDS] [--issue2] [--keep]
+     python tests/bench/bench_lint.py --against OTHER_TREE [--rounds 5] [--messages N]
 
 Prints, measured side by side in one run (these machines are noisy, so compare ratios):
   - mcptrace lint throughput (messages/s) on one core, with the selected rules (all by default;
@@ -14,6 +15,8 @@ Prints, measured side by side in one run (these machines are noisy, so compare r
   - a baseline: `json.loads` + the `jsonschema` package validating each message of a sample against
     the same official definition mcptrace picks for it (picked before the clock starts, validators
     compiled before it too, so the baseline only parses and validates).
+With --against, only this: lint throughput (CPU time, one core) of this tree and of another (a git
+worktree of an earlier commit), alternated round by round, and the ratio of their medians.
 """
 
 from __future__ import annotations
@@ -220,21 +223,48 @@ from tracer.rules import select_rules
 class Null(Reporter):
     pass
 rules = RuleSet(select_rules({select!r} or None, {ignore!r} or None))
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 stats = lint_paths([{path!r}], rules, Null(), progress=False)
-dt = time.perf_counter() - t
+dt, cpu = time.perf_counter() - t, time.process_time() - c
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{{stats.messages}} {{dt}} {{rss}} {{stats.findings}}")
+print(f"{{stats.messages}} {{dt}} {{rss}} {{stats.findings}} {{cpu}}")
 """
 
 
 def run_lint(
-    path: Path, select: list[str] | None, ignore: list[str] | None = None
+    path: Path, select: list[str] | None, ignore: list[str] | None = None, root: Path = ROOT
 ) -> tuple[int, float, float, int]:
-    code = LINT_CHILD.format(root=str(ROOT), path=str(path), select=select, ignore=ignore)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    n, dt, rss, findings = out.split()
+    n, dt, rss, findings, _ = _lint_child(path, select, ignore, root)
     return int(n), float(dt), float(rss), int(findings)
+
+
+def _lint_child(path: Path, select, ignore, root: Path) -> list[str]:
+    code = LINT_CHILD.format(root=str(root), path=str(path), select=select, ignore=ignore)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+
+
+def against(path: Path, select: list[str] | None, other: Path, rounds: int) -> None:
+    """Lint with the selected rules by this tree and by `other` (e.g. a git worktree of an earlier
+    commit), alternated for `rounds`: messages/s of CPU time each round, and the medians' ratio."""
+    import statistics
+
+    rates: dict[Path, list[float]] = {ROOT: [], other: []}
+    for r in range(rounds):
+        for root in (other, ROOT):
+            n, _, _, _, cpu = _lint_child(path, select, None, root)
+            rates[root].append(int(n) / float(cpu))
+        print(
+            f"round {r + 1}: {other}: {rates[other][-1]:,.0f} messages/s (CPU time); this tree: "
+            f"{rates[ROOT][-1]:,.0f} (load average {os.getloadavg()[0]:.1f})",
+            flush=True,
+        )
+    before, after = statistics.median(rates[other]), statistics.median(rates[ROOT])
+    print(
+        f"median of {rounds} rounds, one core, CPU time: {other} {before:,.0f} messages/s, this tree "
+        f"{after:,.0f}: x{after / before:.3f}"
+    )
 
 
 def baseline(path: Path, sample: int) -> tuple[float, float, float]:
@@ -317,7 +347,21 @@ def main() -> None:
         "MCP350-361, MCP401-410), with and without the schema rules",
     )
     ap.add_argument("--keep", action="store_true", help="keep the generated captures")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        help="only: lint by this tree and by the tree given (e.g. a git worktree of an earlier commit), "
+        "alternated, CPU time",
+    )
+    ap.add_argument("--rounds", type=int, default=5, help="with --against")
     args = ap.parse_args()
+    if args.against is not None:
+        with tempfile.TemporaryDirectory(prefix="mcptrace-bench-") as tmp:
+            path = Path(tmp) / "big.jsonl"
+            n = generate(path, args.messages)
+            print(f"{n:,} messages, load average {os.getloadavg()[0]:.1f}")
+            against(path, args.select, args.against.resolve(), args.rounds)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="mcptrace-bench-"))
     big, small = tmp / "big.jsonl", tmp / "small.jsonl"
     t = time.perf_counter()

@@ -14,7 +14,10 @@ and --jobs N alternated, each a real `mcptrace lint --format json` process, star
 Then the medians of both ratios. With --shards, the split of the work measured in this process: the
 CPU time of one analyser on the whole file against each of the N shards (tracer.parallel_worker._shard),
 and of the same shards with no analysis: what reading every line and deciding ownership cost each. With --profile, where the time of
-single-process lint goes (cProfile, top functions by own time), in microseconds per message.
+single-process lint goes (cProfile, top functions by own time), in microseconds per message. With
+--instructions (valgrind installed), no timed rounds: the machine instructions per message of one
+analyser and of each shard, the same on a loaded machine as on a quiet one; --root (repeatable)
+measures other trees side by side, e.g. `git worktree add /tmp/before HEAD~1`.
 """
 
 from __future__ import annotations
@@ -150,6 +153,82 @@ def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float], list[float]]:
     return whole, shards, bare
 
 
+# One piece of the work in a fresh interpreter of the tree at argv[1]: "none" (start-up and imports
+# only), "whole" (one analyser over the file, as --jobs 1) or "shardKofN" (worker K's share of N).
+_PIECE = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from tracer.analyser import RuleSet
+from tracer.lint import Reporter, lint_paths
+from tracer.parallel import Task, _Out
+from tracer.parallel_worker import _shard
+from tracer.rules import select_rules
+class Drop:
+    def send(self, batch): pass
+rules = RuleSet(select_rules(None, None))
+piece, path = sys.argv[2], sys.argv[3]
+if piece == "whole":
+    lint_paths([path], rules, Reporter(), progress=False)
+elif piece.startswith("shard"):
+    import os
+    k, n = map(int, piece[5:].split("of"))
+    out = _Out(Drop(), 0)
+    _shard(Task(0, path, None, os.path.getsize(path), True), k, n, rules, False, out)
+    out.flush()
+elif piece in ("lines", "read", "match"):
+    from tracer.capture import read_capture
+    from tracer.parallel_worker import _plain
+    with open(path, "rb") as fh:
+        if piece == "read":
+            for _ in read_capture(fh):
+                pass
+        elif piece == "match":  # what a worker's skip computes of every line (tracer.parallel_worker)
+            for line in fh:
+                m = _plain(line)
+                if m is not None and line.endswith(b"}\n"):
+                    m[2].decode("ascii"), int(m[1])
+        else:
+            for _ in fh:
+                pass
+"""
+
+
+def instructions(root: Path, piece: str, path: Path) -> int:
+    """Machine instructions one piece of the work executes (valgrind's cachegrind, no cache
+    simulation): the same count on a loaded machine as on a quiet one."""
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        cmd += [f"--log-file={log.name}", sys.executable, "-c", _PIECE, str(root), piece, str(path)]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        for line in log.read().splitlines():
+            if "I" in line and "refs:" in line:
+                return int(line.rsplit(":", 1)[1].replace(",", ""))
+    raise SystemExit("valgrind printed no instruction count")
+
+
+def instruction_split(path: Path, n: int, jobs: int, roots: list[Path]) -> None:
+    """Per message, for each tree: instructions of one analyser over the file and of each of the
+    `jobs` shards (start-up and imports, measured alone, taken off each)."""
+    lines = sum(1 for _ in path.open("rb"))
+    for root in roots:
+        base = instructions(root, "none", path)
+        bare = instructions(root, "lines", path)
+        read, match = (instructions(root, piece, path) - bare for piece in ("read", "match"))
+        print(
+            f"instructions per line ({root}): reading it in full (typed record) {read / lines:,.0f}; "
+            f"a worker's prefix match of it {match / lines:,.0f}; iterating the file {(bare - base) / lines:,.0f}",
+            flush=True,
+        )
+        whole = instructions(root, "whole", path) - base
+        shards = [instructions(root, f"shard{k}of{jobs}", path) - base for k in range(jobs)]
+        print(
+            f"instructions per message ({root}): one analyser {whole / n:,.0f}; shards "
+            f"{', '.join(f'{s / n:,.0f}' for s in shards)}: all of them x{sum(shards) / whole:.3f} one "
+            f"analyser, the busiest x{whole / max(shards):.2f} faster (the speedup on {jobs} free cores)",
+            flush=True,
+        )
+
+
 def profile(path: Path, messages: int, top: int = 25) -> None:
     from tracer.analyser import RuleSet
     from tracer.lint import Reporter, lint_paths
@@ -186,6 +265,18 @@ def main() -> None:
     ap.add_argument("--shards", action="store_true")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--capture", type=Path, help="lint this capture instead of a generated one")
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instead of timed rounds: machine instructions (valgrind) of one analyser and of each shard",
+    )
+    ap.add_argument(
+        "--root",
+        type=Path,
+        action="append",
+        help="with --instructions, the tree(s) to measure, side by side (default: this one), e.g. a "
+        "git worktree of an earlier commit",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcptrace-bench-jobs-") as tmp:
         if args.capture is not None:
@@ -199,6 +290,9 @@ def main() -> None:
             f"{what}, {path.stat().st_size / 1e6:.0f} MB; {os.cpu_count()} cores; "
             f"load average {os.getloadavg()[0]:.1f}"
         )
+        if args.instructions:
+            instruction_split(path, n, args.jobs, args.root or [ROOT])
+            return
         walls, cpus = [], []
         for r in range(args.rounds):
             wall_1, procs_1 = lint_run(path, 1)
