@@ -140,8 +140,7 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     from tracer.paths import default_capture_path, label_for_command
     from tracer.rules import select_rules
     from tracer.stdio import splice as tee_splice
-    from tracer.stdio.capture import CaptureSink
-    from tracer.stdio.loop import ROOM_WAIT_NS
+    from tracer.stdio.capture import ROOM_WAIT_NS, CaptureSink
     from tracer.stdio.notes import Notes
     from tracer.stdio.tee import SpawnError, Tee, open_capture, spawn
 
@@ -198,7 +197,12 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
     else:
         analyser = None if args.no_live_lint else Analyser(select_rules(["MCP8"]))
         sink = CaptureSink(
-            writer, f"stdio-{child.pid}", budget=budget, analyser=analyser, on_finding=notes.finding
+            writer,
+            f"stdio-{child.pid}",
+            budget=budget,
+            analyser=analyser,
+            on_finding=notes.finding,
+            room_wait_ns=room_wait_ns,
         )
     sink.start()
     tee = Tee(

@@ -47,6 +47,11 @@ MAX_BATCH_BYTES = 1024 * 1024
 # sees every record within a few milliseconds.
 LINGER_S = 0.002
 NO_LINGER_TEED = 64 * 1024  # ...unless a big tee'd chunk is waiting: its pipe must be emptied at once
+# How long the relay waits, a whole budget of copies behind, for the capture to take a byte before it
+# drops a copy instead (tracer.stdio.loop says why): far above the few milliseconds a capture at
+# normal priority waits for a CPU on a loaded machine, short enough that a stalled one is a hiccup.
+ROOM_WAIT_NS = 500_000_000
+ROOM_POLL_MS = 10  # (meanwhile, notes the control pipe could not take are handed over this often)
 
 
 class CaptureOutcome:
@@ -74,12 +79,16 @@ class CaptureSink(CaptureOutcome):
         budget: int = DEFAULT_BUDGET,
         analyser=None,
         on_finding: Callable[[Finding], None] | None = None,
+        room_wait_ns: int = ROOM_WAIT_NS,
     ):
         self.writer = writer
+        self.room_wait_ns = room_wait_ns  # (0: a copy over the budget is dropped at once)
+        self._stalled = False  # the writer took nothing for room_wait_ns: drop, do not wait again
         self.conn = conn
         self.budget = budget
         self._q: queue.SimpleQueue = queue.SimpleQueue()  # put() is reentrant: safe in signal handlers
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # the writer released bytes of the budget
         self._queued = 0
         # per stream: bytes / chunks / newlines dropped since its last accepted chunk. Each slot is
         # written only by that stream's relay thread, so it needs no lock.
@@ -106,6 +115,8 @@ class CaptureSink(CaptureOutcome):
         n = len(data)
         with self._lock:
             ok = self._queued + n <= self.budget
+            if not ok and n <= self.budget and self.room_wait_ns > 0 and not self._stalled:
+                ok = self._wait_room(n)
             if ok:
                 self._queued += n
         gap = self._gap[stream]
@@ -120,6 +131,25 @@ class CaptureSink(CaptureOutcome):
             gap[0] = gap[1] = gap[2] = 0
         else:
             self._q.put((stream, t_ns, data, None))
+        return True
+
+    def _wait_room(self, n: int) -> bool:
+        """(With the lock held.) A whole budget waits for the writer: wait while it writes, as the
+        relay waits for a capture process (tracer.stdio.loop), until `n` more bytes fit; False after
+        room_wait_ns with nothing written (then, until the writer takes something, no more waits)."""
+        if not self._thread.is_alive():
+            return False  # (not started, or ended: nothing will make room)
+        self.hurry(True)
+        clock = time.monotonic_ns
+        give_up = clock() + self.room_wait_ns
+        while self._queued + n > self.budget:
+            before = self._queued
+            self._room.wait(ROOM_POLL_MS / 1000)
+            if self._queued < before:
+                give_up = clock() + self.room_wait_ns
+            elif clock() >= give_up:
+                self._stalled = True
+                return False
         return True
 
     def inline(self, stream: int, t_ns: int, data: bytes) -> bool:
@@ -277,6 +307,8 @@ class CaptureSink(CaptureOutcome):
             if released:
                 with self._lock:
                     self._queued -= released
+                    self._stalled = False
+                    self._room.notify_all()  # (a relay may wait for room: `_wait_room`)
             if stop:
                 return
 

@@ -47,7 +47,7 @@ import time
 from collections import deque
 
 from tracer.stdio import splice as tee_splice
-from tracer.stdio.capture import INLINE_MAX
+from tracer.stdio.capture import INLINE_MAX, ROOM_POLL_MS, ROOM_WAIT_NS
 from tracer.stdio.heap import TRIM_AFTER_BYTES
 
 SPIN_NS = 200_000  # covers a quick server's answer and a host's next request; see the docstring
@@ -63,11 +63,6 @@ CHECK_NS = 20_000_000
 BUSY_PREEMPTIONS = 3
 PAUSE_NS = 10_000_000
 MAX_PAUSE_NS = 1_000_000_000
-# How long the relay waits, a whole budget of copies behind, for the capture to take a byte before it
-# drops a copy instead (see the docstring): far above the few milliseconds a capture process at normal
-# priority waits for a CPU on a loaded machine, short enough that a stalled capture is only a hiccup.
-ROOM_WAIT_NS = 500_000_000
-ROOM_POLL_MS = 10  # (meanwhile, notes the control pipe could not take are handed over this often)
 CHUNK = tee_splice.CHUNK
 _NB = tee_splice.SPLICE_F_NONBLOCK
 _POLLIN, _POLLOUT = select.POLLIN, select.POLLOUT

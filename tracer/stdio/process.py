@@ -33,10 +33,16 @@ from types import SimpleNamespace
 
 import orjson
 
-from tracer.stdio.capture import CAP_PIPE_MAX, DEFAULT_BUDGET, INLINE_MAX, CaptureOutcome
+from tracer.stdio.capture import (
+    CAP_PIPE_MAX,
+    DEFAULT_BUDGET,
+    INLINE_MAX,
+    ROOM_POLL_MS,
+    ROOM_WAIT_NS,
+    CaptureOutcome,
+)
 from tracer.stdio.capture_child import _CONN, _EOF, _EVENT, _GAP, _INLINE, _NOTE, _TEED, _child, _close_others
 from tracer.stdio.heap import keep_freed_memory
-from tracer.stdio.loop import ROOM_POLL_MS, ROOM_WAIT_NS
 from tracer.stdio.priority import background
 from tracer.stdio.splice import count_newlines
 

@@ -229,3 +229,45 @@ def test_tee_cli_relays_arbitrary_bytes_through_a_real_process_both_ways_unchang
     assert stream_of(records, Direction.S2C) == data
     events = [r.data["event"] for r in records if r.type is RecordType.EVENT]
     assert events[0] == "started" and events[-1] == "exit" and "stdin-eof" in events
+
+
+class HeldWriter(CaptureWriter):
+    """A capture file whose writes wait until released: the writer thread is held up, as on a
+    machine that gives it no CPU."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.go = threading.Event()
+
+    def write_many(self, recs, encode=None):
+        assert self.go.wait(BOUND_S)
+        return super().write_many(recs, encode)
+
+
+class ReleasedWhenWaitedFor(CaptureSink):
+    def hurry(self, at_once: bool = False) -> None:
+        if at_once:
+            self.writer.go.set()
+
+
+def test_the_in_process_capture_a_budget_behind_is_waited_for_rather_than_dropping(tmp_path):
+    # The capture thread of the tee where there is no capture process (no tee(2), or
+    # MCPTRACE_TEE_IN_PROCESS=1): a copy over the budget used to be dropped at once.
+    path = tmp_path / "cap.jsonl"
+    budget = 1024 * 1024
+    sink = ReleasedWhenWaitedFor(
+        HeldWriter(path, header_record("stdio")), "t", budget=budget, room_wait_ns=BOUND_S * 10**9
+    )
+    sink.start()
+    line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}\n' % (b"z" * 1000)
+    chunk = line * (256 * 1024 // len(line))
+    kept = [sink.offer(STDOUT, i, chunk) for i in range(16)]  # four budgets' worth
+    waited = sink.writer.go.is_set()
+    sink.writer.go.set()  # (a sink that never waited gets its writer back here)
+    sink.eof(STDOUT)
+    assert sink.close(BOUND_S)
+    sink.writer.close()
+    records = read_records(path)
+    assert kept == [True] * 16 and waited
+    assert not [r for r in records if r.type is RecordType.EVENT and r.data["event"] == "dropped"]
+    assert stream_of(records, Direction.S2C) == chunk * 16
