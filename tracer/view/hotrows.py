@@ -12,6 +12,7 @@ decides everything as before.
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 import orjson
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from tracer.inputs.lazy import RecordIndex
     from tracer.view.rowfill import RowFiller
 
+BLOCK_BYTES = 4 << 20  # of the input read at once (beyond one row)
 LAT_MAX_US = 2**31 - 1
 _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
 _RESULT, _ERROR, _REQUEST, _BATCH = Kind.RESULT, Kind.ERROR, Kind.REQUEST, Kind.BATCH
@@ -35,14 +37,27 @@ _UNPARSED = object()
 
 
 def block(index: LineIndex | RecordIndex, first: int, last: int) -> list[bytes]:
-    """The lines of rows FIRST..LAST-1 (fewer if the input has fewer): a capture's in one read,
-    split at its newlines as the index found them (bytes.split: no step per line in Python)."""
+    """The lines of rows FIRST..LAST-1, or of the first of them that fit in BLOCK_BYTES (one row at
+    least: memory stays bounded whatever the lines' length). A capture's come in one read, split at
+    its newlines as the index found them (bytes.split: no step per line in Python)."""
     if type(index) is LineIndex:
-        start, end = index.span(first)[0], index.span(last - 1)[1]
+        ends = index.ends
+        start = index.span(first)[0]
+        lim = min(last, len(ends))
+        if first < lim:  # (else the one row left is the unterminated last line)
+            last = max(first + 1, bisect_right(ends, start + BLOCK_BYTES, first, lim))
+        end = index.span(last - 1)[1]
         lines = os.pread(index.fd, end - start, start).split(b"\n")
         if len(lines) == last - first:  # (else the file changed under us: as the index reads it)
             return lines
-    return [line for _, line in index.lines(first, last)]
+    out: list[bytes] = []
+    size = 0
+    for _, line in index.lines(first, last):
+        out.append(line)
+        size += len(line)
+        if size >= BLOCK_BYTES:
+            break
+    return out
 
 
 def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:

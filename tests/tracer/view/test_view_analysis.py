@@ -155,3 +155,33 @@ def test_plain_messages_store_no_details_and_still_read_as_the_analyser_says(
     with_findings = sum(1 for row, d in _in_process(cap).items() if d.get("f"))
     stored = (work / "details.jsonl").read_bytes().count(b"\n")
     assert stored <= with_findings + 2 * connections  # (a session's discover probe or end)
+
+
+def test_the_analysis_reads_a_bounded_block_of_rows_at_a_time_each_its_own_line(tmp_path, monkeypatch):
+    # a capture of long lines must not be read 2,048 rows at once (memory stays bounded), and
+    # however the rows are cut into blocks each is its line, the torn last one too
+    from tracer.index import LineIndex
+    from tracer.view import hotrows
+
+    monkeypatch.setattr(hotrows, "BLOCK_BYTES", 4096)
+    lines = [(FIXTURES[0].read_bytes().splitlines() * 3)[i] for i in range(40)]
+    lines[5] = lines[5][:-1] + b"," + b'"pad":"' + b"x" * 9000 + b'"}'  # (one row past the block)
+    path = tmp_path / "cap.jsonl"
+    path.write_bytes(b"\n".join(lines))  # (no final newline: a torn last line)
+    idx = LineIndex(str(path), final=True)
+    idx.update()
+    got: list[bytes] = []
+    while len(got) < len(idx):
+        rows = hotrows.block(idx, len(got), len(idx))
+        assert rows and (len(rows) == 1 or sum(len(x) + 1 for x in rows) <= 4096)
+        got += rows
+    assert got == [idx.line(r) for r in range(len(idx))] == lines
+    idx.close()
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_rows_analysed_in_small_blocks_still_say_what_the_analyser_says(path, tmp_path, monkeypatch):
+    from tracer.view import hotrows
+
+    monkeypatch.setattr(hotrows, "BLOCK_BYTES", 700)  # (a row or two a block)
+    assert _same_rows(path, tmp_path) > 0
