@@ -253,7 +253,9 @@ class CaptureWriter:
         header = redact_header_record(header) if redact else dict(header)
         header.setdefault("redacted", redact)
         # a torn last line of an earlier writer is ended first, so the new header is a line of its own
-        self._write_bytes((b"\n" if torn_tail else b"") + orjson.dumps(header) + b"\n")
+        # (safe_dumps: a command line argument that is not UTF-8 reaches us surrogate-escaped, and
+        # orjson refused it: the tee stopped with "internal error" before the server started)
+        self._write_bytes((b"\n" if torn_tail else b"") + safe_dumps(header) + b"\n")
 
     @property
     def closed(self) -> bool:
