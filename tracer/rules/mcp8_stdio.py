@@ -43,6 +43,11 @@ def _stdio(m: Analysed) -> bool:
     return m.rec.transport == "stdio"
 
 
+def _wrong_kind_possible(kind, method, direction, versions) -> bool:
+    """MCP805 fires only on a request the server writes or a response the client writes."""
+    return direction is Direction.S2C if kind is Kind.REQUEST else direction is Direction.C2S
+
+
 def _verdict(m: Analysed, s):
     # inlined _stdio: MCP801 and MCP802 call this on every stdio message
     if m.rec.transport != "stdio":
@@ -311,6 +316,7 @@ def stdio_stderr_not_utf8(s, end_t_ns: int):
     Severity.ERROR,
     kinds=(Kind.REQUEST, Kind.RESULT, Kind.ERROR),
     versions=MODERN,
+    possible=_wrong_kind_possible,
     scope="stdio",
     spec=f"{STDIO_PAGE}:L35-37, :L55",
 )
