@@ -159,7 +159,7 @@ class SseParser:
         self._offset = 0  # stream offset of _buf[0]
         self._line_cut = 0  # bytes dropped from the end of the line at _buf[0] (it outgrew max_event)
         self._data: list[str] = []
-        self._size = 0  # characters the event's data holds so far (with its newlines)
+        self._size = 0  # bytes (UTF-8) the event's data holds so far (with its newlines)
         self._cut = 0  # bytes of the event's data not kept
         self._event = ""
         self._id: str | None = None
@@ -195,9 +195,15 @@ class SseParser:
             else:
                 end = lf
                 nxt = lf + 1
-            line = bytes(buf[pos:end])
             line_cut = self._line_cut
-            ev = self._line(line, self._offset + pos, line_cut)
+            if line_cut and end - pos > self.max_event:
+                # (the line outgrew the cap: its start is kept; what came after the bytes cut from it
+                # is cut as well, not spliced onto that start)
+                line = bytes(buf[pos : pos + self.max_event])
+                ev = self._line(line, self._offset + pos, line_cut + end - pos - self.max_event)
+            else:
+                line = bytes(buf[pos:end])
+                ev = self._line(line, self._offset + pos, line_cut)
             if line_cut:  # (the bytes dropped from that line came before what follows it)
                 self._line_cut = 0
                 self._offset += line_cut
@@ -232,15 +238,21 @@ class SseParser:
             value = value[1:]
         if name == "data":
             room = self.max_event - self._size
-            if not self._cut and len(value) < room:
+            # the cap is in bytes of UTF-8 (a character may take four), as the capture stores them
+            size = len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+            if not self._cut and size < room:
                 self._data.append(value)
-                self._size += len(value) + 1  # (and its newline: many empty lines count too)
+                self._size += size + 1  # (and its newline: many empty lines count too)
             else:  # past the cap: the rest of the event's data is counted, not kept
-                keep = value[:room] if not self._cut and room > 0 else ""
-                if keep:
-                    self._data.append(keep)
+                keep = ""
+                if not self._cut and room > 0:  # (its start, up to the cap, whole characters)
+                    keep = value.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
                 self._size = self.max_event
-                self._cut += len(value[len(keep) :].encode("utf-8", "surrogatepass")) + 1
+                if keep:  # (the newline before this line is in the data kept)
+                    self._data.append(keep)
+                    self._cut += size - len(keep.encode("utf-8", "surrogatepass"))
+                else:  # (this line and the newline before it are cut)
+                    self._cut += size + 1
             self._cut += line_cut
         elif name == "event":
             self._event = value

@@ -115,3 +115,29 @@ def test_sse_parser_keeps_a_bounded_number_of_comments_of_an_event_that_never_en
     for _ in range(100):
         p.feed(b": keep-alive\n" * 1000)
     assert len(p._comments) <= 1024
+
+
+def test_sse_parser_keeps_only_the_start_of_a_line_cut_at_the_cap_not_what_follows_the_cut():
+    # the line outgrows the cap before its end arrives: the bytes after the cut must not be spliced
+    # onto its start (the capture would hold data the server never sent at that place)
+    p = SseParser(max_event=16)
+    assert p.feed(b"data: " + b"A" * 30) == []
+    (ev,) = p.feed(b"B" * 10 + b"\n\n")
+    assert ev.data == "A" * 10
+    assert len(ev.data) + ev.cut == 40  # every byte of the data: kept or counted
+
+
+def test_sse_parser_counts_its_cap_in_bytes_of_utf8_not_characters():
+    p = SseParser(max_event=1000)
+    line = ("data: " + "\U0001f600" * 99 + "\n").encode()  # 396 bytes of data a line
+    for _ in range(100):
+        p.feed(line)
+    (ev,) = p.feed(b"\n")
+    kept = len(ev.data.encode())
+    assert kept <= 1000
+    assert kept + ev.cut == 100 * 396 + 99
+
+
+def test_sse_parser_counts_a_line_kept_in_part_exactly():
+    (ev,) = SseParser(max_event=10).feed(b"data: " + b"x" * 20 + b"\n\n")
+    assert ev.data == "x" * 10 and ev.cut == 10
