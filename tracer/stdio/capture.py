@@ -19,11 +19,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-import orjson
-
 from tracer.capture import CaptureWriter
 from tracer.framing import Frame, LineFramer
 from tracer.model import Direction, Finding, Record, RecordType
+from tracer.stdio.encode import encode_line, is_utf8, looks_suspicious
 from tracer.stdio.runs import RUN_MIN, StreamFramer, make_run
 from tracer.stdio.splice import read_exactly
 
@@ -427,7 +426,7 @@ class CaptureSink(CaptureOutcome):
         multi-line message is open. Plain message lines are left to `mcptrace lint` / `view`, which
         run every rule on the capture: analysing each one here would double the capture's CPU."""
         if rec.type is not RecordType.MESSAGE:
-            return rec.type is RecordType.EVENT or not _utf8(rec.raw)
+            return rec.type is RecordType.EVENT or not is_utf8(rec.raw)
         if looks_suspicious(rec):
             return True
         s = self._analyser.sessions.get(rec.conn)
@@ -447,72 +446,3 @@ class CaptureSink(CaptureOutcome):
             self.findings[f.rule] += 1
             if self._on_finding is not None:
                 self._on_finding(f)
-
-
-# -- the fast path of the capture encoder --------------------------------------------------------
-
-_CONTROL = bytes(range(0x20))  # bytes a JSON string must escape besides " and \
-_HEADS = (b'{"type":"message","seq":', b'{"type":"stderr","seq":')
-_DIR_FIELDS = (b',"dir":"c2s"', b',"dir":"s2c"', b"")
-
-
-def _utf8(raw: bytes) -> bool:
-    if raw.isascii():
-        return True
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-# (record kind, direction, transport, conn) -> the constant middle of a line. Keys are small ints and
-# strings: enum members hash through Python code, which this path cannot afford per record.
-_MIDDLES: dict[tuple, bytes] = {}
-
-
-def encode_line(rec: Record) -> bytes | None:
-    """The capture line of a tee message or stderr record, built from its bytes without decoding
-    them into a str and encoding them back: exactly `orjson.dumps(record_to_dict(rec))` plus a
-    newline (a test checks it on arbitrary bytes). None for anything else (the general encoder)."""
-    rtype = rec.type
-    if rtype is RecordType.MESSAGE:
-        kind = 0
-    elif rtype is RecordType.STDERR:
-        kind = 1
-    else:
-        return None
-    if rec.data is not None or rec.http is not None or rec.sse is not None or rec.dir_inferred:
-        return None
-    raw = rec.raw
-    if len(raw.translate(None, _CONTROL)) != len(raw) or not _utf8(raw):
-        return None  # control characters need \u escapes, invalid UTF-8 goes to b64: general path
-    raw = raw.replace(b"\\", b"\\\\").replace(b'"', b'\\"')  # (replace beats `in` + replace here)
-    d = rec.dir
-    side = 0 if d is Direction.C2S else 1 if d is Direction.S2C else 2
-    key = (kind, side, rec.transport, rec.conn)
-    mid = _MIDDLES.get(key)
-    if mid is None:
-        if len(_MIDDLES) > 1024:
-            _MIDDLES.clear()
-        mid = _MIDDLES[key] = (
-            _HEADS[kind],
-            _DIR_FIELDS[side]
-            + b',"transport":'
-            + orjson.dumps(rec.transport)
-            + b',"conn":'
-            + orjson.dumps(rec.conn)
-            + b',"text":"',
-        )
-    head, middle = mid
-    tail = b'"}\n' if rec.offset is None else b'","offset":%d}\n' % rec.offset
-    if not rec.eol:
-        tail = tail[:-2] + b',"eol":false}\n'
-    return b'%s%d,"t_ns":%d%s%s%s' % (head, rec.seq, rec.t_ns, middle, raw, tail)
-
-
-def looks_suspicious(rec: Record) -> bool:
-    """A line that is not plainly one JSON object: empty, not starting with "{" and ending with "}",
-    CRLF-terminated, unterminated, or not UTF-8. Cheap (no parsing)."""
-    raw = rec.raw
-    return not rec.eol or not raw or raw[0] != 0x7B or raw[-1] != 0x7D or not _utf8(raw)
