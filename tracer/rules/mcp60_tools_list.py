@@ -56,7 +56,9 @@ def complete(m: Analysed) -> dict | None:
     return r if rt == "complete" else None
 
 
-_last_unusual: list = [None, True]
+# (message, answer) of the last call: one tuple, rebound whole, so analysers in two threads of one
+# process can never pair one message with the other's answer
+_last_unusual: tuple = (None, True)
 
 
 def unusual_tool_result(m: Analysed, s) -> bool:
@@ -64,10 +66,12 @@ def unusual_tool_result(m: Analysed, s) -> bool:
     that none of them finds anything. So it is for the common `tools/call` result: an interim one,
     or a content list of text blocks with their text and no annotations, `isError` a boolean or
     absent, no `structuredContent`. Remembered for the last message (two runs of rules ask)."""
-    if _last_unusual[0] is m:
-        return _last_unusual[1]
-    _last_unusual[0] = m
-    _last_unusual[1] = out = _unusual_tool_result(m)
+    global _last_unusual
+    last = _last_unusual
+    if last[0] is m:
+        return last[1]
+    out = _unusual_tool_result(m)
+    _last_unusual = (m, out)
     return out
 
 
