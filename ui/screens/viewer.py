@@ -185,6 +185,10 @@ class ViewerScreen(Screen):
         self.on_resize()
         self.status.set(rows=len(msg.view), indexing=msg.view.index.progress, note="")
         self.call_after_refresh(self._first_screen_drawn)
+        if self.follow and not msg.view.follow:  # (other inputs' readers stop at their end)
+            self.follow = False
+            self.status.set(follow=False)
+            self.notify("--follow follows mcptrace captures: this file is read to its end once", timeout=8)
         if self.follow:
             self.pending_last = True
 

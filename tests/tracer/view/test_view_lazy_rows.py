@@ -458,3 +458,22 @@ async def test_g_on_an_input_still_being_read_shows_its_end_read_ahead_then_the_
             assert [view.index.line(r) for r in range(len(view))] == expected
     finally:
         go_on.set()
+
+
+async def test_follow_on_a_host_log_says_it_is_read_to_its_end_once_instead_of_claiming_to_follow(
+    tmp_path, monkeypatch
+):
+    from tests.ui_support import SIZE, until, viewer
+    from ui.app import McpTraceApp
+
+    path = tmp_path / "mcp-server-alpha.log"
+    path.write_bytes(HOSTLOG)
+    said: list[str] = []
+    monkeypatch.setattr(McpTraceApp, "notify", lambda self, message, **kw: said.append(str(message)))
+    app = McpTraceApp(str(path), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the log to open")
+        scr = viewer(app)
+        await pilot.pause()
+        assert not scr.follow and not scr.view.follow
+        assert any("read to its end once" in m for m in said)
