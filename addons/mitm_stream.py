@@ -83,6 +83,11 @@ TAIL_FLOWS = 64  # flows read ahead (a few screens of rows; mitmproxy reads ~2,0
 _PREFIX = 24  # bytes enough for a tnetstring's length prefix ("<digits>:")
 
 
+# Top-level records the read-ahead walks at most (about 1 us each here): a real flow is kilobytes,
+# so this is gigabytes of flows; a file of millions of 3-byte records costs a bounded second, not minutes.
+_WALK_MAX = 1_000_000
+
+
 def _last_flows(fh: IO[bytes], size: int, flows: int) -> tuple[int, int] | None:
     """(start, end) of the last FLOWS whole top-level tnetstrings: each is `<length>:<data><type>`,
     so the file is walked by its length prefixes, nothing decoded (a damaged prefix ends the walk:
@@ -92,7 +97,9 @@ def _last_flows(fh: IO[bytes], size: int, flows: int) -> tuple[int, int] | None:
     starts: deque[int] = deque(maxlen=flows)
     pos = end = 0
     fd = fh.fileno()
-    while pos < size:
+    for _ in range(_WALK_MAX):
+        if pos >= size:
+            break
         head = os.pread(fd, _PREFIX, pos)  # (no buffered read: a buffer's worth a flow would be read)
         colon = head.find(b":")
         if colon <= 0 or not head[:colon].isdigit():
@@ -102,6 +109,8 @@ def _last_flows(fh: IO[bytes], size: int, flows: int) -> tuple[int, int] | None:
             break
         starts.append(pos)
         pos = end = nxt
+    else:  # (a file of tiny records, hostile or not: G waits for the conversion, as without a read-ahead)
+        return None
     return (starts[0], end) if starts else None
 
 

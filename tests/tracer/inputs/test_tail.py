@@ -227,6 +227,25 @@ def test_a_cut_or_damaged_flow_file_reads_ahead_the_flows_before_the_damage_neve
             assert lines, f"{name}: the whole flows before the damage are read ahead"
 
 
+def test_a_flow_file_of_millions_of_tiny_records_is_not_walked_to_its_end_for_a_read_ahead(
+    tmp_path, monkeypatch
+):
+    # `0:~` is a whole tnetstring (None) of 3 bytes: a hostile file of them made G walk a 1 GB file
+    # record by record for minutes; past the walk's bound there is no read-ahead (G waits, as before)
+    import addons.mitm_stream as mitm_stream
+
+    monkeypatch.setattr(mitm_stream, "_WALK_MAX", 1_000)
+    tiny = tmp_path / "tiny.mitm"
+    tiny.write_bytes(b"0:~" * 5_000)
+    with open(tiny, "rb") as fh:
+        assert mitm_stream._last_flows(fh, tiny.stat().st_size, 64) is None
+    assert mitm_stream.read_tail(str(tiny)) is None
+    few = tmp_path / "few.mitm"
+    few.write_bytes(b"0:~" * 500)  # within the bound: its last 64 records are found
+    with open(few, "rb") as fh:
+        assert mitm_stream._last_flows(fh, few.stat().st_size, 64) == (3 * 436, 1_500)
+
+
 def test_the_view_of_a_flow_file_reads_its_end_ahead_then_its_rows_are_the_conversions(tmp_path):
     register_optional_inputs()
     path = _mitm_file(tmp_path)
