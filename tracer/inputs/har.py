@@ -20,6 +20,7 @@ from tracer.classify import parse_json
 from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.http.headers import header
 from tracer.http.recorder import Exchange
+from tracer.inputs.harcut import cut_short, whole_entries
 from tracer.model import Record
 
 _HEAD = re.compile(rb'\A\s*\{\s*"log"\s*:')
@@ -142,18 +143,44 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
     return steps
 
 
+def _cut(fh: IO[bytes], data: bytes, source: str) -> tuple[list, ReadProblem] | None:
+    """The whole entries of a document cut short, and the read problem saying where it ends."""
+    text = cut_short(data)
+    if text is None:
+        return None
+    entries = whole_entries(text)
+    try:
+        end = fh.tell()  # (past a byte order mark the caller read)
+    except (OSError, ValueError):
+        end = len(data)
+    line = text.count("\n") + 1
+    return entries, ReadProblem(
+        source,
+        line,
+        f"the HAR document is cut short: it ends at byte {end} (line {line}) before it is complete; "
+        f"whole entries before the cut, read: {len(entries)}",
+        torn=True,
+    )
+
+
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
-    doc, problem, why = parse_json(fh.read())  # (big integers and lone surrogates are JSON too)
+    data = fh.read()
+    doc, problem, why = parse_json(data)  # (big integers and lone surrogates are JSON too)
+    cut = None
     if problem is not None:
-        yield ReadProblem(source, 1, f"not a readable HAR file: {why}")
-        return
+        cut = _cut(fh, data, source)
+        if cut is None:
+            yield ReadProblem(source, 1, f"not a readable HAR file: {why}")
+            return
+        doc = {"log": {"entries": cut[0]}}
+    del data
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
         yield ReadProblem(source, 1, "a HAR file without log.entries")
         return
     steps: list[Step] = []
-    problems = []
+    problems = [cut[1]] if cut is not None else []
     for i, entry in enumerate(entries, 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
             problems.append(ReadProblem(source, i, f"HAR entry {i} has no request; skipped"))

@@ -10,8 +10,10 @@ entries about in `startedDateTime` order and no step of an entry is earlier than
 step earlier than the start of each of the last 1,024 entries is in its place
 (tracer.http.flows.WireOrder). The order is checked as it goes; anything the whole-document reader
 would read otherwise (an entry that starts before a step already given, a second `log` or
-`entries`, a document that does not end cleanly, text that is not UTF-8, NaN...) raises
-`Unstreamable`, and the caller reads the file with `har.read` instead.
+`entries`, a document broken before its end, text that is not UTF-8, NaN...) raises
+`Unstreamable`, and the caller reads the file with `har.read` instead. A document cut short (valid
+up to where it ends: tracer.inputs.harcut) gives the records of the entries whole before the cut,
+as `har.read` does.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import IO, Any
 
 from tracer.http.flows import Step, WireOrder, replay_sorted
 from tracer.inputs.har import _entry_steps, _ns
+from tracer.inputs.harcut import begins_value
 from tracer.model import Record
 
 READ = 1 << 20  # bytes read at a time (doubled while one value does not fit)
@@ -31,6 +34,11 @@ _WS = " \t\n\r"
 
 class Unstreamable(Exception):
     """The HAR is not one the entry-by-entry reader gives the whole-document reader's records for."""
+
+
+class _Cut(Unstreamable):
+    """The document ends before it is complete, all of it valid so far: the entries read are all
+    har.read reads of it (tracer.inputs.harcut), so the conversion ends here instead of again whole."""
 
 
 def _reject(name: str) -> Any:
@@ -46,6 +54,7 @@ class _Text:
         self.buf = ""
         self.i = 0
         self.eof = False
+        self.cut_char = False
         self.want = READ
         self.json = json.JSONDecoder(parse_constant=_reject)
 
@@ -57,7 +66,10 @@ class _Text:
         try:
             text = self.dec.decode(data, final=not data)
         except UnicodeDecodeError as exc:
-            raise Unstreamable(f"not UTF-8: {exc}") from None
+            if data or exc.reason != "unexpected end of data":
+                raise Unstreamable(f"not UTF-8: {exc}") from None
+            # (a character cut where the file ends: a document cut short there, or not UTF-8)
+            text, self.cut_char = "", True
         if not data:
             self.eof = True
         if self.i > READ:  # what was read is forgotten: the window holds the value being read
@@ -80,7 +92,9 @@ class _Text:
 
     def expect(self, chars: str) -> str:
         c = self.peek()
-        if not c or c not in chars:
+        if not c:
+            raise _Cut(f"the document ends where one of {chars!r} was expected")
+        if c not in chars:
             raise Unstreamable(f"expected one of {chars!r} at character {self.i}")
         self.i += 1
         return c
@@ -96,6 +110,8 @@ class _Text:
                 # a value of any size is parsed a bounded number of times)
                 self.want = min(self.want * 2, 1 << 30)
                 if not self.more():
+                    if begins_value(self.buf[self.i :]):
+                        raise _Cut("the document ends inside a value") from None
                     raise Unstreamable("the document ends inside a value") from None
                 continue
             except RecursionError:
@@ -105,6 +121,8 @@ class _Text:
             return obj
 
     def key(self) -> str:
+        if self.peek() == "":
+            raise _Cut("the document ends where a key was expected")
         if self.peek() != '"':
             raise Unstreamable("an object key is not a string")
         key = self.value()
@@ -153,17 +171,22 @@ def _entries(text: _Text) -> Iterator[Any]:
         raise Unstreamable("no log.entries")
     if text.peek() != "":
         raise Unstreamable("text after the document")
+    if text.cut_char:
+        raise Unstreamable("not UTF-8: a character cut after the document")
 
 
 def _steps(fh: IO[bytes]) -> Iterator[Step]:
     """Every entry's steps in wire order, as far as the entries read so far allow."""
     order = WireOrder()
-    for i, entry in enumerate(_entries(_Text(fh)), 1):
-        if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
-            continue  # (har.read reports it and skips it)
-        # (no step of an entry is earlier than its start: see har._entry_steps)
-        order.add(i, _ns(entry.get("startedDateTime", "")), _entry_steps(entry, i))
-        yield from order.ready()
+    try:
+        for i, entry in enumerate(_entries(_Text(fh)), 1):
+            if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
+                continue  # (har.read reports it and skips it)
+            # (no step of an entry is earlier than its start: see har._entry_steps)
+            order.add(i, _ns(entry.get("startedDateTime", "")), _entry_steps(entry, i))
+            yield from order.ready()
+    except _Cut:
+        pass  # (a document cut short: har.read reads the entries whole before the cut, as here)
     yield from order.rest()
 
 
