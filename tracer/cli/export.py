@@ -63,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         sys.stderr.write(f"mcptrace: error: {exc}\n")
         return 2
+    for inp in opened:
+        inp.records = _told(inp.records)
     if args.format == "har":
         return _har(args, opened)
     if args.format == "otlp":
@@ -83,6 +85,27 @@ def run(args: argparse.Namespace) -> int:
         f"{_sampled_out(writer.sampled_out, writer.sampling.description)}\n"
     )
     return 0
+
+
+TOLD = 20  # read problems said on stderr (a file of broken lines must not flood it)
+
+
+def _told(records):
+    """RECORDS, each read problem said on stderr as lint says it (FILE:LINE: why): what an export
+    leaves out of a file (a broken line, where a HAR is cut short) is not left out silently."""
+    from tracer.capture import ReadProblem
+
+    told = 0
+    for rec in records:
+        if isinstance(rec, ReadProblem):
+            told += 1
+            if told <= TOLD:
+                sys.stderr.write(f"mcptrace: {rec}\n")
+            elif told == TOLD + 1:
+                sys.stderr.write(
+                    f"mcptrace: more read problems than {TOLD}; `mcptrace lint` lists every one\n"
+                )
+        yield rec
 
 
 def _open_out(path: str | None, inputs: list[str]):

@@ -116,6 +116,7 @@ def test_lint_and_export_of_a_cut_har_read_its_whole_entries(tmp_path, name, cap
     assert report["summary"]["messages"] == report_before["summary"]["messages"] > 0
     assert len(report["problems"]) == 1 and f"ends at byte {at}" in report["problems"][0]["message"]
     assert main(["export", "-f", "har", str(cut), "-o", str(tmp_path / "cut-out.har")]) == 0
+    assert f"{cut}:{report['problems'][0]['line']}: the HAR document is cut short" in capsys.readouterr().err
     assert main(["export", "-f", "har", str(before), "-o", str(tmp_path / "before-out.har")]) == 0
     entries = json.loads((tmp_path / "cut-out.har").read_text())["log"]["entries"]
     assert len(entries) == len(json.loads((tmp_path / "before-out.har").read_text())["log"]["entries"]) > 0
