@@ -78,10 +78,14 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    own_process = argv is None
     argv = sys.argv[1:] if argv is None else argv
     try:
         parser = build_parser()
+        # (own process: the console script or `python -m tracer`, not a caller's Python program,
+        # which a command may not end under it; `mcptrace stdio` exits at once only in its own)
         args = parser.parse_args(argv)
+        args._own_process = own_process
         if not getattr(args, "command", None):
             parser.print_help(sys.stderr)
             return 2

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     code = tee_main(command, args, relay_out)
-    if args.otlp is None:
+    if args.otlp is None and getattr(args, "_own_process", False):
         _exit_at_once(code)
     return code
 

@@ -1,4 +1,4 @@
-"""The stdio tee's capture in a process of its own (Linux), so it never holds up the relay.
+"""The stdio tee's capture in a process of its own (Linux), so its Python work never holds up the relay.
 
 The capture writer frames and encodes every line: Python work that, in the relay's process, holds
 the interpreter lock the relay threads need after each system call (the cause of the tee's p99
@@ -114,7 +114,7 @@ class CaptureProcess(CaptureOutcome):
         for r, _ in self._caps:
             os.close(r)
         for _, w in self._caps:
-            os.set_blocking(w, False)  # the copy path (`offer`) must never wait
+            os.set_blocking(w, False)  # (`offer` never blocks in a write: it waits in wait_room, bounded)
         os.set_blocking(ctl_w, False)
         self._ctl = ctl_w
         self._lock = threading.Lock()

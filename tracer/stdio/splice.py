@@ -9,8 +9,9 @@ chunk's size and time (in queue order, before forwarding, so the capture keeps c
 never reads the bytes into Python, so a 100 MB flood costs it a few hundred system calls.
 
 `tee(2)` is non-blocking here: when the capture pipe is full (the writer fell that far behind) the
-chunk is forwarded all the same and recorded as dropped from the capture, never silently. The
-relay never waits for the capture.
+relay copies the chunk into the `--queue-mb` budget; a whole budget behind, it waits for the capture
+as long as the capture takes bytes (bounded: tracer.stdio.loop), and only then, or with
+`--drop-when-behind`, forwards the chunk all the same and records it as dropped, never silently.
 
 Used only where it applies: Linux, the source a pipe (the server's stdout always is; the host's
 stdin is when a host spawns us with pipes, not with a socket pair or a terminal), the destination
