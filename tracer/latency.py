@@ -129,24 +129,22 @@ class Latencies:
 
     def add(self, method: str, ns: int) -> None:
         entry = self._by.get(method)
-        if entry is None:
-            if len(self._by) >= METHODS_MAX:
-                method = OTHER_METHODS
-                entry = self._by.get(method)
-            if entry is None:
-                entry = self._by[method] = _Method()
-        entry.add(ns)
+        (entry if entry is not None else self._new(method)).add(ns)
 
     def add_many(self, method: str, values: list[int]) -> None:
         """add(method, v) for each of VALUES in turn (the viewer's summary adds them in batches)."""
         entry = self._by.get(method)
-        if entry is None:
-            if len(self._by) >= METHODS_MAX:
-                method = OTHER_METHODS
-                entry = self._by.get(method)
-            if entry is None:
-                entry = self._by[method] = _Method()
-        entry.extend(values)
+        (entry if entry is not None else self._new(method)).extend(values)
+
+    def _new(self, method: str) -> _Method:
+        """The entry of a method not seen yet: its own, or past METHODS_MAX names the shared one."""
+        if len(self._by) >= METHODS_MAX:
+            method = OTHER_METHODS
+            entry = self._by.get(method)
+            if entry is not None:
+                return entry
+        entry = self._by[method] = _Method()
+        return entry
 
     def table(self) -> dict[str, dict[str, int]]:
         return {method: entry.row() for method, entry in sorted(self._by.items())}
