@@ -351,14 +351,17 @@ class _Step:
                 spill.popleft()
             else:
                 spill[0] = view[n:]
+        # The stream's EOF goes to the capture before `caught_up` is set: the tee closes the capture
+        # once it is set (and the server's stdout ended), and an EOF told after that is lost, and
+        # with it the stream's unterminated last line (the trim below made that window wide).
+        if w.stream in self.eof_after_spill:
+            self.eof_after_spill.discard(w.stream)
+            self.sink.eof(w.stream)
         if not self.spilled:
             self.caught_up.set()
             if self.spilled_untrimmed >= TRIM_AFTER_BYTES:  # a flood is over: its memory goes back
                 self.spilled_untrimmed = 0
                 getattr(self.sink, "trim", _no_trim)()
-        if w.stream in self.eof_after_spill:
-            self.eof_after_spill.discard(w.stream)
-            self.sink.eof(w.stream)
         return True
 
 
