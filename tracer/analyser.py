@@ -30,6 +30,18 @@ _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
 
 
+STARTED_MAX = 1024
+
+
+def tee_session(conn: str) -> bool:
+    """A session `mcptrace stdio` names `stdio-<server pid>` and opens with its `started` event: no
+    other process of a host gets that name while it runs, and the tee ends it with its own `exit`
+    event. So a second tee appending to the same file at once (a host starting the server twice)
+    writes its header in the middle of this session, which goes on: a header does not end it. (A
+    session without its `started` event, a foreign or hand-made file, ends at a header as any.)"""
+    return conn.startswith("stdio-") and conn[6:].isdigit() and conn.isascii()
+
+
 class Analyser:
     def __init__(self, rules: RuleSet | Iterable[Rule] | None = None):
         self.ruleset = rules if isinstance(rules, RuleSet) else RuleSet(rules)
@@ -45,6 +57,10 @@ class Analyser:
         self._observers = updaters_for(r.id for r in self.ruleset.rules)
         self._observers_of: dict[str, tuple] = {}  # transport -> its observers (see _message_observers)
         self._runners = self.ruleset.runners  # the compiled rule runners by shape (tracer.dispatch)
+        # a tee's sessions (tee_session): connections whose `started` event came before their
+        # session (at most STARTED_MAX waiting), then the open sessions that had one
+        self._started: dict[str, None] = {}
+        self._tee_sessions: set[str] = set()
 
     # -- public API --------------------------------------------------------------------------
     # Every consumer is one loop over what these return (tracer.events): lint, export, the tee,
@@ -66,8 +82,8 @@ class Analyser:
         if rtype is RecordType.HEADER:
             # another recording appended to the file (a host restarted its server): the sessions
             # of the earlier one are over, even where a connection name comes back (the proxy's
-            # client→upstream names do)
-            out = self.finish() if self.header is not None else ()
+            # client→upstream names do); but not a tee's own (see tee_session)
+            out = self.end_recording() if self.header is not None else ()
             self.header = rec.data
             return out
         if rtype is RecordType.HTTP and rec.http is not None:
@@ -79,10 +95,19 @@ class Analyser:
             loose = self._run_http_rules(rec, None, self.sessions.get(rec.conn) or self.session(rec))
             if loose:
                 out = (Findings(rec, loose),)
-        if rtype is RecordType.EVENT and rec.data and rec.data.get("event") in _CLOSE_EVENTS:
-            closed = self.close(rec.conn, rec.t_ns)
-            if closed is not None:
-                out += (closed,)
+        if rtype is RecordType.EVENT and rec.data:
+            event = rec.data.get("event")
+            if event in _CLOSE_EVENTS or (event == "started" and rec.conn in self.sessions):
+                # (a server started on a connection whose session is still open: a tee killed before
+                # its exit event, its server's pid given again to a later one; that session is over)
+                closed = self.close(rec.conn, rec.t_ns)
+                if closed is not None:
+                    out += (closed,)
+            if event == "started" and tee_session(rec.conn):
+                started = self._started
+                started[rec.conn] = None
+                if len(started) > STARTED_MAX:  # (started servers that never said a word)
+                    del started[next(iter(started))]
         return out
 
     def close(self, conn: str, t_ns: int | None = None) -> SessionClosed | None:
@@ -91,7 +116,20 @@ class Analyser:
         s = self.sessions.pop(conn, None)
         if s is None:
             return None
+        self._tee_sessions.discard(conn)
         return self._end(s, t_ns)
+
+    def end_recording(self) -> tuple[SessionClosed, ...]:
+        """A new recording's header: every open session ends, in the order they began, but a tee's
+        own (tee_session), which its exit event, its server's next start or the end of input ends."""
+        last = self.last_t_ns
+        keep = self._tee_sessions
+        ends = (self.close(conn, last) for conn in list(self.sessions) if conn not in keep)
+        return tuple(ev for ev in ends if ev is not None)
+
+    def keeps_at_header(self, conn: str) -> bool:
+        """Whether a new recording's header leaves CONN's open session open (end_recording)."""
+        return conn in self._tee_sessions
 
     def finish(self) -> tuple[SessionClosed, ...]:
         """End of input: every session still open is closed, in the order they began."""
@@ -114,6 +152,8 @@ class Analyser:
     def session(self, rec: Record) -> Session:
         s = self.sessions.get(rec.conn)
         if s is None:
+            if self._started and self._started.pop(rec.conn, 0) is None:
+                self._tee_sessions.add(rec.conn)
             s = self.sessions[rec.conn] = Session(
                 rec.conn, transport=rec.transport, first_seq=rec.seq, shared=self.shared
             )

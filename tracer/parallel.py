@@ -309,11 +309,14 @@ class _FileWork:
                 self.out.add(key, ("c", conn, cell))
             cells.clear()
 
-    def close_all(self, line: int) -> None:
-        """Every open session ends (a new recording's header, the end of the file), in the order the
-        sessions began, as Analyser.finish closes them."""
+    def close_all(self, line: int, *, header: bool = False) -> None:
+        """Every open session ends (the end of the file; a new recording's header: all but a tee's
+        own, as Analyser.end_recording), in the order the sessions began, as Analyser.finish closes
+        them."""
         a_ = self.analyser
         for conn in list(a_.sessions):
+            if header and a_.keeps_at_header(conn):
+                continue
             key = (line, 2, self.born.pop(conn, 0))
             closed = a_.close(conn, a_.last_t_ns)
             for f in closed.findings if closed is not None else ():

@@ -29,8 +29,7 @@ import re
 import sys
 import traceback
 
-from tracer.analyser import _CLOSE_EVENTS as CLOSE_EVENTS
-from tracer.analyser import RuleSet
+from tracer.analyser import _CLOSE_EVENTS, RuleSet, tee_session
 from tracer.capture import ReadProblem, read_record
 from tracer.classify import classify_common, classify_raw
 from tracer.inputs import InputError
@@ -46,6 +45,9 @@ from tracer.parallel import (
     _Out,
     _whole,
 )
+
+# (a server's start ends what was left open on its connection: Analyser.feed)
+ENDING_EVENTS = _CLOSE_EVENTS | {"started"}
 
 # A message record as the writers lay it out (record_to_dict, the tee's encode_line and runs), up
 # to the opening quote of its text: the members in their order, the strings of printable ASCII
@@ -164,14 +166,19 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
                 out.add((line, 0, 0), ("p", item))
             continue
         records += 1
-        if item.type is RecordType.HEADER:  # every worker: it ends every session
+        if item.type is RecordType.HEADER:  # every worker: it ends every session but a tee's own
             if a_.header is not None:
                 if item.t_ns > a_.last_t_ns:
                     a_.last_t_ns = item.t_ns
                 if not end_time_holds():
                     out.add((line, -1, 0), ("redo", line))
                     return
-                work.close_all(line)
+                if any(tee_session(c) for c in opened):
+                    # (a tee's session may go on past this header: which one does, and so whose next
+                    # request is a first one, only its owner knows; the parent's re-lint decides)
+                    out.add((line, -1, 0), ("redo", line))
+                    return
+                work.close_all(line, header=True)
                 opened.clear()
             a_.feed(item)
             continue
@@ -205,7 +212,7 @@ def _shard(task: Task, k: int, n: int, rules: RuleSet, digests: bool, out: _Out)
             return
         if first is True:
             probe = conn
-        elif item.type is RecordType.EVENT and item.data and item.data.get("event") in CLOSE_EVENTS:
+        elif item.type is RecordType.EVENT and item.data and item.data.get("event") in ENDING_EVENTS:
             opened.discard(conn)  # its next session has a first request of its own
         load[w] += 1
         if w == k:
