@@ -32,9 +32,9 @@ from ui.messages import (
     OpenFailed,
     ReopenWhole,
     RowSelected,
-    TailRead,
     ViewReady,
 )
+from ui.screens.viewer_end import FollowAndEnd
 from ui.widgets.detail import DetailPane
 from ui.widgets.detail_render import rule_names
 from ui.widgets.filter_bar import FilterBar
@@ -42,7 +42,6 @@ from ui.widgets.keys_footer import KeysFooter
 from ui.widgets.message_list import MessageList, column_header
 from ui.widgets.status import StatusBar
 
-FOLLOW_POLL = 0.25  # seconds between looks at a followed file
 # seconds between two reports of the indexer (the row count, the list's scrollbar): each redraws the
 # screen, which took the viewer's process a third as much CPU as the conversion it waits for
 INDEX_REPORT_S = 1.0
@@ -51,7 +50,7 @@ FIRST_SCREEN_WAIT = 2.0  # the indexer waits at most this long for the first scr
 AHEAD_WAIT = 5.0  # the indexer steps aside at most this long while the end is read ahead (G)
 
 
-class ViewerScreen(Screen):
+class ViewerScreen(FollowAndEnd, Screen):
     # The keys and their footer labels come from the one table (ui/keys.py) the help screen renders.
     BINDINGS = bindings("viewer")
     # What the footer keeps in view first (the filter bar's Close, then Help and Quit)
@@ -397,84 +396,6 @@ class ViewerScreen(Screen):
 
     def action_focus_list(self) -> None:
         self.list.focus()
-
-    # -- follow ------------------------------------------------------------------------------
-
-    def action_toggle_follow(self) -> None:
-        if self.follow:
-            self.follow = False
-            if self.follow_timer is not None:
-                self.follow_timer.stop()
-                self.follow_timer = None
-            self.status.set(follow=False)
-            return
-        self.follow = True
-        self.status.set(follow=True)
-        if self.view is not None and not self.view.follow:
-            # reopen: the analysis must keep its sessions open for what will be appended
-            self.close_view()
-            self.index_done = False
-            self.first_drawn = threading.Event()
-            self.open_capture()
-        elif self.index_done:
-            self.start_follow()
-            self.list.action_last()
-
-    def start_follow(self) -> None:
-        if self.follow_timer is None:
-            self.follow_timer = self.set_interval(FOLLOW_POLL, self._poll_growth)
-
-    def _poll_growth(self) -> None:
-        view = self.view
-        if view is None or not self.index_done:
-            return
-        before = len(view)
-        try:
-            after = view.grow()
-        except (OSError, IndexReset) as exc:
-            self.status.set(note=f"capture changed: {exc}")
-            return
-        if after != before:
-            self._rows_grew()
-
-    def action_last_when_ready(self) -> None:
-        if self.index_done:
-            self.list.action_last()
-            self.call_after_refresh(self._last_row_drawn)
-            return
-        self.pending_last = True
-        view = self.view
-        if view is None:
-            return
-        if view.tail is not None:  # read ahead already: to its last row
-            self.list.action_last()
-        elif view.can_read_ahead():
-            self._read_ahead(view)
-
-    @work(thread=True, exclusive=True, group="ahead")
-    def _read_ahead(self, view: CaptureView) -> None:
-        """The end of the input at once, read ahead of the index (tracer.inputs.tail)."""
-        self.not_reading_ahead.clear()
-        try:
-            if view.read_ahead():
-                self.post_message(TailRead())
-        finally:
-            self.not_reading_ahead.set()
-
-    def on_tail_read(self, _msg: TailRead) -> None:
-        view = self.view
-        if view is None or view.tail is None:
-            return
-        if self.index_done:  # (the index got there first: its rows are the exact ones)
-            view.drop_tail()
-            return
-        self.list.update_count()
-        if self.pending_last and self.list.rows is None:
-            self.list.action_last()
-            self.call_after_refresh(self._tail_drawn)
-
-    def _tail_drawn(self) -> None:
-        self.tail_drawn_at = time.monotonic()  # read by tests/bench/bench_view.py
 
     # -- other screens -----------------------------------------------------------------------
 
