@@ -126,6 +126,19 @@ async def serve_upstream(first_event_s: float) -> None:
 # -- the proxies ------------------------------------------------------------------------------------------
 
 
+def start_floor(target: str, procs: list) -> tuple[str, int]:
+    """Our lean master without the capture (proxy_floor.py) in front of TARGET: (its URL, its pid)."""
+    p = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "bench" / "proxy_floor.py"), target],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    procs.append(p)
+    port = int(_Lines(p.stdout).wait_for(r"listening on (\d+)", "proxy_floor").group(1))
+    return f"http://127.0.0.1:{port}/mcp", p.pid
+
+
 def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tuple[dict[str, str], list, dict]:
     """(URL to post to, processes, process id) of every configuration."""
     target = f"http://127.0.0.1:{upstream_port}"
@@ -188,16 +201,7 @@ def start_proxies(upstream_port: int, tmp: Path, peers: dict[str, Path]) -> tupl
         _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+)", "proxy").group(1)
     )
     pids["mcptrace proxy"] = p.pid
-    p = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "bench" / "proxy_floor.py"), target],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    procs.append(p)
-    port = int(_Lines(p.stdout).wait_for(r"listening on (\d+)", "proxy_floor").group(1))
-    urls[FLOOR] = f"http://127.0.0.1:{port}/mcp"
-    pids[FLOOR] = p.pid
+    urls[FLOOR], pids[FLOOR] = start_floor(target, procs)
     if peers["mcphawk"].exists():
         env = {**os.environ, "HOME": str(tmp / "mcphawk-home")}  # (its database: not the user's)
         port = free_port()

@@ -34,6 +34,7 @@ from tests.bench.bench_proxy import (  # noqa: E402
     cpu_s,
     first_event_delay,
     json_latencies,
+    start_floor,
 )
 from tests.proxy_peers import _Lines, _stop  # noqa: E402
 
@@ -74,15 +75,7 @@ def start(
         procs.append(p)
         urls[name] = _Lines(p.stderr).wait_for(r"give the host this URL: (http://\S+)", name).group(1)
         pids[name] = p.pid
-    p = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "bench" / "proxy_floor.py"), target],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    procs.append(p)
-    urls[FLOOR] = "http://127.0.0.1:%s/mcp" % _Lines(p.stdout).wait_for(r"listening on (\d+)", FLOOR).group(1)
-    pids[FLOOR] = p.pid
+    urls[FLOOR], pids[FLOOR] = start_floor(target, procs)
     return urls, pids
 
 
