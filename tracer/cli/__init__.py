@@ -77,9 +77,24 @@ def build_parser() -> Parser:
     return parser
 
 
+def _safe_terminal_text() -> None:
+    """Text from a file or the wire can hold what the terminal's encoding cannot write (a lone
+    surrogate a JSON escape gave, a name that is not UTF-8): it is printed escaped, never raised.
+    Only in mcptrace's own process: a caller's Python program keeps its streams as they are."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (OSError, ValueError):  # a closed or detached stream: nothing to print to
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     own_process = argv is None
     argv = sys.argv[1:] if argv is None else argv
+    if own_process:
+        _safe_terminal_text()
     try:
         parser = build_parser()
         # (own process: the console script or `python -m tracer`, not a caller's Python program,

@@ -9,6 +9,7 @@ commas (what VS Code's and Zed's JSONC allow). Works on `str` offsets; files are
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,9 +167,15 @@ def parse(text: str) -> Node:
     return root
 
 
+# A lone surrogate (`"\ud800"` in the file, which json reads) is not text UTF-8 can write: it goes
+# back as the same escape, so the config reads as it did and writing it cannot fail.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def dumps(value: Any) -> str:
     """A value as it is written into a config: JSON, one line, non-ASCII kept readable."""
-    return json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 __all__ = ["JsoncError", "Node", "dumps", "parse"]

@@ -202,3 +202,26 @@ def test_hostile_config_content_never_breaks_wrap_or_doctor(home, capsys, text):
     out, err = capsys.readouterr()
     assert "internal error" not in err and "Traceback" not in out + err
     assert path.read_bytes() == before  # nothing in these is a wrappable server
+
+
+def test_a_lone_surrogate_escape_in_a_config_is_wrapped_shown_and_unwrapped_without_an_error(home):
+    # json reads `"\ud800"` as a lone surrogate, which UTF-8 cannot write: wrap used to exit 70
+    # ("internal error") printing it and writing the file, and doctor likewise
+    path = home / ".cursor" / "mcp.json"
+    path.parent.mkdir(parents=True)
+    original = b'{"mcpServers": {"odd": {"command": "srv\\ud800", "args": ["-x\\udcff"]}}}\n'
+    path.write_bytes(original)
+    cli = [sys.executable, "-m", "tracer"]  # mcptrace's own process: its terminal output as a user sees it
+    env = {**os.environ, "HOME": str(home)}
+
+    def run(*args: str) -> str:
+        p = subprocess.run([*cli, *args], env=env, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and "internal error" not in p.stderr, p.stderr
+        return p.stdout
+
+    assert "odd: wrapped" in run("wrap", "--host", "cursor", "--config", str(path))
+    wrapped = json.loads(path.read_bytes())["mcpServers"]["odd"]
+    assert wrapped["args"][-2:] == ["srv\ud800", "-x\udcff"]  # the same strings, as the host reads them
+    assert "srv\\ud800" in run("doctor", "--host", "cursor", "--config", str(path))
+    run("unwrap", "--host", "cursor", "--config", str(path))
+    assert path.read_bytes() == original
