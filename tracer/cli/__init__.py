@@ -9,6 +9,7 @@ input error (one line on stderr, never a traceback), 127/126 command not found /
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -77,6 +78,30 @@ def build_parser() -> Parser:
     return parser
 
 
+# What a command's writes can meet that is the machine's state, not a bug: said in one line.
+_ENVIRONMENT_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EIO,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EMFILE,
+        errno.ENFILE,
+    }
+)
+
+
+def _quiet_stdout() -> None:
+    """Drop what is still buffered for a stdout that cannot take it (a full disk), so the
+    interpreter's exit does not fail on it again with a traceback."""
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    except OSError:
+        pass
+
+
 def _safe_terminal_text() -> None:
     """Text from a file or the wire can hold what the terminal's encoding cannot write (a lone
     surrogate a JSON escape gave, a name that is not UTF-8): it is printed escaped, never raised.
@@ -122,6 +147,13 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(exc, InputError):  # an unreadable input, wherever a command met it: exit 2
             sys.stderr.write(f"mcptrace: error: {exc}\n")
+            return 2
+        if isinstance(exc, OSError) and exc.errno in _ENVIRONMENT_ERRNOS:
+            # the machine, not mcptrace: a full disk under `-o report.sarif`, a read-only mount...
+            where = f" ({exc.filename})" if exc.filename else ""
+            sys.stderr.write(f"mcptrace: error: {exc.strerror or exc}{where}\n")
+            if own_process:
+                _quiet_stdout()
             return 2
         if os.environ.get("MCPTRACE_DEBUG"):
             raise

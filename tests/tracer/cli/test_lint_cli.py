@@ -137,3 +137,30 @@ def test_deeply_nested_and_random_messages_are_findings_not_crashes(tmp_path, ca
     assert main(["lint", "--format", "json", path]) == 1
     rules = [f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]]
     assert rules == ["MCP801", "MCP801"]
+
+
+def test_a_selection_that_leaves_no_rule_is_a_usage_error_not_a_silent_pass(tmp_path, capsys):
+    # `--select "$RULES"` with an empty variable, or an ignore that takes back the whole select:
+    # linting with no rule would "pass" a capture it never checked
+    path = _capture(tmp_path / "bad.jsonl", [*GOOD, ("s2c", {"jsonrpc": "2.0", "id": 99, "result": {}})])
+    for flags in (["--select", ",,,"], ["--select", "MCP2", "--ignore", "MCP2"]):
+        assert main(["lint", "--no-config", *flags, path]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "leaves no rule to run" in err
+
+
+def test_a_full_disk_under_the_report_is_one_line_and_exit_2_not_an_internal_error(tmp_path):
+    path = _capture(tmp_path / "good.jsonl", GOOD)
+    for args in (
+        ["lint", "-f", "sarif", "-o", "/dev/full", path],
+        ["export", "-f", "otlp-json", "-o", "/dev/full", path],
+    ):
+        p = subprocess.run(
+            [sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=120
+        )
+        assert (p.returncode, p.stderr) == (2, "mcptrace: error: No space left on device\n")
+    with open("/dev/full", "w") as full:  # the report on stdout, as `mcptrace lint x > /dev/full`
+        p = subprocess.run(
+            [sys.executable, "-m", "tracer", "lint", path], stdout=full, stderr=subprocess.PIPE, text=True
+        )
+    assert (p.returncode, p.stderr) == (2, "mcptrace: error: No space left on device\n")
