@@ -27,10 +27,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_input(path: str, args: argparse.Namespace) -> None:
+def _check_input(path: str, args: argparse.Namespace) -> str | None:
     """The answer lint, replay and mock give for bad input (one line, exit 2), before any screen
     opens: an empty file (unless followed: the recorder has not written yet), bytes that are no
-    input we know, a forced --input-format that reads nothing."""
+    input we know, a forced --input-format that reads nothing. Returns the input's format name
+    (None: an empty file followed)."""
     import stat
 
     from tracer.cli import UsageError
@@ -47,12 +48,30 @@ def _check_input(path: str, args: argparse.Namespace) -> None:
             f"or check it with `mcptrace lint {path}`)"
         )
     if args.follow and st.st_size == 0:
-        return
+        return None
     try:
         inp = open_input(path, fmt=args.input_format)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     inp.fh.close()
+    return inp.format.name
+
+
+def start_early(path: str, fmt_name: str | None) -> None:
+    """An input converted in the background (HAR, .mitm: tracer.cli.spool) starts converting now,
+    before the viewer imports Textual and the app (0.4 s on a quiet machine): the converter's own
+    imports (mitmproxy's for a flow file) and its first batch run on the other core meanwhile, so the
+    first screen waits for the longer of the two start-ups, not for their sum. The viewer takes the
+    process over when it opens the file (tracer.inputs.spooled.take_early)."""
+    from tracer.cli.spool import STREAMED
+
+    if fmt_name in STREAMED:
+        from tracer.inputs.spooled import start_early as start
+
+        try:
+            start(path, fmt_name)
+        except OSError:  # (no process: the viewer starts its own when it opens the file)
+            pass
 
 
 def check_terminal() -> None:
@@ -81,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
     from tracer.cli.inputs import register_optional_inputs
 
     register_optional_inputs()
-    if path is not None:
-        _check_input(path, args)
+    fmt_name = _check_input(path, args) if path is not None else None
     check_terminal()
+    if path is not None:
+        start_early(path, fmt_name)
     from tracer.paths import captures_dir, recent_captures
     from ui.app import McpTraceApp
 

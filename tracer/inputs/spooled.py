@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import subprocess
 import sys
+import tempfile
 import threading
 from array import array
 from collections.abc import Callable, Iterator
@@ -25,6 +28,98 @@ class InputRestart(IndexReset):
     open it again with `whole=True`, which converts the whole document before its first row."""
 
 
+def new_capture() -> tuple[str, Callable[[], None]]:
+    """A temporary capture for a conversion (mode 0600) and the call that removes it."""
+    fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")
+    os.close(fd)
+
+    def cleanup() -> None:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+    return tmp, cleanup
+
+
+def start_converter(source: str, capture: str, fmt_name: str, *, whole: bool = False) -> subprocess.Popen:
+    """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool)."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracer.cli.spool",
+            source,
+            capture,
+            "--input-format",
+            fmt_name,
+            *(["--whole"] if whole else []),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        close_fds=True,
+    )
+
+
+# -- a conversion started before the viewer's own imports (`mcptrace view`) -----------------------
+
+_early: dict[tuple[str, str], tuple[str, Callable[[], None], subprocess.Popen]] = {}
+
+
+def _key(source: str, fmt_name: str) -> tuple[str, str]:
+    return os.path.realpath(source), fmt_name
+
+
+def start_early(source: str, fmt_name: str) -> None:
+    """Start converting SOURCE now, for a SpoolIndex to take over later (`take_early`): `mcptrace
+    view` calls it before importing Textual, so the converter's own start-up (mitmproxy's import for
+    a flow file, 0.3-1 s) runs on the other core while the viewer's imports run on this one, instead
+    of after them. Never taken (the viewer did not open it): stopped and removed at exit."""
+    key = _key(source, fmt_name)
+    if key in _early:
+        return
+    capture, cleanup = new_capture()
+    try:
+        proc = start_converter(source, capture, fmt_name)
+    except BaseException:
+        cleanup()
+        raise
+    if not _early:
+        atexit.register(_discard_early)
+    _early[key] = (capture, cleanup, proc)
+
+
+def take_early(source: str, fmt_name: str) -> tuple[str, Callable[[], None], subprocess.Popen] | None:
+    """(capture, cleanup, process) of the conversion `start_early` started for SOURCE, once."""
+    return _early.pop(_key(source, fmt_name), None)
+
+
+def _discard_early() -> None:
+    for _capture, cleanup, proc in list(_early.values()):
+        _discard(proc)
+        cleanup()
+    _early.clear()
+
+
+def _discard(proc: subprocess.Popen) -> None:
+    """Stop a conversion nobody watches, and close its pipes."""
+    _stop(proc)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class SpoolIndex:
     """Rows of an input whose records need more than their own line (a HAR's entries are replayed
     in time order across the whole document; .mitm flows likewise): converted to a temporary
@@ -37,7 +132,9 @@ class SpoolIndex:
     FIRST_STEP = CHUNK
     STEP = CHUNK
 
-    def __init__(self, inp: OpenInput, capture: str, *, whole: bool = False):
+    def __init__(
+        self, inp: OpenInput, capture: str, *, whole: bool = False, proc: subprocess.Popen | None = None
+    ):
         self.path = capture
         self.source = inp.path
         self.fmt = inp.format
@@ -46,26 +143,19 @@ class SpoolIndex:
         self.restart = False  # the converter asked to convert again with --whole
         self.pos = 0  # input bytes the conversion has read
         inp.fh.close()  # (the converting process opens it again: it was checked, detected, proven)
-        self.index = LineIndex(capture, final=False)
+        try:
+            self.index = LineIndex(capture, final=False)
+        except BaseException:
+            if proc is not None:  # (taken over: nobody else stops it)
+                _discard(proc)
+            raise
         self._done = False
         self._first = True
         self._when_written: list[Callable[[], None]] = []
         self._cond = threading.Condition()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tracer.cli.spool",
-                inp.path,
-                capture,
-                "--input-format",
-                inp.format.name,
-                *(["--whole"] if whole else []),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            close_fds=True,
+        # (PROC: the conversion already started for CAPTURE, see start_early)
+        self.proc = (
+            proc if proc is not None else start_converter(inp.path, capture, inp.format.name, whole=whole)
         )
         self._thread = threading.Thread(target=self._watch, name="mcptrace-convert", daemon=True)
         self._thread.start()
@@ -181,14 +271,7 @@ class SpoolIndex:
         return self.index.lines(first, last)
 
     def close(self) -> None:
-        proc = self.proc
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        _stop(self.proc)
         # the process is gone, so its pipes end: the watcher reads to their end, closes them, ends
         if self._thread is not threading.current_thread():
             self._thread.join(JOIN_BOUND_S)

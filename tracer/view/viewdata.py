@@ -25,7 +25,7 @@ from tracer.capture import record_from_dict
 from tracer.filter import id_text
 from tracer.index import LineIndex
 from tracer.inputs.lazy import RecordIndex, converted_header, converted_records, record_line
-from tracer.inputs.spooled import SpoolIndex
+from tracer.inputs.spooled import SpoolIndex, new_capture, take_early
 from tracer.inputs.tail import Tail, read_tail
 from tracer.model import Record
 from tracer.view.annotations import Annotations, RowSummary
@@ -389,20 +389,12 @@ def open_view(
         # rows straight from the input, the same as its conversion's; the analysis process reads
         # them the same way (tracer.inputs.lazy.open_rows)
         return CaptureView(path, follow=False, on_analysis=on_analysis, index=RecordIndex(inp))
-    # converted to a temporary capture in the background, shown as it is written
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")  # (mode 0600)
-    os.close(fd)
-
-    def cleanup() -> None:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
+    # converted to a temporary capture in the background, shown as it is written (by the process
+    # `mcptrace view` started before its own imports, when it did: tracer.inputs.spooled.start_early)
+    early = None if whole else take_early(path, inp.format.name)
+    tmp, cleanup, proc = early if early is not None else (*new_capture(), None)
     try:
-        index = SpoolIndex(inp, tmp, whole=whole)
+        index = SpoolIndex(inp, tmp, whole=whole, proc=proc)
     except BaseException:
         inp.fh.close()
         cleanup()

@@ -6,6 +6,7 @@ unhandled error in a thread that failed whichever test was running)."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from tests.gencapture import generate
 from tests.geninputs import generate as generate_input
@@ -39,3 +40,35 @@ def test_closing_a_har_view_while_its_watcher_is_held_leaves_no_error_in_a_threa
     assert not closer.is_alive() and not index._thread.is_alive()
     assert errors == [] and not closed_under_it, "closing waited for the watcher"
     assert index.proc.stdout.closed and index.proc.stderr.closed
+
+
+def test_a_conversion_started_early_that_no_viewer_takes_is_stopped_and_removed_at_exit(tmp_path):
+    # (`mcptrace view` starts it before the screen opens; a viewer that never opens the file
+    # must not leave a converter running or a temporary capture behind)
+    import os
+    import subprocess
+    import sys
+
+    capture = tmp_path / "big.jsonl"
+    generate(capture, 12_000, 120)
+    path = tmp_path / "big.har"
+    generate_input(str(capture), path, "har")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = (
+        "import sys\n"
+        "from tracer.inputs import spooled\n"
+        "spooled.start_early(sys.argv[1], 'har')\n"
+        "(capture, _, proc), = spooled._early.values()\n"
+        "print(proc.pid, capture, flush=True)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=BOUND_S
+    )
+    assert out.returncode == 0, out.stderr
+    pid, early_capture = out.stdout.split()
+    assert early_capture.startswith(str(scratch))
+    assert list(scratch.iterdir()) == [], "the temporary capture is removed"
+    status = Path(f"/proc/{pid}/status")
+    assert not status.exists() or "zombie" in status.read_text().lower(), "the converter was stopped"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 
 import orjson
 import pytest
@@ -288,6 +289,52 @@ def test_a_har_shows_its_first_rows_while_the_rest_converts_and_closing_stops_it
     assert view.basics(0).rtype == "header" and view.detail(1).where.endswith("of big.har")
     view.close()
     assert view.index.proc.poll() is not None and not os.path.exists(tmp)
+
+
+@pytest.mark.parametrize("fmt", ["har", "mitm"])
+def test_a_conversion_started_before_the_viewer_opens_the_file_is_the_one_it_shows(tmp_path, fmt):
+    # `mcptrace view` starts a HAR's or a flow file's conversion before importing Textual
+    # (tracer.cli.view.start_early): the viewer takes that process over, rows unchanged
+    from tracer.inputs import spooled
+
+    register_optional_inputs()
+    path = _har(tmp_path) if fmt == "har" else _mitm(tmp_path)
+    spooled.start_early(path, fmt)
+    early = spooled._early[spooled._key(path, fmt)]
+    view = open_view(path)
+    try:
+        assert view.index.proc is early[2] and view.path == early[0]
+        assert spooled._early == {}, "taken once: a view opened again converts again"
+        view.index.build()
+        assert [view.index.line(r) for r in range(len(view))] == _converted_lines(path)
+    finally:
+        view.close()
+    assert early[2].poll() is not None and not os.path.exists(early[0])
+
+
+@pytest.mark.parametrize("fmt", ["har", "mitm", "hostlog"])
+def test_mcptrace_view_starts_a_background_conversion_before_the_screen_opens(tmp_path, monkeypatch, fmt):
+    import argparse
+
+    from tracer.cli import view as view_cli
+    from tracer.inputs import spooled
+    from ui.app import McpTraceApp
+
+    if fmt == "hostlog":  # (read lazily in the viewer's own process: nothing to start)
+        path = str(tmp_path / "mcp-server-alpha.log")
+        Path(path).write_bytes(HOSTLOG)
+    else:
+        path = _har(tmp_path) if fmt == "har" else _mitm(tmp_path)
+    seen: list = []
+    monkeypatch.setattr(view_cli, "check_terminal", lambda: None)
+    monkeypatch.setattr(McpTraceApp, "run", lambda self: seen.append(dict(spooled._early)))
+    try:
+        args = argparse.Namespace(file=path, follow=False, input_format=None)
+        assert view_cli.run(args) == 0
+        started = {name for (_, name) in seen[0]}
+        assert started == (set() if fmt == "hostlog" else {fmt})
+    finally:
+        spooled._discard_early()
 
 
 def test_a_host_log_that_grows_while_it_is_read_shows_every_line_read(tmp_path):
