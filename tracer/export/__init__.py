@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 
 from tracer.analyser import Analyser
 from tracer.capture import ReadProblem
+from tracer.events import SessionClosed
+from tracer.export import mapping as M
 from tracer.export.spans import Span, SpanBuilder
 from tracer.model import Analysed, Record, RecordType
 
@@ -51,10 +53,16 @@ class SpanFeed:
             return
         if rec.type is RecordType.HEADER:
             # a new recording: the sessions of the one before it ended here, and their end findings
-            # (never-answered requests...) go on their own connection's spans, under its identity
+            # (never-answered requests...) go on their own connection's spans, under its identity;
+            # but the analyser keeps a tee's own session open (two tees appending to one file at
+            # once), and its spans go on under the identity it began with, as in a file of its own
             for ev in events:
                 if ev.findings:
                     builder.findings(ev.findings, ev.t_ns, ev.session.conn)
+            analyser = self.analyser
+            for conn in analyser.sessions:
+                if analyser.keeps_at_header(conn):
+                    builder.keep_identity(conn)
             builder.identity = identity_of(rec.data, self.identity)
             return
         # an HTTP exchange's or SSE event's findings, and a close event's end findings: one call, so
@@ -63,6 +71,11 @@ class SpanFeed:
         if found:
             builder.findings(found, rec.t_ns, rec.conn)
         builder.record(rec)
+        for ev in events:
+            # a session the analyser ended at this record (a close event, which record() ended
+            # already, or a server started again on a connection still open) ends its spans too
+            if ev.__class__ is SessionClosed:
+                builder.close(ev.session.conn, rec.t_ns, M.END_REASON_CLOSED)
 
     def finish(self) -> None:
         found = [f for ev in self.analyser.finish() for f in ev.findings]

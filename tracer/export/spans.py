@@ -52,6 +52,9 @@ class SpanBuilder:
         self._roots: dict[str, Span] = {}  # conn -> its root span
         self._streams: dict[str, int] = {}  # SSE stream -> when its response head arrived
         self._servers: dict[str, tuple[str | None, int | None]] = {}
+        # conn -> the identity of the recording its session began in, for a session a later
+        # recording's header left open (two tees appending to one file at once: see keep_identity)
+        self._kept: dict[str, str] = {}
         self.spans = 0
 
     # -- input -------------------------------------------------------------------------------------
@@ -80,7 +83,7 @@ class SpanBuilder:
             trace = root.trace_id if root is not None else digest(16, self.identity, "capture")
             span = Span(
                 trace,
-                digest(8, self.identity, "findings", str(t_ns), str(self.spans)),
+                digest(8, self._identity(conn), "findings", str(t_ns), str(self.spans)),
                 root.span_id if root is not None else None,
                 "mcptrace.findings",
                 t_ns,
@@ -105,6 +108,16 @@ class SpanBuilder:
         elif event in _CLOSE_EVENTS:
             self.close(rec.conn, rec.t_ns, M.END_REASON_CLOSED)
 
+    def keep_identity(self, conn: str) -> None:
+        """A new recording's header did not end CONN's session (the analyser says which: a tee's own,
+        Analyser.keeps_at_header): its spans keep the identity of the recording it began in, as they
+        would in a file of its own, until the connection ends."""
+        self._kept.setdefault(conn, self.identity)
+
+    def _identity(self, conn: str | None) -> str:
+        kept = self._kept
+        return kept.get(conn, self.identity) if kept and conn is not None else self.identity
+
     def close(self, conn: str, t_ns: int, reason: str) -> None:
         """A connection ended: its unanswered requests end here (or at their cancel), then its root."""
         for key in [k for k in self.open if k[0] == conn]:
@@ -118,6 +131,7 @@ class SpanBuilder:
             root.end_ns = max(root.end_ns, t_ns)
             root.attrs[M.END_REASON] = reason
             self._emit(root)
+        self._kept.pop(conn, None)
 
     def finish(self, found: list[Finding], t_ns: int) -> None:
         """End of input: end findings go on their spans, then everything still open ends."""
@@ -283,7 +297,7 @@ class SpanBuilder:
                 return
             op = self._ops[key] = Span(
                 span.trace_id,
-                digest(8, self.identity, conn, "op", str(m.op_seq)),
+                digest(8, self._identity(conn), conn, "op", str(m.op_seq)),
                 span.parent_id,
                 f"{M.OP_SPAN_NAME} {span.name}",
                 span.start_ns,
@@ -371,7 +385,7 @@ class SpanBuilder:
         if name is None:
             target = M.TARGETS.get(method)
             name = f"{method} {attrs[target[1]]}" if target is not None and target[1] in attrs else method
-        span_id = digest(8, self.identity, rec.conn, str(rec.seq))
+        span_id = digest(8, self._identity(rec.conn), rec.conn, str(rec.seq))
         root = self._root(rec.conn, rec.t_ns)
         if m.era.value != "unknown":
             root.attrs[M.ERA] = m.era.value
@@ -396,9 +410,10 @@ class SpanBuilder:
     def _root(self, conn: str, t_ns: int) -> Span:
         root = self._roots.get(conn)
         if root is None:
+            identity = self._identity(conn)
             root = self._roots[conn] = Span(
-                digest(16, self.identity, conn),
-                digest(8, self.identity, conn, "root"),
+                digest(16, identity, conn),
+                digest(8, identity, conn, "root"),
                 None,
                 M.ROOT_SPAN_NAME,
                 t_ns,

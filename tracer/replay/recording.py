@@ -1,7 +1,8 @@
 """What a capture says happened, arranged for replay and mock: conversations of paired exchanges.
 
-A conversation is one session of one connection (a new one starts when the capture says the
-connection closed, or at a new capture header). In it, every request becomes an `Exchange` with its
+A conversation is one session of one connection, as the analyser delimits it (lint's sessions): a
+new one starts when the capture says the connection closed, or at a new capture header, which does
+not end a tee's own session (two tees appending to one file at once: tracer.analyser.tee_session). In it, every request becomes an `Exchange` with its
 answer and the messages the answering side sent while it was pending (`during`) or right after
 answering it (`after`): notifications, and requests of its own (legacy sampling, roots, elicitation).
 The mock serves the server's side from this; the replayer re-sends the host's side and answers the
@@ -21,11 +22,11 @@ from typing import Any
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem
 from tracer.classify import id_key
+from tracer.events import SessionClosed
 from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
 from tracer.pairing import PairStatus
 from tracer.protocol import META_PROTOCOL_VERSION
 
-_CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
 _PAIRED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
 
 
@@ -361,22 +362,19 @@ def build(records: Iterable[Record | ReadProblem], source: str = "", fmt: str = 
         if isinstance(item, ReadProblem):
             rec_out.problems.append(item)
             continue
-        if item.type is RecordType.HEADER:
-            if rec_out.header is None:
-                rec_out.header = item.data
-            else:
-                b.close()  # concatenated captures: a new capture starts new sessions
-            analyser.feed(item)
-            continue
-        a = analyser.feed(item)  # (no rules: a message's Analysed, nothing else)
+        if item.type is RecordType.HEADER and rec_out.header is None:
+            rec_out.header = item.data
+        a = analyser.feed(item)  # (no rules: a message's Analysed, else the sessions it ended)
         if a.__class__ is Analysed:
             b.message(a)
-        elif item.type is RecordType.EVENT and item.data:
-            event = item.data.get("event")
-            if event == "stream-closed":
-                b.stream_closed(item)
-            elif event in _CLOSE_EVENTS:
-                b.close(item.conn)
+            continue
+        if item.type is RecordType.EVENT and item.data and item.data.get("event") == "stream-closed":
+            b.stream_closed(item)
+        # a conversation ends where the analyser ends its session (one writer: a close event, a
+        # new recording's header but not for a tee's own session, a server started again)
+        for ev in a:
+            if ev.__class__ is SessionClosed:
+                b.close(ev.session.conn)
     rec_out.conversations = b.finish()
     return rec_out
 
