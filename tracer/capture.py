@@ -236,6 +236,9 @@ class CaptureWriter:
     writers appending to one file at once never interleave inside a line.
     """
 
+    # credentials a stdio server may echo on its stderr, hidden there (tracer.stdio.tee sets them)
+    stderr_secrets: tuple[bytes, ...] = ()
+
     def __init__(
         self,
         path: str | os.PathLike[str],

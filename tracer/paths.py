@@ -76,8 +76,13 @@ def safe_label(text: str, limit: int = 40) -> str:
 
 def label_for_command(argv: list[str]) -> str:
     """A short label for a server command: `python weather.py` -> `weather`,
-    `npx -y @modelcontextprotocol/server-everything` -> `server-everything`, `./srv --x` -> `srv`."""
-    for arg in argv:
+    `npx -y @modelcontextprotocol/server-everything` -> `server-everything`, `./srv --x` -> `srv`.
+    Never a credential: the label names the capture file and sits in its header (`--token X`)."""
+    from tracer.redact import REDACTED, redact_argv
+
+    for arg in redact_argv(argv):
+        if type(arg) is not str or REDACTED in arg:
+            continue
         base = os.path.basename(arg.rstrip("/"))
         name = re.sub(r"\d+(\.\d+)*$", "", base.lower().removesuffix(".exe"))  # python3.13 -> python
         if arg.startswith("-") or arg in _LAUNCHER_WORDS or name in _LAUNCHERS or "=" in arg:

@@ -365,3 +365,70 @@ def redact_argv(argv: list[str]) -> list[str]:
             continue
         out.append(_redact_word(arg))
     return out
+
+
+# A secret shorter than this is not looked for in free text: "1" or "yes" would blank out words.
+_MIN_ECHOED_SECRET = 4
+_MIN_ENV_SECRET = 8  # (an environment's credential-named variables hold flags like "true" too)
+
+
+def argv_secrets(argv: list[str]) -> list[str]:
+    """The credential values `redact_argv` hides in ARGV: what a server may echo on its stderr
+    (`error: unrecognized arguments: --api-key=...`), so the capture can hide them there too."""
+    found: list[str] = []
+    for arg, shown in zip(argv, redact_argv(argv), strict=True):
+        if type(arg) is not str or shown == arg:
+            continue
+        if arg[:1] in ("{", "[") and shown[:1] == arg[:1]:
+            try:
+                _json_hidden(json.loads(arg), json.loads(shown), found, 0)
+            except (ValueError, RecursionError):
+                pass
+            continue
+        pattern = "(.+?)".join(re.escape(piece) for piece in shown.split(REDACTED))
+        m = re.fullmatch(pattern, arg, re.S)
+        if m is not None:
+            found.extend(m.groups())
+    return [s for s in found if len(s) >= _MIN_ECHOED_SECRET]
+
+
+def _json_hidden(value: Any, shown: Any, found: list[str], depth: int) -> None:
+    """The values of VALUE that SHOWN (its `_redact_json`) replaced by `<redacted>`."""
+    if shown == REDACTED and value != REDACTED:
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            found.append(str(value))
+    elif depth < 50 and isinstance(value, dict) and isinstance(shown, dict):
+        for k, v in value.items():
+            _json_hidden(v, shown.get(k), found, depth + 1)
+    elif depth < 50 and isinstance(value, list) and isinstance(shown, list):
+        for v, s in zip(value, shown, strict=False):
+            _json_hidden(v, s, found, depth + 1)
+
+
+def env_secrets(environ: Any) -> list[str]:
+    """The values of credential-named environment variables (`GITHUB_TOKEN`, `OPENAI_API_KEY`...):
+    a host hands a server its keys this way, and a server may print them on its stderr."""
+    try:
+        items = list(environ.items())
+    except (AttributeError, TypeError):
+        return []
+    return [
+        v
+        for k, v in items
+        if type(k) is str and type(v) is str and len(v) >= _MIN_ENV_SECRET and is_secret(k)
+    ]
+
+
+def hide_known(raw: bytes, secrets: tuple[bytes, ...]) -> bytes:
+    """RAW with every occurrence of a known secret (longest first) replaced by `<redacted>`."""
+    for secret in secrets:
+        if secret in raw:
+            raw = raw.replace(secret, b"<redacted>")
+    return raw
+
+
+def known_secrets(*groups: list[str]) -> tuple[bytes, ...]:
+    """Secrets as the bytes `hide_known` looks for, longest first (a key that contains another
+    is hidden whole), each once."""
+    seen = {s.encode("utf-8", "surrogateescape") for group in groups for s in group if s}
+    return tuple(sorted(seen, key=len, reverse=True))

@@ -302,3 +302,22 @@ def test_in_memory_http_records_carry_urls_redacted_and_session_ids_kept_for_ana
         "req_headers"
     ]
     assert ex.url.endswith("api_key=k&x=1"), "the exchange itself is left as it was"
+
+
+def test_argv_secrets_are_the_values_redact_argv_hides_from_every_kind_of_argument():
+    from tracer.redact import argv_secrets
+
+    argv = ["srv", "--api-key=SEKRET123", "--token", "SEKRET456", "-p", "pw12", "--config"]
+    argv += ['{"apiKey": "jsonsecret", "n": 1}', "API_KEY=envsecret", "Bearer bearer123"]
+    argv += ["https://u:pass1234@h/x?api_key=qk1234&x=1", "-H", "Authorization: Bearer hdr12345", "--verbose"]
+    assert argv_secrets(argv) == [
+        "SEKRET123", "SEKRET456", "pw12", "jsonsecret", "envsecret", "bearer123", "pass1234", "qk1234", "hdr12345"
+    ]  # fmt: skip
+
+
+def test_env_secrets_are_long_values_of_credential_named_variables():
+    from tracer.redact import env_secrets
+
+    env = {"GITHUB_TOKEN": "ghp_abcdefgh12", "PATH": "/usr/bin:/bin", "USE_AUTH": "true", "API_KEY": 5}
+    assert env_secrets(env) == ["ghp_abcdefgh12"]
+    assert env_secrets(None) == []

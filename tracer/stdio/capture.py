@@ -22,6 +22,7 @@ from collections.abc import Callable
 from tracer.capture import CaptureWriter
 from tracer.framing import Frame, LineFramer
 from tracer.model import Direction, Finding, Record, RecordType
+from tracer.redact import hide_known
 from tracer.stdio.encode import encode_line, is_utf8, looks_suspicious
 from tracer.stdio.runs import RUN_MIN, StreamFramer, make_run
 from tracer.stdio.splice import read_exactly
@@ -96,6 +97,9 @@ class CaptureSink(CaptureOutcome):
         # Bulk runs of plain lines (tracer.stdio.runs) go only to a plain capture writer: a wrapped one
         # (the live OTLP export) needs every record as a Record.
         self._runs = isinstance(writer, CaptureWriter)
+        # credentials of the server's command line and environment, hidden where the server echoes
+        # them on stderr (tracer.stdio.tee.open_capture sets them; message bodies are never altered)
+        self._hidden: tuple[bytes, ...] = getattr(writer, "stderr_secrets", ())
         self._suspect = False  # a line the live check has not seen yet may open a multi-line group
         self._pos = [0, 0, 0]  # stream offset of the next byte the writer will see
         self._caps: list[tuple[int, int] | None] = [None, None, None]  # per stream: tee'd copies (tee_splice)
@@ -366,7 +370,8 @@ class CaptureSink(CaptureOutcome):
             self.messages += 1
             rtype = RecordType.MESSAGE
         # positional: this runs once per line (type, seq, t_ns, dir, raw, transport, conn, offset, eol)
-        rec = Record(rtype, 0, t_ns, _DIRS[stream], fr.data, "stdio", self.conn, fr.offset, fr.eol)
+        data = fr.data if stream != STDERR or not self._hidden else hide_known(fr.data, self._hidden)
+        rec = Record(rtype, 0, t_ns, _DIRS[stream], data, "stdio", self.conn, fr.offset, fr.eol)
         if fr.cut:
             rec.data = {"cut": fr.cut}
         if stream != STDERR and self._analyser is not None and not self._suspect:

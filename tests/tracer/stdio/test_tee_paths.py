@@ -22,6 +22,7 @@ from tracer.redact import redact_argv
         (["/usr/local/bin/my-server", "--verbose"], "my-server"),
         (["node", "/opt/x/dist/index.js", "stdio"], "index"),
         (["docker", "run", "-i", "--rm", "mcp/fetch"], "fetch"),
+        (["python", "-c", "x=1", "--token", "tok-1"], "python"),  # a credential never names the file
     ],
 )
 def test_capture_label_comes_from_what_the_command_runs(argv, label):
