@@ -265,6 +265,14 @@ def _summary(notes, sink, path: str, finished: bool) -> None:
             f"(recorded as 'dropped' events; every byte was still relayed)",
             force=True,
         )
+    late, late_events = getattr(sink, "late_bytes", 0), getattr(sink, "late_events", 0)
+    if late or late_events:  # (the capture process's notes that came after it closed: never silent)
+        events = f" and {late_events} event record{'s' if late_events != 1 else ''}" if late_events else ""
+        notes.say(
+            f"{late:,} bytes{events} came after the capture closed and are not in {path} (the relay "
+            f"went on: a process the server started may hold its pipes open)",
+            force=True,
+        )
     if sink.findings:
         counts = ", ".join(f"{rule} ×{n}" for rule, n in sorted(sink.findings.items()))
         notes.say(f"stdio framing findings: {counts}; details: mcptrace lint {path}")

@@ -135,6 +135,14 @@ class CaptureProcess(CaptureOutcome):
         )
         self.reset_outcome()  # filled in from the capture process's final report
         self._reported = False
+        # Notes sent once the capture had closed (a relay going on after the session: pipes a
+        # grandchild holds open) or had gone away: what they stood for is not in the capture. By
+        # design the relay goes on, but the tee says at exit how much is missing: late_bytes (the
+        # stream bytes of those notes) and late_events (event records); late_notes counts every
+        # note, a stream's EOF included.
+        self.late_notes = 0
+        self.late_bytes = 0
+        self.late_events = 0
 
     # -- the relay side (any thread, never blocks) ---------------------------------------------
 
@@ -282,6 +290,9 @@ class CaptureProcess(CaptureOutcome):
     def _send(self, note: bytes) -> None:
         """One note, in order, without blocking (writes up to PIPE_BUF bytes are all or nothing)."""
         with self._lock:
+            if self._ctl < 0:  # (closed: a relay going on after the session)
+                self._late(note)
+                return
             parked = self._parked
             if parked:
                 # The capture is behind: try to hand the parked notes over at most once per
@@ -297,7 +308,16 @@ class CaptureProcess(CaptureOutcome):
                 parked.append(note)
                 self.hurry()
             except OSError:
-                pass  # the capture process is gone: the relay goes on
+                self._late(note)  # the capture process is gone: the relay goes on
+
+    def _late(self, note: bytes) -> None:
+        """A note that will never reach the capture (the lock is held)."""
+        kind, _, n, _ = _NOTE.unpack_from(note)
+        self.late_notes += 1
+        if kind == _EVENT:
+            self.late_events += 1
+        elif kind != _EOF and kind != _CONN and n > 0:  # stream bytes (a gap's: their drop unrecorded)
+            self.late_bytes += n
 
     def flush_notes(self) -> None:
         """Hand over the notes parked in memory, as far as the control pipe takes them now (the relay
@@ -348,7 +368,9 @@ class CaptureProcess(CaptureOutcome):
                 os.write(self._ctl, batch)
             except BlockingIOError:
                 return False
-            except OSError:
+            except OSError:  # (the capture process is gone)
+                for note in parked:
+                    self._late(note)
                 parked.clear()
                 return True
             del parked[:k]
@@ -369,12 +391,15 @@ class CaptureProcess(CaptureOutcome):
         with self._lock:
             ctl, self._ctl = self._ctl, -1  # a relay still running (pipes held open) sends nowhere
             os.set_blocking(ctl, True)
+            parked, sent = self._parked, 0
             try:
-                for note in self._parked:
+                for note in parked:
                     os.write(ctl, note)
+                    sent += 1
             except OSError:
-                pass
-            self._parked.clear()
+                for note in parked[sent:]:  # (the capture process is gone)
+                    self._late(note)
+            parked.clear()
             os.close(ctl)
         # (the capture pipes stay open: a relay thread may still tee into them; they close at exit)
         if self._back.is_alive():
