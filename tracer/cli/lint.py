@@ -6,6 +6,10 @@ import argparse
 import sys
 
 NAME = "lint"
+# The exit codes a CI step tells apart (as ruff, eslint and shellcheck do): findings are the
+# traffic's fault, a read problem (a broken or torn capture line, a HAR cut short) the recording's,
+# and 2 (usage, an input that cannot be read at all: tracer.cli) means no report was made.
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_READ_IN_PART = 0, 1, 3
 HELP = "check recorded MCP traffic (captures, NDJSON, host logs, HAR, .mitm) against the spec"
 EXAMPLE = """  mcptrace lint capture.jsonl
   mcptrace lint --format sarif -o lint.sarif logs/*.jsonl
@@ -36,7 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--fail-on",
         default=None,
         choices=["info", "warning", "error", "never"],
-        help="exit 1 when a finding is at or above this severity (default: error)",
+        help="exit 1 when a finding is at or above this severity (default: error); otherwise exit 3 "
+        "when an input was read only in part (a broken or torn line), else 0; never: always 0",
     )
     p.add_argument(
         "--show-config",
@@ -140,19 +145,12 @@ def run(args: argparse.Namespace) -> int:
             out.close()
     if baseline is not None and _finish_baseline(args, baseline):
         return 0
-    if args.fail_on == "never":
-        return 0
-    threshold = Severity.parse(args.fail_on)
+    if args.fail_on == "never":  # (a report for its own sake: neither findings nor read problems fail)
+        return EXIT_CLEAN
     worst = stats.worst()
-    if (worst is not None and worst >= threshold) or (
-        stats.problems and threshold <= Severity.ERROR and _has_broken_lines(stats)
-    ):
-        return 1
-    return 0
-
-
-def _has_broken_lines(stats) -> bool:
-    return stats.problems > 0
+    if worst is not None and worst >= Severity.parse(args.fail_on):
+        return EXIT_FINDINGS  # (first: the run fails either way, and the report names the problems too)
+    return EXIT_READ_IN_PART if stats.problems else EXIT_CLEAN
 
 
 def _baseline(args: argparse.Namespace):
