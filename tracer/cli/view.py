@@ -50,7 +50,9 @@ def _check_input(path: str, args: argparse.Namespace) -> str | None:
     if args.follow and st.st_size == 0:
         return None
     try:
-        inp = open_input(path, fmt=args.input_format)
+        # (a forced format is proven on the file's first MiB when a message is there: the proof on
+        # the whole file parsed a HAR's whole document here before its converter began)
+        inp = open_input(path, fmt=args.input_format, proof_bytes=1 << 20)
     except InputError as exc:
         raise UsageError(str(exc)) from None
     inp.fh.close()

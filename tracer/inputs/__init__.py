@@ -187,10 +187,26 @@ def _proven(
     return chained()
 
 
-def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
+def _proven_within(fh: IO[bytes], start: int, n: int, path: str, forced: InputFormat, head: bytes) -> bool:
+    """Whether the first N bytes of FH from START prove a forced format (`_proven` on them alone):
+    a reader that needs the whole document to give its first record (a HAR) reads it as a document
+    cut short, whose whole entries are its messages. FH is left at START."""
+    fh.seek(start)
+    prefix = fh.read(n)
+    fh.seek(start)
+    try:
+        _proven(forced.read(io.BytesIO(prefix), path), path, forced, head)
+    except Exception:  # (no message in the prefix, or a reader tripped by its cut end: not proven here)
+        return False
+    return True
+
+
+def open_input(path: str, *, fmt: str | None = None, proof_bytes: int | None = None) -> OpenInput:
     """Open an input ("-": standard input; pipes and FIFOs too): its format and a streaming
     iterator of its records. The format is sniffed from the first HEAD_BYTES; a stream that cannot
-    seek is read on from there without being read twice."""
+    seek is read on from there without being read twice. PROOF_BYTES: a forced format is proven on
+    that many first bytes of a file when they hold a message, else on the whole input (the viewer's
+    check, which reads nothing else: a HAR's proof would parse the whole document)."""
     _ensure_builtin()
     chosen = None
     if fmt is not None:
@@ -246,6 +262,9 @@ def open_input(path: str, *, fmt: str | None = None) -> OpenInput:
     # never fail (a HAR with no entries is a clean input, not the wrong format; a reader that
     # stops on the input says so while reading, as for a detected one).
     if fmt is not None and detect(head) is not chosen:
+        within = proof_bytes is not None and size is not None and size - skip > proof_bytes
+        if within and _proven_within(fh, skip, proof_bytes, path, chosen, head):
+            return OpenInput(path, chosen, items, fh, size)
         try:
             items = _proven(items, path, chosen, head)
         except BaseException:
