@@ -14,11 +14,15 @@ Prints, per tree (this checkout, and any other given with --tree, e.g. an older 
   comparable.
 
     python tests/bench/bench_view_analysis.py [--messages 300000] [--pad 200] [--file PATH]
-        [--tree /tmp/other-checkout] [--rounds 3] [--own]
+        [--tree /tmp/other-checkout] [--rounds 3] [--own] [--instructions]
 
 With --own it prints instead, per tree, what the viewer adds per row beside the analyser (the
 analyser's results computed once and handed back to both loops: see OWN), a figure that moves
-less under load than the whole process's.
+less under load than the whole process's. With --instructions (valgrind installed; use a capture
+of 20,000 messages or so: valgrind runs some 50 times slower) it prints the machine instructions
+per row of each PIECE of the work, which are the same on a loaded machine as on a quiet one:
+lint's loop, the viewer's loop with the analyser alone, that loop handing each row's results to
+another process as a pipeline would, and the viewer's whole analysis.
 
 CPU time is the steadier figure on a shared machine (wall time counts the other processes' turns
 too). Nothing here asserts a time; it reports.
@@ -115,6 +119,72 @@ print(json.dumps({"rows": len(results) - 1, **best}))
 """
 
 
+# --instructions: one piece of the work in a process of its own, under valgrind. The pieces share the
+# interpreter's start and the imports of the viewer's analysis, so their differences are per row
+PIECE = """
+import marshal, os, sys, tempfile, shutil
+import orjson
+from tracer.analyser import Analyser
+from tracer.capture import _fast_record, read_capture
+from tracer.model import Direction, Era, Kind
+import tracer.view.annotate as A
+path, piece = sys.argv[1], sys.argv[2]
+if piece == "lint":  # lint's loop: read_capture and the analyser, every rule
+    an = Analyser(None)
+    with open(path, "rb") as fh:
+        for r in read_capture(fh, path):
+            if getattr(r, "type", None) is not None:
+                an.feed(r)
+    an.finish()
+    raise SystemExit
+CODE = {**{k: i for i, k in enumerate(Kind)}, **{e: i for i, e in enumerate(Era)}, **{d: i for i, d in enumerate(Direction)}}
+out = os.open(os.devnull, os.O_WRONLY)
+def loop(f, first, lines, handoff):
+    # the viewer's loop with the analyser alone (other rows as the viewer writes them); with HANDOFF,
+    # each plain message's results as a compact tuple, sent in marshalled batches, which is what
+    # the analysis would pay if another process wrote the rows (a pipeline on the two cores)
+    feed, loads, cap, batch = f.analyser.feed, orjson.loads, f.capture, []
+    for row, line in enumerate(lines, first):
+        obj = loads(line)
+        rec = _fast_record(obj, row + 1, cap) if obj.__class__ is dict else None
+        if rec is None:
+            f.analyse_row(row, line, obj)
+            continue
+        a = feed(rec)
+        if handoff and not (a.findings or a.reason is not None or a.pair_note is not None):
+            req = a.request
+            why = a._era_why
+            batch.append((
+                row, rec.seq, rec.conn, rec.t_ns, CODE[rec.dir], CODE[a.kind], CODE[a.era], a.pair_status,
+                a.method, a.answers_method, a.partner_seq, a.latency_ns, a.op_seq, a.idkey, a.version,
+                why if type(why) is str else (why[0], why[1]), a.meta is not None,
+                None if req is None else (req.seq, req.idkey, req.method, CODE[req.dir], req.op_seq),
+            ))
+        f.store.buf += bytes(52)
+    if batch:
+        os.write(out, marshal.dumps(batch))
+    f.row = first + len(lines)
+if piece != "view":
+    A.fill = lambda f, first, lines: loop(f, first, lines, piece == "handoff")
+wd = tempfile.mkdtemp()
+A.Annotator(path, wd).run()
+shutil.rmtree(wd)
+"""
+PIECES = ("lint", "loop", "handoff", "view")
+
+
+def instructions(tree: str, piece: str, path: str) -> int:
+    """Machine instructions of one piece (valgrind's cachegrind without its cache simulation)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+        cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        cmd += [f"--log-file={log.name}", sys.executable, "-c", PIECE, path, piece]
+        subprocess.run(cmd, cwd=tree, check=True, stdout=subprocess.DEVNULL)
+        for line in log.read().splitlines():
+            if "I" in line and "refs:" in line:
+                return int(line.rsplit(":", 1)[1].replace(",", ""))
+    raise SystemExit("valgrind printed no instruction count")
+
+
 def run(tree: str, code: str, path: str, *extra: str) -> dict:
     p = subprocess.run([sys.executable, "-c", code, path, *extra], cwd=tree, capture_output=True, text=True)
     if p.returncode != 0:
@@ -130,6 +200,9 @@ def main() -> None:
     ap.add_argument("--tree", action="append", default=[], help="another checkout to measure alongside")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--own", action="store_true", help="the viewer's own part per row alone (see OWN)")
+    ap.add_argument(
+        "--instructions", action="store_true", help="instructions per row of each piece (see PIECE)"
+    )
     args = ap.parse_args()
     path = args.file
     if path is None:
@@ -142,6 +215,23 @@ def main() -> None:
             print(f"generating {path} ({args.messages:,} messages)...", file=sys.stderr)
             generate(path, args.messages, args.pad)
     trees = [str(REPO), *args.tree]
+    if args.instructions:
+        with open(path, "rb") as fh:
+            rows = sum(1 for _ in fh)
+        print(f"capture: {path} ({rows:,} rows); machine instructions per row (valgrind)")
+        for tree in trees:
+            got = {piece: instructions(tree, piece, path) / rows for piece in PIECES}
+            lint, loop = got["lint"], got["loop"]
+            print(f"{tree}:")
+            print(f"  lint's loop                       {lint:9,.0f}")
+            print(f"  the viewer's loop, analyser alone {loop:9,.0f}   lint / it {lint / loop:5.3f}")
+            for piece, what in (
+                ("handoff", "handing off each row's results"),
+                ("view", "the viewer's analysis"),
+            ):
+                n = got[piece]
+                print(f"  {what:33s} {n:9,.0f}   lint / it {lint / n:5.3f}   its part {n - loop:7,.0f} a row")
+        return
     if args.own:
         print(f"capture: {path}; the viewer's own part per row, best of {args.rounds} runs (CPU time)")
         for tree in trees:

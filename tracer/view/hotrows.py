@@ -34,6 +34,7 @@ _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
 _RESULT, _ERROR, _REQUEST, _BATCH = Kind.RESULT, Kind.ERROR, Kind.REQUEST, Kind.BATCH
 _MESSAGE_CODE = 2  # RTYPE_OF[RecordType.MESSAGE]
 _UNPARSED = object()
+_WAITING = bytes(ROW_SIZE)  # a waiting request's place in the buffer: its fields are in RowFiller.deferred
 
 
 def block(index: LineIndex | RecordIndex, first: int, last: int) -> list[bytes]:
@@ -80,6 +81,7 @@ def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
     buf = store.buf  # (the store's own buffer: what it appends in place, this appends to as well)
     flushed = store.flushed  # (no flush happens during a fill)
     pack = ROW.pack
+    pack_into = ROW.pack_into
     for row, line in enumerate(lines, first):
         try:
             try:
@@ -137,7 +139,34 @@ def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
                 if lat is not None:
                     lat_us = -1 if lat < 0 else min(LAT_MAX_US, lat // 1000)
                 if hit is not None:
-                    f.answered(req, hit, row, a)
+                    # RowFiller.answered() and settle() for a request whose row waits in the buffer
+                    # (nearly every one: answered within the flush window), without an SSE timing
+                    waiting = deferred.pop(hit[1], None) if not f.timings else None
+                    if waiting is None:
+                        f.answered(req, hit, row, a)
+                    else:
+                        wf = waiting[1]
+                        top = hit[2]
+                        wf[8] = row
+                        if lat is not None:
+                            wf[9] = lat_us
+                        if req.op_seq is not None and wf[10] < 0:
+                            p = row_of(req.op_seq)
+                            if p is not None:
+                                wf[10] = p
+                        tl = top.latency_ns
+                        wf[14] = NO_LAT if tl is None or not Q_MIN <= tl < Q_MAX else tl
+                        if not top.findings and top.reason is None and top.pair_note is None:
+                            note = note_of(wf[7], row, wf[10], top)
+                        else:
+                            note = -1
+                        if note >= 0:
+                            wf[11] = note
+                            wf[12] = -1
+                        else:
+                            wf[11] = -1
+                            wf[12] = store.write_details(compact(top, row_of, None))
+                        pack_into(buf, (hit[1] - flushed) * ROW_SIZE, *wf)
             elif kind is _REQUEST:
                 pending = a.idkey is not None
             elif a.partner_seq is not None:
@@ -157,7 +186,7 @@ def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
                 ]  # fmt: skip
                 stash[(seq, rec.conn)] = (a, row, a)
                 deferred[row] = (a, fields)
-                data = pack(*fields)
+                data = _WAITING  # (packed when answered or at the flush: RowFiller.deferred)
             else:
                 note = note_of(midx, prow, oprow, a)
                 det = -1 if note >= 0 else store.write_details(compact(a, row_of, None))

@@ -78,7 +78,8 @@ class RowFiller:
         self.new_frows: list[int] = []
         # (seq, connection) of a request awaiting its answer -> (request, row, top)
         self.stash: dict[tuple, tuple[Analysed, int, Analysed]] = {}
-        # rows whose details wait for their answer -> (message, its row's fields as in the buffer)
+        # rows whose details wait for their answer -> (message, its row's fields); these fields are
+        # the row (the buffer may hold a placeholder: tracer.view.hotrows packs such a row once)
         self.deferred: dict[int, tuple[Analysed, list[Any]]] = {}
         self.sse = SseClock()
         self.timings: dict[int, dict[str, Any]] = {}  # row -> SSE timing, until its details are written
@@ -331,7 +332,7 @@ class RowFiller:
         partner."""
         _, req_row, top = hit
         store = self.store
-        # a row still deferred is in the buffer as its fields say (nothing changed it since)
+        # a row still deferred is its fields (its place in the buffer is packed from them)
         waiting = self.deferred.pop(req_row, None)
         fields = waiting[1] if waiting is not None else store.get(req_row)
         fields[8] = row
@@ -351,7 +352,7 @@ class RowFiller:
         store = self.store
         timings = self.timings
         buf, flushed = store.buf, store.flushed
-        for row, (top, fields) in self.deferred.items():  # (in the buffer, as their fields say)
+        for row, (top, fields) in self.deferred.items():  # (rows in the buffer: packed from their fields)
             self.settle(fields, top, timings.get(row) if timings else None)
             ROW.pack_into(buf, (row - flushed) * ROW_SIZE, *fields)
         self.deferred.clear()
@@ -370,8 +371,13 @@ class RowFiller:
             rec.conn,
             self.notes.entries[fields[F_NOTE]],
             self.method_list,
-            lambda r: store.get(r)[F_SEQ],
+            lambda r: self.fields_of(r)[F_SEQ],
         )
+
+    def fields_of(self, row: int) -> list[Any]:
+        """A row's fields as they stand (a waiting request's are in `deferred`, not the buffer)."""
+        waiting = self.deferred.get(row)
+        return waiting[1] if waiting is not None else self.store.get(row)
 
     def attach_end_finding(self, f: Finding) -> None:
         self.summary.add_finding(f)
