@@ -8,12 +8,16 @@ The capture is written in batches (each batch of whole lines, flushed), and afte
 input position reached goes to stdout (`pos N`), for the viewer's progress. A reader that stops on
 the input says why on stderr (one line) and exits 2; what was written stays.
 
-    python -m tracer.cli.spool INPUT CAPTURE --input-format NAME [--whole]
+    python -m tracer.cli.spool INPUT CAPTURE --input-format NAME [--whole | --follow]
 
 A HAR is read entry by entry (tracer.inputs.harstream) and a flow file flow by flow
 (addons.mitm_stream), so the first rows are written before the whole file is read; when the file
 is not one those readers give the whole-file reader's records for, the conversion stops with exit
 code 3 (RESTART) and the viewer converts it again with --whole (the whole file first).
+
+With --follow (`mcptrace view --follow` on a host log or NDJSON file still being written) the input
+is read on as it grows (tracer.inputs.follow) until the viewer stops this process; a file truncated
+or rotated away ends it with exit code 4 (FOLLOW_ENDED) and one line on stderr saying so.
 
 It is a command of its own (a process the viewer starts), so it lives with the CLI: it may register
 the readers that need optional dependencies (tracer.cli.inputs: the .mitm reader in addons/), which
@@ -28,6 +32,7 @@ import sys
 BATCH = 1024  # lines written and flushed at a time
 FIRST_BATCH = 256  # the first batch: a screenful (the viewer's first screen waits for it, not for 1,024)
 RESTART = 3  # exit code: convert again with --whole
+FOLLOW_ENDED = 4  # exit code: the followed file was truncated or rotated (said on stderr)
 
 
 STREAMED = ("har", "mitm")  # formats read record by record here (the first rows come at once)
@@ -61,9 +66,15 @@ def _streamed(path: str, fmt: str):
     return OpenInput(path, found, settle(records()), fh)
 
 
-def convert(path: str, capture: str, fmt: str, out=None, *, whole: bool = False) -> None:
+def convert(
+    path: str, capture: str, fmt: str, out=None, *, whole: bool = False, follow: bool = False
+) -> str | None:
     """Append INPUT's records, read as FMT, to CAPTURE as converted lines, reporting positions.
-    Raises tracer.inputs.harstream.Unstreamable when a HAR needs the whole-document reader."""
+    Raises tracer.inputs.harstream.Unstreamable when a HAR needs the whole-document reader.
+
+    FOLLOW (a host log or NDJSON file still being written): read on as the file grows
+    (tracer.inputs.follow), writing out the rows held and saying `idle` whenever the reader waits
+    at the file's end; returns why following ended (a truncated or rotated file), if it did."""
     from tracer.inputs import FORMATS, _ensure_builtin, open_input
     from tracer.inputs.lazy import converted_header, converted_records, record_line
 
@@ -72,26 +83,44 @@ def convert(path: str, capture: str, fmt: str, out=None, *, whole: bool = False)
         from tracer.cli.inputs import register_optional_inputs
 
         register_optional_inputs()
-    inp = _streamed(path, fmt) if fmt in STREAMED and not whole else open_input(path, fmt=fmt)
+    buf: list[bytes] = []
+    said = [-1]  # the input position last said idle at (a followed file's end is polled often)
+
+    def write_out(idle: bool = False) -> None:
+        pos = inp.position()
+        if idle and not buf and said[0] == pos:
+            return
+        if buf:
+            fh.write(b"\n".join(buf) + b"\n")
+            buf.clear()
+        fh.flush()
+        if idle:
+            said[0] = pos
+        if out is not None:
+            out.write(f"pos {pos}\n" + ("idle\n" if idle else ""))
+            out.flush()
+
+    growing = None
+    if follow:
+        from tracer.inputs.follow import follow_input
+
+        inp, growing = follow_input(path, fmt, on_idle=lambda: write_out(idle=True))
+    else:
+        inp = _streamed(path, fmt) if fmt in STREAMED and not whole else open_input(path, fmt=fmt)
     try:
         with open(capture, "ab") as fh:
             fh.write(converted_header(path, fmt) + b"\n")
-            buf: list[bytes] = []
             batch = FIRST_BATCH
             for rec in converted_records(inp.records):
                 buf.append(record_line(rec))
                 if len(buf) >= batch:
                     batch = BATCH
-                    fh.write(b"\n".join(buf) + b"\n")
-                    fh.flush()
-                    buf.clear()
-                    if out is not None:
-                        out.write(f"pos {inp.position()}\n")
-                        out.flush()
+                    write_out()
             if buf:
                 fh.write(b"\n".join(buf) + b"\n")
     finally:
         inp.fh.close()
+    return growing.ended if growing is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,12 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("capture")
     p.add_argument("--input-format", required=True)
     p.add_argument("--whole", action="store_true", help="read a HAR as one document")
+    p.add_argument("--follow", action="store_true", help="read a host log or NDJSON file on as it grows")
     args = p.parse_args(argv)
     from tracer.inputs import InputError
     from tracer.inputs.harstream import Unstreamable
 
     try:
-        convert(args.input, args.capture, args.input_format, sys.stdout, whole=args.whole)
+        ended = convert(
+            args.input, args.capture, args.input_format, sys.stdout, whole=args.whole, follow=args.follow
+        )
     except BrokenPipeError:  # the viewer went away
         return 0
     except Unstreamable as exc:
@@ -114,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, OSError) as exc:
         print(str(exc)[:500], file=sys.stderr)
         return 2
+    if ended is not None:
+        print(ended[:500], file=sys.stderr)
+        return FOLLOW_ENDED
     return 0
 
 

@@ -11,6 +11,7 @@ NAME = "view"
 HELP = "open a capture (or anything lint reads) in the terminal viewer; no FILE: pick a recent capture"
 EXAMPLE = """  mcptrace view ~/.local/state/mcptrace/captures/20261129-200431-weather-4242.jsonl
   mcptrace view --follow capture.jsonl        # while `mcptrace stdio -o capture.jsonl -- ...` runs
+  mcptrace view --follow mcp-server-weather.log   # a host's log as it is written (Claude Desktop)
   mcptrace view                                # choose among recent captures"""
 
 
@@ -20,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--follow",
         "-F",
         action="store_true",
-        help="tail a capture that is still being written (press f in the viewer to toggle)",
+        help="tail a capture, host log or NDJSON file that is still being written (press f in the viewer to toggle)",
     )
     p.add_argument(
         "--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm"
@@ -87,6 +88,13 @@ def run(args: argparse.Namespace) -> int:
     from tracer.cli import UsageError
 
     path = args.file
+    if path is not None:
+        from tracer.cli.viewpipe import is_stream
+
+        if is_stream(path):  # (`cmd | mcptrace view -`, `view <(cmd)`: spooled to a file it follows)
+            from tracer.cli.viewpipe import run as view_stream
+
+            return view_stream(args)
     if path == "-":
         raise UsageError(
             "the viewer reads a file, not standard input (its keyboard is the terminal); "

@@ -201,6 +201,30 @@ def _proven_within(fh: IO[bytes], start: int, n: int, path: str, forced: InputFo
     return True
 
 
+def reading(
+    fh: IO[bytes], path: str, reader: InputFormat, *, settled: bool = True
+) -> Iterator[Record | ReadProblem]:
+    """READER's records of FH (closed at their end), settled unless the format's order is exact
+    (or not SETTLED: the caller settles them); a reader that fails on the input raises InputError."""
+
+    def records() -> Iterator[Record | ReadProblem]:
+        with fh:
+            try:
+                yield from reader.read(fh, path)
+            except OSError as exc:  # the disk or the pipe failed mid-read: what was read stands
+                raise InputError(f"{_display(path)}: {exc.strerror or exc}") from None
+            except Exception as exc:
+                # A reader that a hostile file still trips up: the input cannot be read, which is an
+                # input error (one line, exit 2), not an internal one. MCPTRACE_DEBUG shows the bug.
+                if os.environ.get("MCPTRACE_DEBUG"):
+                    raise
+                raise InputError(
+                    f"{_display(path)}: cannot be read as {reader.description}: {type(exc).__name__}: {exc}"
+                ) from None
+
+    return records() if reader.exact_order or not settled else settle(records())
+
+
 def open_input(path: str, *, fmt: str | None = None, proof_bytes: int | None = None) -> OpenInput:
     """Open an input ("-": standard input; pipes and FIFOs too): its format and a streaming
     iterator of its records. The format is sniffed from the first HEAD_BYTES; a stream that cannot
@@ -236,26 +260,7 @@ def open_input(path: str, *, fmt: str | None = None, proof_bytes: int | None = N
         fh.seek(skip)
     else:
         fh = io.BufferedReader(_HeadThenRest(head, fh), buffer_size=HEAD_BYTES)
-    reader = chosen
-
-    def records() -> Iterator[Record | ReadProblem]:
-        with fh:
-            try:
-                yield from reader.read(fh, path)
-            except OSError as exc:  # the disk or the pipe failed mid-read: what was read stands
-                raise InputError(f"{_display(path)}: {exc.strerror or exc}") from None
-            except Exception as exc:
-                # A reader that a hostile file still trips up: the input cannot be read, which is an
-                # input error (one line, exit 2), not an internal one. MCPTRACE_DEBUG shows the bug.
-                if os.environ.get("MCPTRACE_DEBUG"):
-                    raise
-                raise InputError(
-                    f"{_display(path)}: cannot be read as {reader.description}: {type(exc).__name__}: {exc}"
-                ) from None
-
-    items: Iterator[Record | ReadProblem] = records()
-    if not chosen.exact_order:
-        items = settle(items)
+    items = reading(fh, path, chosen)
     # Only a forced format that detection would not choose is proven: one it would choose reads
     # as detected, lazily (the proof reads to the first message, which for a HAR or a .mitm file
     # is the whole file: the viewer parsed it before its background converter began), and could

@@ -72,12 +72,27 @@ def _matches(held: _Held, req: Record, n: int) -> bool:
     return resp.dir is not req.dir
 
 
+# An item a followed input's reader gives when the file has stopped growing for a while (tracer.inputs
+# .follow): what is held goes out in its order, as at the end of the input (a request logged after
+# that pause would have come within the window), so a live view does not wait for the next line.
+FLUSH = object()
+
+
 def settle(items: Iterable) -> Iterator:
     """`items` (Records and read problems) with each early response moved after its request."""
     buf: deque = deque()  # records read but not yet yielded; _Held marks a response waiting
     waiting: dict[tuple, list[_Held]] = {}  # (conn, idkey) -> the held responses with that id
     pending = BoundedMap(_PENDING_CAP)  # (conn, dir, idkey) of requests seen and not yet answered
     for n, item in enumerate(items, 1):
+        if item is FLUSH:
+            for rest in buf:
+                if type(rest) is not _Held:
+                    yield rest
+                elif not rest.gone:
+                    yield rest.rec
+            buf.clear()
+            waiting.clear()
+            continue
         is_rec = type(item) is Record
         now = item.t_ns if is_rec else 0
         shape = _shape(item) if is_rec and item.type is RecordType.MESSAGE else None

@@ -42,7 +42,9 @@ def new_capture() -> tuple[str, Callable[[], None]]:
     return tmp, cleanup
 
 
-def start_converter(source: str, capture: str, fmt_name: str, *, whole: bool = False) -> subprocess.Popen:
+def start_converter(
+    source: str, capture: str, fmt_name: str, *, whole: bool = False, follow: bool = False
+) -> subprocess.Popen:
     """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool)."""
     return subprocess.Popen(
         [
@@ -54,6 +56,7 @@ def start_converter(source: str, capture: str, fmt_name: str, *, whole: bool = F
             "--input-format",
             fmt_name,
             *(["--whole"] if whole else []),
+            *(["--follow"] if follow else []),
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -127,13 +130,24 @@ class SpoolIndex:
     shows the rows written so far, so the first screen waits for the reader's first records, not
     for the whole conversion.
 
+    With FOLLOW (a host log or NDJSON file still being written, `view --follow`) the conversion
+    reads on as the input grows (tracer.inputs.follow): the index is complete whenever it has every
+    row the converter wrote before it said it waits at the input's end, and a truncated or rotated
+    input ends it (InputBroken, saying which).
+
     Duck-types tracer.index.LineIndex (it is one over the growing capture, final once written)."""
 
     FIRST_STEP = CHUNK
     STEP = CHUNK
 
     def __init__(
-        self, inp: OpenInput, capture: str, *, whole: bool = False, proc: subprocess.Popen | None = None
+        self,
+        inp: OpenInput,
+        capture: str,
+        *,
+        whole: bool = False,
+        proc: subprocess.Popen | None = None,
+        follow: bool = False,
     ):
         self.path = capture
         self.source = inp.path
@@ -142,6 +156,8 @@ class SpoolIndex:
         self.error: str | None = None
         self.restart = False  # the converter asked to convert again with --whole
         self.pos = 0  # input bytes the conversion has read
+        self.follow = follow
+        self.idle = False  # (follow) the converter waits at the input's end, all it read written
         inp.fh.close()  # (the converting process opens it again: it was checked, detected, proven)
         try:
             self.index = LineIndex(capture, final=False)
@@ -155,7 +171,9 @@ class SpoolIndex:
         self._cond = threading.Condition()
         # (PROC: the conversion already started for CAPTURE, see start_early)
         self.proc = (
-            proc if proc is not None else start_converter(inp.path, capture, inp.format.name, whole=whole)
+            proc
+            if proc is not None
+            else start_converter(inp.path, capture, inp.format.name, whole=whole, follow=follow)
         )
         self._thread = threading.Thread(target=self._watch, name="mcptrace-convert", daemon=True)
         self._thread.start()
@@ -169,10 +187,13 @@ class SpoolIndex:
         try:
             for line in proc.stdout:
                 if line.startswith(b"pos "):
+                    self.idle = False
                     try:
                         self.pos = int(line[4:])
                     except ValueError:
                         pass
+                elif line == b"idle\n":
+                    self.idle = True
                 with self._cond:
                     self._cond.notify_all()
             err = proc.stderr.read().decode("utf-8", "replace").strip()
@@ -203,16 +224,17 @@ class SpoolIndex:
             self._when_written.append(call)
             return True
 
-    def update(self, max_bytes: int | None = None) -> int:
-        """Index what the conversion has written (waiting a moment for more, and for a first
-        screenful). Raises InputBroken once when the reader stopped on the input, InputRestart
-        when the rows must be converted again."""
+    def update(self, max_bytes: int | None = None, *, wait: bool = True) -> int:
+        """Index what the conversion has written (waiting a moment for more unless not WAIT, and
+        for a first screenful). Raises InputBroken once when the reader stopped on the input,
+        InputRestart when the rows must be converted again."""
         added = 0
         while True:
             with self._cond:
-                if not self._done and self.index.complete:
+                if wait and not self._done and self.index.complete:
                     self._cond.wait(0.05)
                 done = self._done
+                idle = self.idle
             if done and self.restart:
                 raise InputRestart(self.error or "converting again")
             if done:
@@ -220,7 +242,7 @@ class SpoolIndex:
             added += self.index.update(max_bytes)
             # the first update waits for a screenful of rows (or the end), as the viewer's first
             # screen waited for the whole conversion before
-            if done or not self._first or len(self.index) >= SCREEN_ROWS:
+            if done or not self._first or len(self.index) >= SCREEN_ROWS or (idle and self.index.complete):
                 break
         self._first = False
         if done and self.error is not None and self.index.complete:
@@ -236,6 +258,8 @@ class SpoolIndex:
 
     @property
     def complete(self) -> bool:
+        if self.follow and self.idle and not self._done:  # (caught up with a file still growing)
+            return self.index.complete
         return self._done and self.index.final and self.index.complete
 
     @property

@@ -149,7 +149,8 @@ class CaptureView:
         still being converted in the background is analysed once it is whole (the analysis of a
         file that is not followed ends at its end, with the end-of-session rules)."""
         index = self.index
-        if isinstance(index, SpoolIndex) and index.when_written(self.start):
+        # (a followed input's conversion never ends: its analysis follows it, as a capture's)
+        if isinstance(index, SpoolIndex) and not index.follow and index.when_written(self.start):
             return
         with self._lock:
             if self.ann is not None and not self.closed and self.ann.proc is None:
@@ -319,9 +320,14 @@ class CaptureView:
         return f"read from {os.path.basename(self.source)}"
 
     def grow(self) -> int:
-        """Index what was appended to the file (follow mode). Returns the new row count."""
-        self.index.update()
-        return len(self.index)
+        """Index what was appended to the file (follow mode; the UI's thread: no waiting). Returns
+        the new row count. Raises IndexReset (InputBroken: a followed input truncated or rotated)."""
+        index = self.index
+        if isinstance(index, SpoolIndex):
+            index.update(wait=False)
+        else:
+            index.update()
+        return len(index)
 
     # -- navigation --------------------------------------------------------------------------
 
@@ -385,6 +391,19 @@ def open_view(
     if inp.format.name == "capture":
         inp.fh.close()
         return CaptureView(path, follow=follow, on_analysis=on_analysis)
+    if follow and lazy_rows(inp, fmt):
+        # a host log or NDJSON file still being written: converted by a process that reads on as it
+        # grows, and followed as a capture being written (its analysis too)
+        tmp, cleanup = new_capture()
+        try:
+            index = SpoolIndex(inp, tmp, follow=True)
+        except BaseException:
+            inp.fh.close()
+            cleanup()
+            raise
+        return CaptureView(
+            tmp, follow=True, on_analysis=on_analysis, source=path, cleanup=cleanup, index=index
+        )
     if lazy_rows(inp, fmt):
         # rows straight from the input, the same as its conversion's; the analysis process reads
         # them the same way (tracer.inputs.lazy.open_rows)

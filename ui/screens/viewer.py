@@ -187,7 +187,10 @@ class ViewerScreen(FollowAndEnd, Screen):
         if self.follow and not msg.view.follow:  # (other inputs' readers stop at their end)
             self.follow = False
             self.status.set(follow=False)
-            self.notify("--follow follows mcptrace captures: this file is read to its end once", timeout=8)
+            self.notify(
+                "--follow follows mcptrace captures, host logs and NDJSON: this file is read to its end once",
+                timeout=8,
+            )
         if self.follow:
             self.pending_last = True
 

@@ -10,6 +10,7 @@ import time
 from textual import work
 
 from tracer.index import IndexReset
+from tracer.inputs.lazy import InputBroken
 from tracer.view.viewdata import CaptureView
 from ui.messages import TailRead
 
@@ -48,6 +49,15 @@ class FollowAndEnd:
         before = len(view)
         try:
             after = view.grow()
+        except InputBroken as exc:  # a followed host log or NDJSON file truncated or rotated away
+            self.follow = False
+            if self.follow_timer is not None:
+                self.follow_timer.stop()
+                self.follow_timer = None
+            self.status.set(follow=False, note=str(exc))
+            self.notify(str(exc), title="follow", severity="warning", timeout=10)
+            self._rows_grew()
+            return
         except (OSError, IndexReset) as exc:
             self.status.set(note=f"capture changed: {exc}")
             return

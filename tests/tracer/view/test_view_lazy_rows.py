@@ -507,14 +507,14 @@ async def test_g_on_an_input_still_being_read_shows_its_end_read_ahead_then_the_
         go_on.set()
 
 
-async def test_follow_on_a_host_log_says_it_is_read_to_its_end_once_instead_of_claiming_to_follow(
+async def test_follow_on_a_har_says_it_is_read_to_its_end_once_instead_of_claiming_to_follow(
     tmp_path, monkeypatch
 ):
+    # (host logs and NDJSON are followed: tests/tracer/inputs/test_follow.py)
     from tests.ui_support import SIZE, until, viewer
     from ui.app import McpTraceApp
 
-    path = tmp_path / "mcp-server-alpha.log"
-    path.write_bytes(HOSTLOG)
+    path = _har(tmp_path)
     said: list[str] = []
     monkeypatch.setattr(McpTraceApp, "notify", lambda self, message, **kw: said.append(str(message)))
     app = McpTraceApp(str(path), follow=True)

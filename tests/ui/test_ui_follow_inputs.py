@@ -1,0 +1,68 @@
+"""`mcptrace view --follow` on a host log still being written (the common case: a live Claude
+Desktop log): lines appended while the viewer follows it appear as rows, analysed, and a log
+rotated away is said on the status line while its rows stay."""
+
+from __future__ import annotations
+
+import os
+
+from tests.tracer.view.test_view_lazy_rows import _converted_lines
+from tests.ui_support import SIZE, until, viewer
+from ui.app import McpTraceApp
+
+CLIENT, SERVER = "Message from client: ", "Message from server: "
+
+
+def _line(ms: int, who: str, msg: str) -> bytes:
+    return f"2025-06-13T14:44:{ms // 1000:02d}.{ms % 1000:03d}Z [info] [alpha] {who}{msg}\n".encode()
+
+
+def _exchange(ms: int, n: int) -> bytes:
+    return _line(ms, CLIENT, f'{{"jsonrpc":"2.0","id":{n},"method":"tools/list"}}') + _line(
+        ms + 1, SERVER, f'{{"jsonrpc":"2.0","id":{n},"result":{{"tools":[]}}}}'
+    )
+
+
+# (the host's "Initializing server..." line is an event row)
+START = _line(0, "", "Initializing server...") + _line(
+    1, CLIENT, '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
+)
+
+
+async def test_lines_appended_to_a_followed_host_log_appear_as_analysed_rows(tmp_path):
+    path = tmp_path / "mcp-server-alpha.log"
+    path.write_bytes(START)
+    app = McpTraceApp(str(path), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the log to open")
+        scr = viewer(app)
+        await until(pilot, lambda: scr.index_done and scr.list.count == 3, "the rows written so far")
+        assert scr.follow and scr.view.follow and scr.status.state.follow
+        with open(path, "ab") as fh:
+            fh.write(_line(2, SERVER, '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18"}}'))
+            fh.write(_exchange(10, 1) + _exchange(20, 2)[:30])  # the last line still being written
+        await until(pilot, lambda: scr.list.count == 6, "the appended rows")
+        with open(path, "ab") as fh:
+            fh.write(_exchange(20, 2)[30:])
+        await until(pilot, lambda: scr.list.count == 8, "the line once whole, and its answer")
+        assert scr.list.selected_row == 7, "at the bottom, the selection follows"
+        await until(pilot, lambda: scr.view.info(7).analysed, "the analysis of the new rows")
+        assert scr.view.info(7).partner == 6 and scr.view.info(7).label == "tools/list"
+        assert [scr.view.index.line(r) for r in range(8)] == _converted_lines(str(path))
+
+
+async def test_a_followed_host_log_rotated_away_is_said_and_its_rows_stay(tmp_path, monkeypatch):
+    path = tmp_path / "mcp-server-alpha.log"
+    path.write_bytes(START + _exchange(10, 1))
+    said: list[str] = []
+    monkeypatch.setattr(McpTraceApp, "notify", lambda self, message, **kw: said.append(str(message)))
+    app = McpTraceApp(str(path), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the log to open")
+        scr = viewer(app)
+        await until(pilot, lambda: scr.index_done and scr.list.count == 5, "the rows")
+        os.rename(path, tmp_path / "mcp-server-alpha1.log")  # (as Claude Desktop rotates its logs)
+        path.write_bytes(START)
+        await until(pilot, lambda: not scr.follow, "following to stop")
+        assert any("rotated" in m for m in said) and "rotated" in (scr.status.state.note or "")
+        assert scr.list.count == 5 and not scr.status.state.follow
