@@ -20,11 +20,12 @@ import orjson
 from tracer.stdio.capture import CaptureSink
 from tracer.stdio.heap import TRIM_AFTER_BYTES, keep_freed_memory
 from tracer.stdio.priority import background, hurried
+from tracer.stdio.ring import RingReader
 from tracer.stdio.splice import read_exactly
 
 # The notes the relay writes on the control pipe, a fixed size each:
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
-_TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE = range(6)
+_TEED, _GAP, _EOF, _EVENT, _CONN, _INLINE, _RING = range(7)  # _RING: the next n bytes of the ring
 LINGER_S = 0.002
 STEP_BACK_MS = 50  # a hurried capture process steps back to the background after this long quiet
 ROOM_WAIT_S = 0.001
@@ -50,8 +51,11 @@ def _close_others(keep: set[int]) -> None:
                 pass
 
 
-def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint: bool) -> int:
-    """The capture process: notes in, records out, until the relay closes the control pipe."""
+def _child(
+    ctl: int, caps: list[int], back: int, writer, budget: int, live_lint: bool, ring: RingReader | None = None
+) -> int:
+    """The capture process: notes in, records out, until the relay closes the control pipe. `ring`:
+    where the relay keeps the copies its capture pipes had no room for (tracer.stdio.ring)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # the relay forwards signals; we end at EOF of the notes
     background(True)
@@ -97,7 +101,7 @@ def _child(ctl: int, caps: list[int], back: int, writer, budget: int, live_lint:
             trim()
         return None
 
-    _read_notes(ctl, caps, sink, server.note, quiet)
+    _read_notes(ctl, caps, sink, server.note, quiet, ring)
     background(False)
     server.end_if_orphaned(sink)
     finished = sink.close(None)
@@ -181,7 +185,9 @@ def _wait_room(sink: CaptureSink, n: int) -> None:
         time.sleep(ROOM_WAIT_S)
 
 
-def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None, on_quiet=None) -> None:
+def _read_notes(
+    ctl: int, caps: list[int], sink: CaptureSink, on_event=None, on_quiet=None, ring: RingReader | None = None
+) -> None:
     size = _NOTE.size
     unpack = _NOTE.unpack_from
     buf = b""
@@ -221,6 +227,10 @@ def _read_notes(ctl: int, caps: list[int], sink: CaptureSink, on_event=None, on_
                 pos += size
                 _wait_room(sink, n)
                 sink.offer(stream, t, read_exactly(caps[stream], n))
+            elif kind == _RING:
+                pos += size
+                _wait_room(sink, n)
+                sink.offer(stream, t, ring.take(n))
             elif kind == _GAP:
                 pos += size
                 sink.gap(stream, n, t)

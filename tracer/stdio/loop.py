@@ -23,12 +23,13 @@ blocks: the forwarding tee(2) is non-blocking, and a full destination parks its 
 loop waits for POLLOUT on it) while the other keeps flowing; a server blocked writing its stdout
 while we wait to write its stdin must never deadlock.
 
-The capture does not hold the relay up: when the capture pipe is full, the chunk is copied into
-memory within the capture's budget (`--queue-mb`) and the loop feeds the copies to the pipe as it
-gets room (POLLOUT on it), with no other thread. Only when a whole budget waits (a flood the capture
-process could not keep up with: a busy machine gave it no CPU for a while) does the loop wait for
-the capture to take copies, rather than drop one, and only as long as the capture keeps taking
-them: after ROOM_WAIT_NS with no byte taken it drops the copy (counted, recorded) and waits no more
+The capture does not hold the relay up: when the capture pipe is full, the chunk goes into the
+capture process's ring (tracer.stdio.ring: spliced by the kernel into a memfd of `--queue-mb`, no
+copy through this process), or, for an in-process capture, is copied into memory within the budget
+and fed to the pipe as it gets room (POLLOUT on it), with no other thread. Only when a whole budget
+waits (a flood the capture process could not keep up with: a busy machine gave it no CPU for a
+while) does the loop wait for the capture to take copies, rather than drop one, and only as long as
+the capture keeps taking them: after ROOM_WAIT_NS with no byte taken it drops the copy (counted, recorded) and waits no more
 until the capture takes a byte again. A stopped or dead capture costs the relay one such wait.
 """
 
@@ -177,6 +178,10 @@ def relay_ways(
         poller.register(w.src, _POLLIN)
     feeders = {w.cap: w for w in ways}
     step = _Step(sink, chunk, caught_up if caught_up is not None else threading.Event(), ways, room_wait_ns)
+    ring = step.ring
+    taken = ring.taken_fd if ring is not None else -1
+    if ring is not None:  # (the capture process took bytes of the ring: room again, its pages back)
+        poller.register(taken, _POLLIN)
     poll, clock = poller.poll, time.monotonic_ns
     live = len(ways)
     spin = Spin(spin_ns)
@@ -189,6 +194,9 @@ def relay_ways(
         for fd, revents in events:
             w = readers.get(fd)
             if w is None:
+                if fd == taken:
+                    step.reclaim()
+                    continue
                 w = writers.get(fd)
                 if w is not None:  # a parked destination has room again: read its source again
                     poller.unregister(fd)
@@ -233,6 +241,9 @@ class _Step:
         self.spilled_untrimmed = 0  # bytes copied into memory since the heap was last trimmed
         self.eof_after_spill: set[int] = set()
         self.last = 0  # the size of the last chunk taken
+        # A capture process's ring (tracer.stdio.ring): copies the capture pipe has no room for go
+        # there, moved by the kernel, instead of through this process's memory (`spill`).
+        self.ring = getattr(sink, "ring", None) if self.budget else None
 
     def take(self, w: Way, revents: int = 0):
         """The source is readable: forward a chunk, then capture it. Returns _EOF, _PARKED (the
@@ -273,7 +284,9 @@ class _Step:
             sink.inline(stream, t_ns, tee_splice.read_exactly(w.src, n))
             return None
         moved = 0
-        if not w.spill:  # (else copies wait for the pipe: these queue behind them)
+        # (copies waiting in memory for the pipe: these queue behind them; copies in the ring: while
+        # it holds some, the pipe is full, and a chunk split between the two costs the capture two)
+        if not w.spill and not (self.ring is not None and self.ring.used):
             try:
                 moved = os.splice(w.src, w.cap, n, flags=_NB)
             except OSError:  # full (EAGAIN), or the capture is gone
@@ -282,6 +295,8 @@ class _Step:
                 sink.teed(stream, t_ns, n)
                 return None
         rest = n - moved
+        if self.ring is not None:
+            return self._ring(w, t_ns, moved, rest)
         data = tee_splice.read_exactly(w.src, rest)
         if self.spilled + rest > self.budget and rest <= self.budget:
             self._make_room(rest)  # (a whole budget waits: let the capture take some first)
@@ -300,6 +315,59 @@ class _Step:
             stream, rest, tee_splice.count_newlines(data)
         )  # over budget: the capture loses these, counted
         return None
+
+    def _ring(self, w: Way, t_ns: int, moved: int, rest: int) -> None:
+        """The capture pipe took `moved` bytes of the chunk: the `rest` goes into the ring, waiting
+        for room there as `_make_room` waits (bounded); over that, it is dropped, counted."""
+        sink, ring, stream = self.sink, self.ring, w.stream
+        if moved:
+            sink.teed(stream, t_ns, moved)
+        if ring.room() < rest:
+            self.reclaim()
+            if ring.room() < rest and rest <= ring.size:
+                self._ring_room(rest)
+        if ring.room() >= rest:
+            put = ring.put(w.src, rest)
+            if put:
+                sink.ringed(stream, t_ns, put)
+                sink.hurry()  # a flood: the capture must not wait for idle CPU now (asked again while it lasts)
+                rest -= put
+        if rest:
+            data = tee_splice.read_exactly(w.src, rest)
+            sink.gap(
+                stream, rest, tee_splice.count_newlines(data)
+            )  # over budget: lost to the capture, counted
+        return None
+
+    def reclaim(self) -> None:
+        """Learn what the capture process took from the ring; give its pages back once it is empty."""
+        ring = self.ring
+        if ring.reclaim():
+            self.stalled = False
+            if not ring.used:
+                ring.trim()
+
+    def _ring_room(self, need: int) -> None:
+        """Wait until `need` bytes fit in the ring while the capture process takes bytes from it;
+        give up after `room_wait_ns` with none taken (`stalled`, as `_make_room`)."""
+        if self.stalled or self.room_wait_ns <= 0:
+            return
+        ring, sink = self.ring, self.sink
+        sink.hurry(True)  # (at once: the capture process may be on idle CPU only)
+        poller = select.poll()
+        poller.register(ring.taken_fd, _POLLIN)
+        flush_notes = getattr(sink, "flush_notes", None)
+        clock = time.monotonic_ns
+        give_up = clock() + self.room_wait_ns
+        while ring.room() < need:
+            if flush_notes is not None:
+                flush_notes()  # (the capture reads the ring's bytes only after their notes)
+            if poller.poll(ROOM_POLL_MS) and ring.reclaim():
+                self.stalled = False
+                give_up = clock() + self.room_wait_ns
+            elif clock() >= give_up:
+                self.stalled = True
+                return
 
     def _make_room(self, need: int) -> None:
         """Feed the waiting copies to their capture pipes, waiting for room, until `need` more bytes

@@ -10,8 +10,9 @@ latency and of most of its throughput cost). Here the relay process only moves b
 The relay writes a fixed-size note per chunk (before forwarding it, so the capture keeps causal
 order across streams) without ever blocking: a full control pipe parks notes in a list flushed on
 the next chunk. When a capture pipe is full (a burst, or the capture process not scheduled yet)
-the relay copies the chunk into memory instead, within the `--queue-mb` budget, and a spill thread
-feeds it to the pipe as room comes. Over that budget the relay waits for the capture as long as it
+the relay loop splices the chunk into the ring (tracer.stdio.ring, `--queue-mb` long), which this
+process reads in note order; the per-direction relays (sockets, terminals) copy it into memory
+instead, within the budget, and a spill thread feeds it to the pipe as room comes. Over that budget the relay waits for the capture as long as it
 takes copies (`wait_room`, as tracer.stdio.loop does); only a capture that takes nothing for
 ROOM_WAIT_NS loses a copy (counted, recorded as a `dropped` event), and then without copying. Findings
 of the live check and the final counts come back on a third pipe.
@@ -41,9 +42,21 @@ from tracer.stdio.capture import (
     ROOM_WAIT_NS,
     CaptureOutcome,
 )
-from tracer.stdio.capture_child import _CONN, _EOF, _EVENT, _GAP, _INLINE, _NOTE, _TEED, _child, _close_others
+from tracer.stdio.capture_child import (
+    _CONN,
+    _EOF,
+    _EVENT,
+    _GAP,
+    _INLINE,
+    _NOTE,
+    _RING,
+    _TEED,
+    _child,
+    _close_others,
+)
 from tracer.stdio.heap import keep_freed_memory
 from tracer.stdio.priority import background
+from tracer.stdio.ring import Ring, RingReader
 from tracer.stdio.splice import count_newlines
 
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -83,7 +96,11 @@ class CaptureProcess(CaptureOutcome):
         on_finding=None,
         keep_fds: tuple[int, ...] = (2,),
         room_wait_ns: int = ROOM_WAIT_NS,
+        ring: bool = True,
     ):
+        # (made before the fork, as the pipes: the capture process reads the ring the relay fills)
+        self.ring = Ring.create(budget) if ring else None
+        ring_fds = (self.ring.fd, self.ring.taken_fd) if self.ring is not None else ()
         self._caps = [_pipe(max(4096, min(budget, CAP_PIPE_MAX))) for _ in range(3)]
         ctl_r, ctl_w = _pipe(CAP_PIPE_MAX)
         back_r, back_w = os.pipe()
@@ -99,8 +116,11 @@ class CaptureProcess(CaptureOutcome):
                 os.close(back_r)
                 for _, w in self._caps:
                     os.close(w)
-                _close_others({ctl_r, back_w, *(r for r, _ in self._caps), *keep_fds, writer.fileno()})
-                code = _child(ctl_r, [r for r, _ in self._caps], back_w, writer, budget, live_lint)
+                _close_others(
+                    {ctl_r, back_w, *(r for r, _ in self._caps), *keep_fds, writer.fileno(), *ring_fds}
+                )
+                reader = RingReader(*ring_fds, self.ring.size) if self.ring is not None else None
+                code = _child(ctl_r, [r for r, _ in self._caps], back_w, writer, budget, live_lint, reader)
             except BaseException:
                 import traceback
 
@@ -176,6 +196,10 @@ class CaptureProcess(CaptureOutcome):
 
     def teed(self, stream: int, t_ns: int, n: int) -> None:
         self._send(_NOTE.pack(_TEED, stream, n, t_ns))
+
+    def ringed(self, stream: int, t_ns: int, n: int) -> None:
+        """`n` more bytes of `stream` were put in the ring (tracer.stdio.ring), after those noted before."""
+        self._send(_NOTE.pack(_RING, stream, n, t_ns))
 
     def inline(self, stream: int, t_ns: int, data: bytes) -> bool:
         """A small chunk's copy (up to INLINE_MAX bytes) sent with its note through the control

@@ -1,5 +1,6 @@
 """The server's last line, unterminated, stays in the capture when its stream ends while copies of a
-flood still wait in the relay's memory (the capture process behind)."""
+flood still wait for the capture process (behind): in the relay's memory, or in the ring
+(tracer.stdio.ring) where the relay now keeps them."""
 
 from __future__ import annotations
 
@@ -28,13 +29,17 @@ def _drain(fd: int, into: list[bytes]) -> None:
 
 
 @pytest.mark.skipif(not tee_splice.available(), reason="the relay loop and capture process need Linux pipes")
-def test_a_final_line_without_newline_after_spilled_copies_is_captured_when_the_tee_closes_at_once(tmp_path):
+@pytest.mark.parametrize("ring", [False, True], ids=["copies-in-relay-memory", "copies-in-the-ring"])
+def test_a_final_line_without_newline_after_spilled_copies_is_captured_when_the_tee_closes_at_once(
+    tmp_path, ring
+):
     from tracer.stdio.process import CaptureProcess
 
     line = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}\n' % (b"x" * 950)
     data = line * (4 * 1024 * 1024 // len(line)) + b"tail without newline"
     writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
-    feed = CaptureProcess(writer, live_lint=False)
+    feed = CaptureProcess(writer, live_lint=False, ring=ring)
+    assert (feed.ring is not None) is ring
     feed.start()
     closed = threading.Event()
     # The relay gives the flood's memory back (trim) once the copies are in the capture pipe; here
@@ -71,7 +76,9 @@ def test_a_final_line_without_newline_after_spilled_copies_is_captured_when_the_
                 view = view[os.write(src_w, view) :]
             os.close(src_w)
             assert ended.wait(BOUND_S)
-            assert not caught_up.is_set()  # the stream ended while copies wait in the relay's memory
+            # the stream ended while copies wait in the relay's memory; in the ring they are the
+            # capture process's already (their notes handed over): nothing waits in the relay
+            assert caught_up.is_set() is ring
             os.kill(feed.pid, signal.SIGCONT)
             # What the tee does next: once no copy waits in the relay, it closes the capture.
             assert caught_up.wait(BOUND_S)
