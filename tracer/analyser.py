@@ -14,7 +14,7 @@ from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions
 from tracer.events import Event, Events, Findings, SessionClosed
-from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
+from tracer.model import Analysed, Era, Finding, Kind, Record, RecordType, Severity
 from tracer.session import Session
 from tracer.state.shared import SharedFacts
 from tracer.update import (
@@ -25,6 +25,7 @@ from tracer.update import (
     register_request,
     updaters_for,
 )
+from tracer.update.attribution import unattributed
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -61,6 +62,9 @@ class Analyser:
         # session (at most STARTED_MAX waiting), then the open sessions that had one
         self._started: dict[str, None] = {}
         self._tee_sessions: set[str] = set()
+        # HTTP connections not attributable to one session (tracer.http.tracks): kept out of
+        # `sessions`, so the hot path never looks for them (see _loose)
+        self._loose: dict[str, Session] = {}
 
     # -- public API --------------------------------------------------------------------------
     # Every consumer is one loop over what these return (tracer.events): lint, export, the tee,
@@ -79,6 +83,8 @@ class Analyser:
         rtype = rec.type
         if rtype is RecordType.MESSAGE:
             return self._message(rec)
+        if rtype is RecordType.EVENT and rec.data and rec.data.get("event") == "unattributed":
+            self._unattributed(rec)
         if rtype is RecordType.HEADER:
             # another recording appended to the file (a host restarted its server): the sessions
             # of the earlier one are over, even where a connection name comes back (the proxy's
@@ -115,7 +121,9 @@ class Analyser:
         session)."""
         s = self.sessions.pop(conn, None)
         if s is None:
-            return None
+            s = self._loose.pop(conn, None) if self._loose else None
+            if s is None:
+                return None
         self._tee_sessions.discard(conn)
         return self._end(s, t_ns)
 
@@ -124,7 +132,7 @@ class Analyser:
         own (tee_session), which its exit event, its server's next start or the end of input ends."""
         last = self.last_t_ns
         keep = self._tee_sessions
-        ends = (self.close(conn, last) for conn in list(self.sessions) if conn not in keep)
+        ends = (self.close(conn, last) for conn in [*self.sessions, *self._loose] if conn not in keep)
         return tuple(ev for ev in ends if ev is not None)
 
     def keeps_at_header(self, conn: str) -> bool:
@@ -134,7 +142,8 @@ class Analyser:
     def finish(self) -> tuple[SessionClosed, ...]:
         """End of input: every session still open is closed, in the order they began."""
         last = self.last_t_ns
-        return tuple(ev for ev in (self.close(conn, last) for conn in list(self.sessions)) if ev is not None)
+        ends = (self.close(conn, last) for conn in [*self.sessions, *self._loose])
+        return tuple(ev for ev in ends if ev is not None)
 
     def run(self, records: Iterable[Record]) -> Iterator[Event]:
         """Analyse a stream: every event, then the end of input's."""
@@ -151,6 +160,8 @@ class Analyser:
 
     def session(self, rec: Record) -> Session:
         s = self.sessions.get(rec.conn)
+        if s is None and self._loose:
+            s = self._loose.get(rec.conn)
         if s is None:
             if self._started and self._started.pop(rec.conn, 0) is None:
                 self._tee_sessions.add(rec.conn)
@@ -164,6 +175,8 @@ class Analyser:
         s = self.sessions.get(rec.conn)
         if s is None:
             s = self.session(rec)
+            if s.unattributed is not None:
+                return self._loose_message(rec, s)
         common = classify_common(rec.raw)
         if common is not None:  # nearly every message: one well-formed object
             return self._one(Analysed(rec, *common), s)
@@ -221,6 +234,36 @@ class Analyser:
         after_rules(m, s)  # the session learns what this message established (tracer.update)
         return m
 
+    def _unattributed(self, rec: Record) -> None:
+        """The HTTP door put the next message on a connection of its own, not knowing which session
+        it belongs to: the candidates learn what it may have settled (tracer.update.attribution)."""
+        why = unattributed(rec, rec.data, self.sessions)
+        s = self.sessions.pop(rec.conn, None) or self._loose.get(rec.conn)
+        if s is None:
+            s = Session(rec.conn, transport=rec.transport, first_seq=rec.seq, shared=self.shared)
+        s.unattributed = why
+        self._loose[rec.conn] = s
+
+    def _loose_message(self, rec: Record, s: Session) -> Analysed:
+        """A message on a connection not attributable to one session: paired with its exchange's
+        other messages, its era unknown with the reason, and judged by no rule that depends on a
+        session's state (only the HTTP rules of its exchange run)."""
+        common = classify_common(rec.raw)
+        m = Analysed(rec, *common) if common is not None else self._analysed(rec, classify_raw(rec.raw))
+        if m.kind is Kind.RESULT or m.kind is Kind.ERROR:
+            match_response(m, s)
+        if m.kind is Kind.REQUEST:
+            register_request(m, s)
+        m.era, m.version = Era.UNKNOWN, None
+        m.explain_era("not attributable to one session: {}", s.unattributed)
+        for fn in self._message_observers(rec.transport):
+            fn(rec, m, s)
+        if rec.http is not None and self.ruleset.http_rules:
+            self._run_http_rules(rec, m, s)
+        after_rules(m, s)
+        s.last_t_ns = rec.t_ns
+        return m
+
     def _run_http_rules(self, rec: Record, m: Analysed | None, s: Session) -> list[Finding]:
         """Rules about a record's HTTP facts: `fn(rec, m, session)`, `m` the analysed message or None
         (an HTTP exchange without a JSON-RPC body, an SSE stream event). They run when the versions
@@ -261,7 +304,7 @@ class Analyser:
                 key = f"{s.conn}#{n}"
             cell = self.session_cells[key] = s.compatibility
         end_t = t_ns or s.last_t_ns
-        out = self.ruleset.run_end(s, end_t)
+        out = self.ruleset.run_end(s, end_t) if s.unattributed is None else []
         return SessionClosed(s, out, end_t, key, cell)
 
 

@@ -107,6 +107,8 @@ class Session:
     http: HttpState | None = None  # an HTTP connection's exchanges, Mcp-Session-Id, SSE streams
     stdio: StdioState | None = None  # a stdio connection's framing facts
     shared: SharedFacts = field(default_factory=SharedFacts)  # the analysis's (Analyser.shared)
+    # HTTP: a connection the proxy could not attribute to one session (tracer.http.tracks): why
+    unattributed: str | None = None
 
     # -- era ---------------------------------------------------------------------------------
 
@@ -121,6 +123,8 @@ class Session:
     def compatibility(self) -> str:
         """The session's cell in the spec's compatibility matrix (RULES.md Appendix B)."""
         init, disc = self.init, self.discover
+        if self.unattributed is not None:
+            return f"unknown (not attributable to one session: {self.unattributed})"
         if (
             init is not None
             and init.error_seq is not None

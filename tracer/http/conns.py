@@ -10,9 +10,11 @@ A request and its answers always share one. Beyond that, in this order:
   afresh (`initialize`, `server/discover`, a modern request carrying its `_meta` protocolVersion) on
   a TCP connection whose previous traffic became a session starts a new connection;
 - a legacy message that presumes a handshake (not `initialize`, no modern `_meta`) arriving on a
-  new TCP connection joins the last session-less handshake of the same client address, User-Agent
-  and endpoint: a legacy client of a server without session ids opens several TCP connections for
-  one session;
+  new TCP connection joins a session-less handshake of the same client address, User-Agent and
+  endpoint: a legacy client of a server without session ids opens several TCP connections for
+  one session. With one such handshake it joins it; with several, only on evidence (request id
+  continuity, the request a cancel names), else it is said not to be attributable
+  (tracer.http.tracks);
 - without any client identity (a HAR file) session-less traffic is grouped by (client address,
   User-Agent, endpoint).
 Modern Streamable HTTP is stateless: facts about the server (its tools) belong to the endpoint and
@@ -30,12 +32,14 @@ from collections.abc import Callable
 import orjson
 
 from tracer.http.headers import authority_path, endpoint_of
+from tracer.http.tracks import Tracks
 from tracer.session import BoundedMap
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 FRESH_METHODS = ("initialize", "server/discover")
 NAMES_CAP = 200_000  # connection names remembered for uniqueness
 SESSIONS_CAP = 100_000  # Mcp-Session-Ids remembered
+CANCELS_KEPT = 256  # characters of a string request id an `unattributed` note keeps
 
 
 def client_ip(client: str) -> str:
@@ -45,22 +49,35 @@ def client_ip(client: str) -> str:
     return host.strip("[]")
 
 
-def body_facts(body: bytes | None) -> tuple[str | None, bool, bool]:
-    """(the JSON-RPC method, whether the body starts afresh, whether it presumes a legacy handshake)
-    of a request body. Untrusted bytes: anything that is not one JSON-RPC object presumes nothing."""
+def body_facts(body: bytes | None) -> tuple[str | None, bool, bool, object, object]:
+    """(the JSON-RPC method, whether the body starts afresh, whether it presumes a legacy handshake,
+    its id, the `requestId` a cancel names) of a request body. Untrusted bytes: anything that is not
+    one JSON-RPC object presumes nothing; an id or requestId that is not a string or integer is None."""
     try:
         obj = orjson.loads(body) if body else None
     except orjson.JSONDecodeError:
-        return None, False, False
+        return None, False, False, None, None
     if type(obj) is not dict:
-        return None, False, False
+        return None, False, False, None, None
     method = obj.get("method")
     method = method if type(method) is str else None
     params = obj.get("params")
     meta = params.get("_meta") if type(params) is dict else None
     modern = type(meta) is dict and META_VERSION in meta
     fresh = modern or method in FRESH_METHODS
-    return method, fresh, not fresh
+    cancels = (
+        params.get("requestId") if method == "notifications/cancelled" and type(params) is dict else None
+    )
+    return method, fresh, not fresh, _id(obj.get("id")), _id(cancels)
+
+
+def _id(value: object) -> object:
+    return value if type(value) is int or type(value) is str else None
+
+
+def id_key(value: object) -> tuple | None:
+    """A request id as a key: `1` and `"1"` differ."""
+    return (type(value) is int, value) if type(value) is int or type(value) is str else None
 
 
 class Connections:
@@ -80,6 +97,10 @@ class Connections:
         self._owned: BoundedMap = BoundedMap(SESSIONS_CAP)  # conns a session id owns
         self._active: dict[str, int] = {}  # conn -> exchanges in progress
         self._closing: dict[str, str] = {}  # conn -> client, closed once its exchanges are done
+        self.tracks = Tracks()  # session-less legacy handshakes new TCP connections may join
+        self._open: dict[tuple, dict[str, int]] = {}  # request id key -> conns it is in progress on
+        self._track_group: dict[str, tuple] = {}  # a track's conn (live or ended) -> its group
+        self.notes: list[tuple[str, dict]] = []  # (conn, event data) to record before the message
 
     def unique(self, base: str) -> str:
         """BASE, else BASE#2, BASE#3...: the first name not taken. The search starts after the
@@ -110,8 +131,22 @@ class Connections:
         return conn
 
     def for_sessionless(
-        self, client_id: str, client: str, url: str, user_agent: str | None, fresh: bool, presumes: bool
+        self,
+        client_id: str,
+        client: str,
+        url: str,
+        user_agent: str | None,
+        fresh: bool,
+        presumes: bool,
+        method: str | None = None,
+        rid: object = None,
+        cancels: object = None,
     ) -> str:
+        conn = self._sessionless(client_id, client, url, user_agent, fresh, presumes, method, rid, cancels)
+        self.tracks.sent(conn, method, rid)
+        return conn
+
+    def _sessionless(self, client_id, client, url, user_agent, fresh, presumes, method, rid, cancels) -> str:
         endpoint = endpoint_of(url)
         group = (client_ip(client), user_agent, endpoint)
         carrier = client_id or client
@@ -125,19 +160,66 @@ class Connections:
         bound = self._tcp.get(key)
         if bound is not None and not (fresh and bound in self._owned):
             return bound
-        conn = self._groups.get(group) if bound is None and presumes else None
+        conn = self._place(group, client, url, method, rid, cancels) if bound is None and presumes else None
         if conn is None:  # named after the client's address and port: one per TCP connection
             conn = self.unique(f"{client or 'client'}→{authority_path(url)}")
         self._bind(key, carrier, conn)
         return conn
 
-    def handshake(self, conn: str, client: str, url: str, user_agent: str | None) -> None:
+    def _place(self, group: tuple, client: str, url: str, method, rid, cancels) -> str | None:
+        """The connection a legacy message on a new TCP connection joins (tracer.http.tracks), a new
+        one with its note, or None (no handshake to join: a connection of its own, as any)."""
+        key = id_key(cancels)
+        on = self._open.get(key, ()) if key is not None else ()
+        open_on = [c for c in on if self._track_group.get(c) == group]
+        how, what = self.tracks.place(group, method, rid, cancels, open_on)
+        if how == "join":
+            if open_on:  # a cancelled request: another cancel naming its id points no more at it
+                self._open[key].pop(what, None)
+                if not self._open[key]:
+                    del self._open[key]
+            return what
+        if how == "none":
+            return None
+        why, of = what
+        if how == "new":
+            conn = self.unique(f"{client or 'client'}→{authority_path(url)}")
+            self.tracks.named(conn)
+            self._track_group[conn] = group
+            self.notes.append((conn, {"event": "session-continued", "why": why, "of": of}))
+            self._drain_retired()
+            return conn
+        conn = self.unique(f"{client or 'client'}→{authority_path(url)} (unattributed)")
+        note = {"event": "unattributed", "why": why, "candidates": of}
+        if method is not None:
+            note["method"] = method
+        if cancels is not None and (type(cancels) is int or len(cancels) <= CANCELS_KEPT):
+            note["cancels"] = cancels  # (the analysis finds the request by it; an absurd one is left out)
+        self.notes.append((conn, note))
+        return conn
+
+    def _ended(self, conn: str) -> None:
+        """A track that ended (tracer.http.tracks): nothing joins it any more; it closes once no TCP
+        connection carries it and its exchanges are done."""
+        if self._carriers.get(conn) or conn in self._owned:
+            return
+        if self._active.get(conn):
+            self._closing[conn] = ""
+        else:
+            self._closed(conn, "")
+
+    def handshake(
+        self, conn: str, client: str, url: str, user_agent: str | None, init_id: object = None
+    ) -> None:
         """A session-less `initialize` went out on CONN: later legacy messages of that client on
         other TCP connections may join it."""
         if conn not in self._owned:
             group = (client_ip(client), user_agent, endpoint_of(url))
             self._groups.put(group, conn)
             self._group_of[conn] = group
+            self.tracks.handshake(group, conn, init_id)
+            self._track_group[conn] = group
+            self._drain_retired()
 
     def minted(self, sid: str, conn: str) -> None:
         """A response assigned SID on CONN's exchange: the session keeps the connection."""
@@ -148,18 +230,13 @@ class Connections:
         group = self._group_of.pop(conn, None)
         if group is not None and self._groups.get(group) == conn:
             del self._groups[group]
+        self.tracks.drop(conn)
+        self._track_group.pop(conn, None)
         self._closing.pop(conn, None)
 
     def keep(self, conn: str) -> None:
         """CONN is a session of its own (HTTP+SSE): it never ends with a TCP connection."""
         self._owned.put(conn, "")
-
-    def _grouped(self, conn: str) -> bool:
-        group = self._group_of.get(conn)
-        if group is not None and self._groups.get(group) == conn:
-            return True
-        self._group_of.pop(conn, None)
-        return False
 
     def _bind(self, key: tuple, carrier: str, conn: str) -> None:
         old = self._tcp.get(key)
@@ -171,10 +248,23 @@ class Connections:
 
     # -- lifetimes -------------------------------------------------------------------------------
 
-    def started(self, conn: str) -> None:
+    def started(self, conn: str, key: tuple | None = None) -> None:
+        """An exchange of CONN began (KEY: the id key of the request it carries, for cancels)."""
         self._active[conn] = self._active.get(conn, 0) + 1
+        if key is not None and conn in self._track_group:
+            on = self._open.setdefault(key, {})
+            on[conn] = on.get(conn, 0) + 1
 
-    def finished(self, conn: str) -> None:
+    def finished(self, conn: str, key: tuple | None = None) -> None:
+        if key is not None:
+            on = self._open.get(key)
+            if on is not None and conn in on:
+                if on[conn] > 1:
+                    on[conn] -= 1
+                else:
+                    del on[conn]
+                    if not on:
+                        del self._open[key]
         n = self._active.get(conn, 0) - 1
         if n > 0:
             self._active[conn] = n
@@ -182,7 +272,7 @@ class Connections:
         self._active.pop(conn, None)
         client = self._closing.pop(conn, None)
         if client is not None:
-            self._close(conn, client)
+            self._closed(conn, client)
 
     def client_closed(self, carrier: str) -> None:
         """The client's TCP connection CARRIER closed: connections only it carried end."""
@@ -196,9 +286,19 @@ class Connections:
                 if left:
                     continue
                 del self._carriers[conn]
-            if conn in self._owned or self._grouped(conn):
+            if conn in self._owned or self.tracks.live(conn):
                 continue  # a session (or a handshake other TCP connections join) outlives it
             if self._active.get(conn):
                 self._closing[conn] = carrier
             else:
-                self._close(conn, carrier)
+                self._closed(conn, carrier)
+
+    def _closed(self, conn: str, client: str) -> None:
+        self._track_group.pop(conn, None)
+        self._group_of.pop(conn, None)
+        self._close(conn, client)
+
+    def _drain_retired(self) -> None:
+        retired = self.tracks.retired
+        while retired:
+            self._ended(retired.pop())

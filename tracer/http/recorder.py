@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from tracer.http.conns import Connections, body_facts, client_ip
+from tracer.http.conns import Connections, body_facts, client_ip, id_key
 from tracer.http.headers import (
     HTTP,
     HTTP_SSE,
@@ -83,6 +83,7 @@ class _Flow:
     head_sent: bool = False  # a record of this flow already carried the request headers
     rpc_method: str | None = None  # the JSON-RPC method of the request body
     counted: bool = False  # counted among its connection's exchanges in progress
+    rpc_key: tuple | None = None  # the id key of the request its body carries (cancels name it)
     tee: SseTee | None = None
     done: bool = False
 
@@ -251,21 +252,36 @@ class HttpRecorder:
             f.conn, f.transport = sse_conn, HTTP_SSE
             return
         sid = header(ex.req_headers, "mcp-session-id")
-        method, fresh, presumes = body_facts(ex.req_body)
+        method, fresh, presumes, rid, cancels = body_facts(ex.req_body)
         f.rpc_method = method
         if sid is not None:
             f.conn = self.conns.for_session(sid, ex.client, ex.url)
             return
         ua = header(ex.req_headers, "user-agent")
-        f.conn = self.conns.for_sessionless(ex.client_id, ex.client, ex.url, ua, fresh, presumes)
+        conns = self.conns
+        self._closed_at = ex.t_ns  # (a connection ended where sessions met ends at this message)
+        f.conn = conns.for_sessionless(
+            ex.client_id, ex.client, ex.url, ua, fresh, presumes, method, rid, cancels
+        )
         if method == "initialize":
-            self.conns.handshake(f.conn, ex.client, ex.url, ua)
+            conns.handshake(f.conn, ex.client, ex.url, ua, rid)
+        self._closed_at = 0
+        if conns.notes:
+            self._notes(ex)
+        if method is not None:
+            f.rpc_key = id_key(rid)
         self._count(f)
+
+    def _notes(self, ex: Exchange) -> None:
+        """What tracer.http.tracks says about where a message went, recorded before it."""
+        notes, self.conns.notes = self.conns.notes, []
+        t = _now(ex.t_ns)
+        self.emit([Record(RecordType.EVENT, t_ns=t, transport=HTTP, conn=c, data=d) for c, d in notes])
 
     def _count(self, f: _Flow) -> None:
         if not f.counted and f.transport == HTTP:
             f.counted = True
-            self.conns.started(f.conn)
+            self.conns.started(f.conn, f.rpc_key)
 
     def _note_session(self, f: _Flow, sid: str) -> None:
         """A response carries Mcp-Session-Id: that session keeps the connection its exchange used
@@ -286,7 +302,12 @@ class HttpRecorder:
                     t_ns=_now(self._closed_at),
                     transport=HTTP,
                     conn=conn,
-                    data={"event": "connection-closed", "why": "the client's TCP connection closed"},
+                    data={
+                        "event": "connection-closed",
+                        "why": "the client's TCP connection closed"
+                        if client
+                        else "its session went on past a point another session shared (session-continued)",
+                    },
                 )
             ]
         )
@@ -331,7 +352,7 @@ class HttpRecorder:
         self._flows.pop(f.ex.id, None)
         if f.counted:
             f.counted = False
-            self.conns.finished(f.conn)
+            self.conns.finished(f.conn, f.rpc_key)
 
     # -- the HTTP facts of a record ----------------------------------------------------------------
 

@@ -371,7 +371,8 @@ def request_never_answered(s, end_t_ns: int):
     NOT answer it (2025-11-25 cancellation), and at 2026-07-28 MUST NOT send anything more for it.
     Nor is a `subscriptions/listen` still open: its response "is just an open stream of
     notifications" that lasts until the client ends it; nor a notification method sent with an id
-    (MCP111 reports that).
+    (MCP111 reports that); nor one that a cancel the proxy could not attribute to one session may
+    have named (`mcptrace help proxy`, "Connections").
 
     Example: `tools/call` id 9 with no result or error after it.
     """
@@ -379,6 +380,7 @@ def request_never_answered(s, end_t_ns: int):
         if (
             req.idkey is None
             or req.cancelled_seq is not None
+            or req.maybe_cancelled
             or req.method == "subscriptions/listen"
             or req.method.startswith("notifications/")
         ):

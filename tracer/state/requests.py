@@ -28,6 +28,8 @@ class PendingRequest:
     msg: Analysed | None = None  # while pending, so the request can learn its partner
     cancelled_seq: int | None = None
     cancelled_t_ns: int | None = None
+    # a cancel naming it may be on a connection not attributable to one session (tracer.http.tracks)
+    maybe_cancelled: bool = False
     response_seq: int | None = None
     response_t_ns: int | None = None
     response_kind: Kind | None = None
