@@ -5,7 +5,9 @@
 
 (a) throughput: 100 MB of NDJSON through a plain pipe (`cat`) vs through `mcptrace stdio -- cat`,
     measured at the consumer from the first byte to the last (the tee's Python start-up is not a
-    throughput cost); target ratio >= 0.8. The capture's completeness is reported too.
+    throughput cost); target ratio >= 0.5 (issue 17: the relay's own throughput stays >= 0.5x
+    `cat`). The capture's completeness is reported too, and the CPU time of the relay loop's
+    thread and of the capture process (`tee_floors.TEE_CPU`): the steady figures on a busy machine.
 (b) latency: 10,000 request/response round trips to a small echo server, direct vs through the
     tee; median and p99 ratios, targets <= 1.3x and <= 2x.
 (c) burst: 10,000 messages/s for 10 s through the tee to `cat`; messages lost (relay and capture),
@@ -18,6 +20,9 @@
     commit) in the same rounds, alternated with this one's.
 (e) the capture's own CPU for 50 MB each way (its writer's loop in a process of its own, the live
     check on), this tree beside `--against TREE`: CPU time, the steadiest figure on a busy machine.
+(f) `--only f --against TREE`: the captures of this tree and of TREE for the same inputs (floods
+    through `cat`, and a corpus with CRLF, invalid UTF-8, blank, pretty-printed and 200 KB lines),
+    compared record for record in each direction (seq, times and the pid in `conn` aside).
 
 Runs alternate direct/tee several times and report medians. Not a test: no assertion, figures only.
 """
@@ -38,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.bench.tee_floors import c_spin_floor, floor, spin_floor, splice_floor  # noqa: E402
+from tests.bench.tee_floors import TEE_CPU, c_spin_floor, floor, spin_floor, splice_floor  # noqa: E402
 
 PY = sys.executable
 MCPTRACE = [PY, "-m", "tracer"]
@@ -128,12 +133,25 @@ def count_capture(cap: Path) -> dict:
     return out
 
 
+def tee_cpu(cpu: Path, cap: Path, *cmd: str, opts: tuple[str, ...] = ()) -> list[str]:
+    """The tee run in-process (tee_floors.TEE_CPU) so that it can say its CPU time into `cpu`."""
+    return [PY, "-c", TEE_CPU, str(cpu), "stdio", "-q", *opts, "-o", str(cap), "--", *cmd]
+
+
+def cpu_of(cpu: Path) -> tuple[float, float]:
+    """(the relay loop's thread, the capture process) CPU seconds of the last run written to `cpu`."""
+    relay, capture = cpu.read_text().split()
+    return float(relay), float(capture)
+
+
 def bench_throughput(total: int, rounds: int, tmp: Path, against: Path | None = None) -> None:
     data = ndjson(total)
     path = tmp / "traffic.ndjson"
     path.write_bytes(data)
     lines = data.count(b"\n")
     direct, bare, spliced, teed, caps, other, dropping, dropping_caps = [], [], [], [], [], [], [], []
+    cpu = tmp / "round.cpu"
+    cpus: dict[str, list[tuple[float, float]]] = {"this": [], "against": []}
     for r in range(rounds):
         n, s = throughput_once(path, ["cat"])
         assert n == len(data)
@@ -146,11 +164,12 @@ def bench_throughput(total: int, rounds: int, tmp: Path, against: Path | None = 
             assert n == len(data)
             spliced.append(len(data) / s)
         cap = tmp / f"thr{r}.jsonl"
-        n, s = throughput_once(path, tee(cap, "cat"))
+        n, s = throughput_once(path, tee_cpu(cpu, cap, "cat"))
         if n != len(data):
             print(f"   RELAY LOST BYTES: {n} of {len(data)}")
         teed.append(len(data) / s)
         caps.append(count_capture(cap))
+        cpus["this"].append(cpu_of(cpu))
         # the relay's own speed: --drop-when-behind never waits for the capture (drops, recorded)
         cap.unlink()
         n, s = throughput_once(path, tee(cap, "cat", opts=("--drop-when-behind",)))
@@ -158,8 +177,12 @@ def bench_throughput(total: int, rounds: int, tmp: Path, against: Path | None = 
         dropping_caps.append(count_capture(cap)["dropped_bytes"])
         if against is not None:
             cap.unlink()
-            n, s = throughput_once(path, tee(cap, "cat"), against)
+            n, s = throughput_once(path, tee_cpu(cpu, cap, "cat"), against)
             other.append(len(data) / s)
+            cpus["against"].append(cpu_of(cpu))
+            c = count_capture(cap)
+            if c["dropped_bytes"] or c["c2s"] != lines or c["s2c"] != lines:
+                print(f"    ({against}: capture incomplete in round {r + 1}: {c})")
     d, b, t = statistics.median(direct), statistics.median(bare), statistics.median(teed)
     print(f"(a) throughput, {len(data) / 1e6:.0f} MB / {lines:,} messages, median of {rounds} runs")
     print(f"    plain pipe (cat):         {d / 1e6:8.0f} MB/s")
@@ -167,7 +190,7 @@ def bench_throughput(total: int, rounds: int, tmp: Path, against: Path | None = 
     if spliced:
         sp = statistics.median(spliced)
         print(f"    floor (splice relay):     {sp / 1e6:8.0f} MB/s   ratio {sp / d:.2f}")
-    print(f"    mcptrace stdio -- cat:    {t / 1e6:8.0f} MB/s   ratio {t / d:.2f}  (target >= 0.8)")
+    print(f"    mcptrace stdio -- cat:    {t / 1e6:8.0f} MB/s   ratio {t / d:.2f}  (target >= 0.5)")
     dw = statistics.median(dropping)
     print(
         f"    ... --drop-when-behind:   {dw / 1e6:8.0f} MB/s   ratio {dw / d:.2f}  (the relay never waits; "
@@ -176,6 +199,16 @@ def bench_throughput(total: int, rounds: int, tmp: Path, against: Path | None = 
     if other:
         o = statistics.median(other)
         print(f"    the same, {against}: {o / 1e6:8.0f} MB/s   ratio {o / d:.2f}")
+    mb = len(data) / 1e6
+    for key, name in (("this", "this tree"), ("against", str(against))):
+        if cpus[key]:
+            relay = statistics.median(x[0] for x in cpus[key])
+            capture = statistics.median(x[1] for x in cpus[key])
+            print(
+                f"    CPU, {name}: the relay loop {relay:.3f} s ({relay * 1e3 / mb:.2f} ms per MB each "
+                f"way; rounds {', '.join(f'{x[0]:.3f}' for x in cpus[key])}), the capture process "
+                f"{capture:.3f} s ({2 * mb / capture:.0f} MB of copies per CPU second)"
+            )
     for c in caps:
         print(
             f"    capture: {c['c2s']:,} c2s + {c['s2c']:,} s2c messages of {lines:,} each way; "
@@ -422,16 +455,34 @@ print(time.process_time() - t)
 """
 
 
+# The floor of (e): the same chunks escaped as one JSON string each by orjson and written, with no
+# framing, no record around each line, no live check: the least a capture writer built on orjson
+# does per byte (the ASCII decode, the escape, the write to the page cache).
+CAPTURE_FLOOR = r"""
+import os, sys, time
+import orjson
+data = open(sys.argv[1], "rb").read()
+chunks = [data[i : i + (1 << 20)] for i in range(0, len(data), 1 << 20)] * 2
+fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+t = time.process_time()
+for chunk in chunks:
+    os.write(fd, orjson.dumps(str(chunk, "ascii")))
+print(time.process_time() - t)
+"""
+
+
 def bench_capture_cpu(total: int, rounds: int, tmp: Path, against: Path | None) -> None:
     trees = [("this tree", ROOT)] + ([(f"against {against}", against)] if against is not None else [])
     path = tmp / "capture-cpu.ndjson"
     path.write_bytes(ndjson(total))
     mb = 2 * path.stat().st_size / 1e6
     cpu: dict[str, list[float]] = {name: [] for name, _ in trees}
+    cpu["floor (escape and write only)"] = []
     for _ in range(rounds):
-        for name, tree in trees:
+        for name, tree in [*trees, ("floor (escape and write only)", ROOT)]:
+            script = CAPTURE_FLOOR if name.startswith("floor") else CAPTURE_CPU
             out = subprocess.run(
-                [PY, "-c", CAPTURE_CPU, str(path), str(tmp / "capture-cpu.jsonl")],
+                [PY, "-c", script, str(path), str(tmp / "capture-cpu.jsonl")],
                 cwd=tree,
                 capture_output=True,
                 text=True,
@@ -445,18 +496,99 @@ def bench_capture_cpu(total: int, rounds: int, tmp: Path, against: Path | None) 
     for name, xs in cpu.items():
         lo, med = min(xs), statistics.median(xs)
         ratio = "" if base is None else f"   (this tree takes x{base / med:.2f} of its CPU)"
+        ratio = "" if base is not None and name.startswith("floor") else ratio
         base = med if base is None else base
         print(f"    {name}: {lo:.3f} / {med:.3f} CPU s, {mb / med:.0f} MB per CPU second{ratio}")
+
+
+# -- (f) the same captures as another tree's ----------------------------------------------------
+
+
+def mixed_corpus(total: int) -> bytes:
+    """Lines the capture must take one by one among plain ones: CRLF, invalid UTF-8, blank lines,
+    junk, a pretty-printed message over several lines, control characters, 200 KB lines."""
+    plain = ndjson(total // 2).split(b"\n")
+    odd = [
+        b'{"jsonrpc":"2.0","id":1,"method":"ping"}\r',
+        b'{"jsonrpc":"2.0","method":"m","params":{"t":"\xff\xfe"}}',
+        b"",
+        b"banner: server starting",
+        b"{",
+        b'  "jsonrpc": "2.0",',
+        b'  "method": "notifications/initialized"',
+        b"}",
+        b'{"jsonrpc":"2.0","method":"m","params":{"t":"tab\there \x01 \\ \\"quoted\\""}}',
+        b'{"jsonrpc":"2.0","id":2,"result":{"text":"' + b"z" * 200_000 + b'"}}',
+    ]
+    out, size, i = [], 0, 0
+    while size < total:
+        line = plain[i % len(plain)] if i % 7 else odd[(i // 7) % len(odd)]
+        out.append(line)
+        size += len(line) + 1
+        i += 1
+    return b"\n".join(out) + b"\nlast line without newline"
+
+
+def capture_records(cap: Path) -> tuple[dict[str, list[tuple]], list[tuple]]:
+    """A capture's records per direction (and stderr), and its events, without what differs between
+    two runs of the same input: seq, times, the pid in `conn` and in `started`."""
+    from tracer.capture import read_capture
+
+    streams: dict[str, list[tuple]] = {"c2s": [], "s2c": [], "stderr": []}
+    events: list[tuple] = []
+    with open(cap, "rb") as fh:
+        for rec in read_capture(fh, str(cap)):
+            if not hasattr(rec, "type"):
+                events.append(("unreadable", str(rec)))
+            elif rec.type.value == "message":
+                streams[rec.dir.value].append((rec.raw, rec.offset, rec.eol, rec.data))
+            elif rec.type.value == "stderr":
+                streams["stderr"].append((rec.raw, rec.offset, rec.eol, rec.data))
+            elif rec.type.value == "event":
+                events.append(tuple(sorted((k, str(v)) for k, v in rec.data.items() if k != "pid")))
+    return streams, events
+
+
+def bench_same_captures(tmp: Path, against: Path, rounds: int) -> None:
+    inputs = {"39 MB flood": ndjson(39_000_000), "20 MB mixed corpus": mixed_corpus(20_000_000)}
+    print(f"(f) captures of this tree and {against} for the same input, record for record")
+    for name, data in inputs.items():
+        path = tmp / "same.ndjson"
+        path.write_bytes(data)
+        verdicts = []
+        for r in range(rounds):
+            got = {}
+            for label, tree in (("this", None), ("against", against)):
+                cap = tmp / f"same-{label}.jsonl"
+                cap.unlink(missing_ok=True)
+                n, _ = throughput_once(path, tee(cap, "cat"), tree)
+                assert n == len(data), f"{label}: relayed {n} of {len(data)} bytes"
+                got[label] = capture_records(cap)
+            (mine, my_events), (theirs, their_events) = got["this"], got["against"]
+            same = all(mine[k] == theirs[k] for k in mine) and sorted(my_events) == sorted(their_events)
+            counts = ", ".join(f"{k} {len(v):,}" for k, v in mine.items())
+            verdicts.append("identical" if same else "DIFFERENT")
+            if not same:
+                for k in mine:
+                    if mine[k] != theirs[k]:
+                        at = next(
+                            (i for i, (a, b) in enumerate(zip(mine[k], theirs[k], strict=False)) if a != b),
+                            min(len(mine[k]), len(theirs[k])),
+                        )
+                        print(f"    round {r + 1}, {k}: first difference at record {at}")
+                if sorted(my_events) != sorted(their_events):
+                    print(f"    round {r + 1}: events differ: {my_events} against {their_events}")
+        print(f"    {name} ({counts}; events {len(my_events)}): {', '.join(verdicts)}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["a", "b", "c", "d", "e"])
+    ap.add_argument("--only", choices=["a", "b", "c", "d", "e", "f"])
     ap.add_argument(
         "--against",
         type=Path,
-        help="(a), (d), (e) also run the tee of this other tree (an earlier commit's worktree)",
+        help="(a), (d), (e) also run the tee of this other tree (an earlier commit's worktree); (f) needs it",
     )
     ap.add_argument("--rounds", type=int, help="rounds per figure (default 3)")
     args = ap.parse_args()
@@ -482,6 +614,10 @@ def main() -> int:
             bench_capture_cpu(
                 50_000_000, max(rounds, 5), tmp, args.against.resolve() if args.against else None
             )
+        if args.only == "f" or (args.only is None and args.against):
+            if not args.against:
+                ap.error("(f) compares with another tree: --against TREE")
+            bench_same_captures(tmp, args.against.resolve(), rounds)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

@@ -121,3 +121,37 @@ def floor(*cmd: str) -> list[str]:
 
 def splice_floor(*cmd: str) -> list[str]:
     return [PY, "-c", MIN_SPLICE_RELAY, *cmd]
+
+
+# The tee itself, run in-process so that it can say where its CPU time went: the relay loop's thread
+# (both directions, tracer.stdio.loop.relay_ways) and the whole capture process (from its fork to its
+# exit), written to FILE as "relay capture" in CPU seconds. `python -c` puts the working directory
+# first on sys.path: run from another tree (`cwd=`), it is that tree's tee.
+TEE_CPU = r"""
+import os, resource, sys, time
+import tracer.stdio.loop as loop
+import tracer.stdio.process as process
+out, relay, inner, child = sys.argv[1], [0.0], loop.relay_ways, process._child
+def relay_ways(*a, **k):
+    t = time.thread_time()
+    try:
+        return inner(*a, **k)
+    finally:
+        relay[0] += time.thread_time() - t
+def capture(*a, **k):
+    try:
+        return child(*a, **k)
+    finally:
+        u = resource.getrusage(resource.RUSAGE_SELF)
+        with open(out + ".capture", "w") as f:
+            f.write(str(u.ru_utime + u.ru_stime))
+loop.relay_ways, process._child = relay_ways, capture
+from tracer.cli import main
+code = main(sys.argv[2:])
+with open(out + ".capture") as f:
+    spent = f.read()
+os.unlink(out + ".capture")
+with open(out, "w") as f:
+    f.write(f"{relay[0]} {spent}\n")
+sys.exit(code)
+"""
