@@ -1,5 +1,5 @@
 """A mitmproxy flow file's records flow by flow, for the viewer's first screen: the records
-addons.mitm_import.read gives (its read problem aside, which the viewer does not show), without
+addons.mitm_import.read gives (and its read problem, given apart: the viewer says it), without
 reading the whole file first.
 
 `mitm_import.read` collects every flow's steps and replays them sorted by time, so its first record
@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import IO
 
+from tracer.capture import ReadProblem
 from tracer.http.flows import CLIENT_CLOSED, OutOfOrder, Step, WireOrder, replay_sorted
 from tracer.http.recorder import Exchange
 from tracer.model import Record
@@ -31,7 +32,7 @@ def _closing(cid: str, t: int, last: int) -> Step:
     return Step(t, CLIENT_CLOSED, last, Exchange(id="", client="", method="", url="", client_id=cid))
 
 
-def _steps(fh: IO[bytes]) -> Iterator[Step]:
+def _steps(fh: IO[bytes], source: str, problems: list[ReadProblem]) -> Iterator[Step]:
     from mitmproxy import exceptions, http, io
 
     from addons.mitm_import import flow_steps
@@ -63,18 +64,20 @@ def _steps(fh: IO[bytes]) -> Iterator[Step]:
                 gone.add(cid)
                 order.push(_closing(cid, t, closed[cid][1]))
             yield from order.ready()
-    except exceptions.FlowReadException:
-        pass  # (mitm_import.read reports it after the records of the flows before it)
+    except exceptions.FlowReadException as exc:  # (mitm_import.read's words, after the flows before it)
+        problems.append(
+            ReadProblem(source, index + 1, f"cannot read flow {index + 1}: {exc or type(exc).__name__}")
+        )
     for cid, (t, last) in closed.items():
         if cid not in gone:
             order.push(_closing(cid, t, last))
     yield from order.rest()
 
 
-def stream(fh: IO[bytes], source: str) -> Iterator[Record]:
-    """The records `mitm_import.read` gives for FH (without its read problem), as flows are read.
-    Raises OutOfOrder (maybe after some records) when the file needs `mitm_import.read`."""
-    yield from replay_sorted(_steps(fh), source)
+def stream(fh: IO[bytes], source: str, problems: list[ReadProblem] | None = None) -> Iterator[Record]:
+    """The records `mitm_import.read` gives for FH, as flows are read; its read problem goes to
+    PROBLEMS. Raises OutOfOrder (maybe after some records) when the file needs `mitm_import.read`."""
+    yield from replay_sorted(_steps(fh, source, problems if problems is not None else []), source)
 
 
 # -- the end of a flow file read ahead of its conversion (`G` at once, see tracer.inputs.tail) -------

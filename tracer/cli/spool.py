@@ -38,9 +38,10 @@ FOLLOW_ENDED = 4  # exit code: the followed file was truncated or rotated (said 
 STREAMED = ("har", "mitm")  # formats read record by record here (the first rows come at once)
 
 
-def _streamed(path: str, fmt: str):
+def _streamed(path: str, fmt: str, problems: list):
     """An OpenInput of a HAR or a flow file read entry by entry, flow by flow (the records
-    open_input's would give, or tracer.inputs.harstream.Unstreamable)."""
+    open_input's would give, or tracer.inputs.harstream.Unstreamable); PROBLEMS gets its read
+    problems once the file is read."""
     from tracer.inputs import BOM, FORMATS, OpenInput, _ensure_builtin
     from tracer.inputs.harstream import Unstreamable
     from tracer.inputs.settle import settle
@@ -56,7 +57,7 @@ def _streamed(path: str, fmt: str):
 
     def records():
         try:
-            yield from stream(fh, path)
+            yield from stream(fh, path, problems)
         except (Unstreamable, OSError):
             raise
         except Exception as exc:  # out of order, or whatever a hostile file trips: read it whole
@@ -84,6 +85,7 @@ def convert(
 
         register_optional_inputs()
     buf: list[bytes] = []
+    problems: list = []  # the reader's read problems (lint names them; the viewer says them too)
     said = [-1]  # the input position last said idle at (a followed file's end is polled often)
 
     def write_out(idle: bool = False) -> None:
@@ -106,21 +108,38 @@ def convert(
 
         inp, growing = follow_input(path, fmt, on_idle=lambda: write_out(idle=True))
     else:
-        inp = _streamed(path, fmt) if fmt in STREAMED and not whole else open_input(path, fmt=fmt)
+        inp = _streamed(path, fmt, problems) if fmt in STREAMED and not whole else open_input(path, fmt=fmt)
     try:
         with open(capture, "ab") as fh:
             fh.write(converted_header(path, fmt) + b"\n")
             batch = FIRST_BATCH
-            for rec in converted_records(inp.records):
+            for rec in converted_records(inp.records, problems):
                 buf.append(record_line(rec))
                 if len(buf) >= batch:
                     batch = BATCH
                     write_out()
             if buf:
                 fh.write(b"\n".join(buf) + b"\n")
+        if out is not None:
+            say_problems(problems, out)
     finally:
         inp.fh.close()
     return growing.ended if growing is not None else None
+
+
+PROBLEMS_SAID = 20  # read problems told to the viewer at most (then how many more)
+
+
+def say_problems(problems: list, out) -> None:
+    """Tell the viewer the read problems (`problem {"line": N, "why": ...}`, the first
+    PROBLEMS_SAID, then `problems N` for how many there were), as lint says them."""
+    import orjson
+
+    for p in problems[:PROBLEMS_SAID]:
+        out.write("problem " + orjson.dumps({"line": p.line, "why": p.message[:2000]}).decode() + "\n")
+    if problems:
+        out.write(f"problems {len(problems)}\n")
+    out.flush()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -153,14 +153,23 @@ def _cut(fh: IO[bytes], data: bytes, source: str) -> tuple[list, ReadProblem] | 
         end = fh.tell()  # (past a byte order mark the caller read)
     except (OSError, ValueError):
         end = len(data)
-    line = text.count("\n") + 1
-    return entries, ReadProblem(
+    return entries, cut_problem(source, end, text.count("\n") + 1, len(entries))
+
+
+def cut_problem(source: str, end: int, line: int, entries: int) -> ReadProblem:
+    """The read problem of a HAR document cut short at byte END (line LINE) after ENTRIES whole
+    entries (tracer.inputs.harstream says it too, for the viewer)."""
+    return ReadProblem(
         source,
         line,
         f"the HAR document is cut short: it ends at byte {end} (line {line}) before it is complete; "
-        f"whole entries before the cut, read: {len(entries)}",
+        f"whole entries before the cut, read: {entries}",
         torn=True,
     )
+
+
+def no_request(source: str, i: int) -> ReadProblem:
+    return ReadProblem(source, i, f"HAR entry {i} has no request; skipped")
 
 
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
@@ -183,7 +192,7 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     problems = [cut[1]] if cut is not None else []
     for i, entry in enumerate(entries, 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
-            problems.append(ReadProblem(source, i, f"HAR entry {i} has no request; skipped"))
+            problems.append(no_request(source, i))
             continue
         steps.extend(_entry_steps(entry, i))
     yield from problems

@@ -1,5 +1,5 @@
 """A HAR's records entry by entry, for the viewer's first screen: the same records as
-tracer.inputs.har.read (its read problems aside, which the viewer does not show), without parsing
+tracer.inputs.har.read (and its read problems, given apart: the viewer says them), without parsing
 the whole document first.
 
 `har.read` parses the document whole and replays every exchange's steps sorted by time, so its first
@@ -23,8 +23,9 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
+from tracer.capture import ReadProblem
 from tracer.http.flows import Step, WireOrder, replay_sorted
-from tracer.inputs.har import _entry_steps, _ns
+from tracer.inputs.har import _entry_steps, _ns, cut_problem, no_request
 from tracer.inputs.harcut import begins_value
 from tracer.model import Record
 
@@ -57,12 +58,14 @@ class _Text:
         self.cut_char = False
         self.want = READ
         self.json = json.JSONDecoder(parse_constant=_reject)
+        self.newlines = 0  # in the text read (a cut document's read problem names its last line)
 
     def more(self) -> bool:
         """Read more of the document into the window. False at its end."""
         if self.eof:
             return False
         data = self.fh.read(self.want)
+        self.newlines += data.count(b"\n")
         try:
             text = self.dec.decode(data, final=not data)
         except UnicodeDecodeError as exc:
@@ -175,26 +178,38 @@ def _entries(text: _Text) -> Iterator[Any]:
         raise Unstreamable("not UTF-8: a character cut after the document")
 
 
-def _steps(fh: IO[bytes]) -> Iterator[Step]:
-    """Every entry's steps in wire order, as far as the entries read so far allow."""
+def _steps(fh: IO[bytes], source: str, problems: list[ReadProblem]) -> Iterator[Step]:
+    """Every entry's steps in wire order, as far as the entries read so far allow; PROBLEMS gets
+    har.read's read problems (har.read gives them before its records, this at the end)."""
     order = WireOrder()
+    text = _Text(fh)
+    i = 0
+    skipped: list[ReadProblem] = []
     try:
-        for i, entry in enumerate(_entries(_Text(fh)), 1):
+        for i, entry in enumerate(_entries(text), 1):
             if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
-                continue  # (har.read reports it and skips it)
+                skipped.append(no_request(source, i))  # (har.read reports it and skips it)
+                continue
             # (no step of an entry is earlier than its start: see har._entry_steps)
             order.add(i, _ns(entry.get("startedDateTime", "")), _entry_steps(entry, i))
             yield from order.ready()
     except _Cut:
-        pass  # (a document cut short: har.read reads the entries whole before the cut, as here)
+        # (a document cut short: har.read reads the entries whole before the cut, as here)
+        try:
+            end = fh.tell()
+        except (OSError, ValueError):
+            end = 0
+        problems.append(cut_problem(source, end, text.newlines + 1, i))
+    problems.extend(skipped)
     yield from order.rest()
 
 
-def stream(fh: IO[bytes], source: str) -> Iterator[Record]:
-    """The records `har.read` gives for FH (without its read problems), as its entries are read.
-    Raises Unstreamable (maybe after some records) when the file needs `har.read`."""
+def stream(fh: IO[bytes], source: str, problems: list[ReadProblem] | None = None) -> Iterator[Record]:
+    """The records `har.read` gives for FH, as its entries are read; its read problems go to
+    PROBLEMS, in har.read's order, once the document has been read. Raises Unstreamable (maybe
+    after some records) when the file needs `har.read`."""
     try:
-        yield from replay_sorted(_steps(fh), source)
+        yield from replay_sorted(_steps(fh, source, problems if problems is not None else []), source)
     except (Unstreamable, OSError):
         raise
     except Exception as exc:  # whatever a hostile file trips here, har.read reads it (or says why)

@@ -63,12 +63,19 @@ def record_line(rec: Record) -> bytes:
     return safe_dumps(obj)  # (a host log's year 9999 is a time past 64 bits)
 
 
-def converted_records(items: Iterable[Record | ReadProblem]) -> Iterator[Record]:
-    """The records a converted capture holds, in order: read problems and headers left out, seqs
-    made to rise (a settled answer moved after its request takes the next number)."""
+def converted_records(
+    items: Iterable[Record | ReadProblem], problems: list[ReadProblem] | None = None
+) -> Iterator[Record]:
+    """The records a converted capture holds, in order: read problems (kept in PROBLEMS when given)
+    and headers left out, seqs made to rise (a settled answer moved after its request takes the
+    next number)."""
     last_seq = 0
     for item in items:
-        if isinstance(item, ReadProblem) or item.type is RecordType.HEADER:
+        if isinstance(item, ReadProblem):
+            if problems is not None:
+                problems.append(item)
+            continue
+        if item.type is RecordType.HEADER:
             continue
         item.seq = last_seq = item.seq if item.seq > last_seq else last_seq + 1
         yield item
@@ -105,6 +112,7 @@ class RecordIndex:
         self._rows = 0  # rows readers may ask for (their lines are indexed)
         self._conn_idx: dict[str, int] = {}
         self.done = False
+        self.closed = False  # (closed while another thread reads on: that read stops)
         self._pos = 0
         self._cache: dict[int, bytes] = {}
 
@@ -114,7 +122,7 @@ class RecordIndex:
         """Read about `max_bytes` more of the input (None: 8 MB, so that a caller looping until
         `complete`, as the analysis process does, works on rows as they come; `build` reads it
         all). Returns the rows added. Raises InputBroken when the reader stops on the input."""
-        if self.done:
+        if self.done or self.closed:
             return 0
         before = len(self)
         target = self._pos + (max_bytes if max_bytes is not None else DEFAULT_STEP)
@@ -138,7 +146,7 @@ class RecordIndex:
                     add_seq(rec.seq)
                     add_meta(ci << CONTEXT_BITS | bits)
                 self._pos = self._inp.position() if not self.done else self.size
-                if self.done or self._pos >= target:
+                if self.done or self._pos >= target or self.closed:
                     break
         except IndexReset:
             raise
@@ -247,9 +255,13 @@ class RecordIndex:
     def close(self) -> None:
         self.src.close()
         self.fd = -1
+        self.closed = True
         close = getattr(self._items, "close", None)
         if close is not None:
-            close()
+            try:
+                close()
+            except ValueError:  # (being read by `update` in another thread: it ends at its next step)
+                pass
         try:
             self._inp.fh.close()
         except OSError:

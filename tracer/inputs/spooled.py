@@ -12,12 +12,15 @@ from array import array
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+import orjson
+
 from tracer.index import CHUNK, IndexReset, LineIndex
 from tracer.inputs.lazy import InputBroken
 
 if TYPE_CHECKING:
     from tracer.inputs import OpenInput
 
+PROBLEMS_KEPT = 20  # read problems kept to show (the converter says at most these, then a count)
 SCREEN_ROWS = 200  # rows the first update waits for: a screenful
 JOIN_BOUND_S = 60.0  # how long closing waits for the watcher (it ends with the process's pipes)
 RESTART = 3  # the converter's exit code for "convert again with --whole" (tracer.cli.spool)
@@ -157,6 +160,8 @@ class SpoolIndex:
         self.restart = False  # the converter asked to convert again with --whole
         self.pos = 0  # input bytes the conversion has read
         self.follow = follow
+        self.problems: list[tuple[int, str]] = []  # the reader's read problems: (line, why), the first 20
+        self.problem_count = 0  # how many there were
         self.idle = False  # (follow) the converter waits at the input's end, all it read written
         inp.fh.close()  # (the converting process opens it again: it was checked, detected, proven)
         try:
@@ -194,6 +199,8 @@ class SpoolIndex:
                         pass
                 elif line == b"idle\n":
                     self.idle = True
+                elif line.startswith(b"problem"):
+                    self._problem(line)
                 with self._cond:
                     self._cond.notify_all()
             err = proc.stderr.read().decode("utf-8", "replace").strip()
@@ -214,6 +221,22 @@ class SpoolIndex:
         if not self.restart:  # (nothing is analysed of rows that are not the input's)
             for call in waiting:
                 call()
+
+    def _problem(self, line: bytes) -> None:
+        """A `problem {...}` or `problems N` line of the converter (tracer.cli.spool.say_problems)."""
+        try:
+            if line.startswith(b"problems "):
+                self.problem_count = max(self.problem_count, int(line[9:]))
+                return
+            obj = orjson.loads(line[8:])
+        except ValueError:
+            return
+        if type(obj) is not dict:
+            return
+        n, why = obj.get("line"), obj.get("why")
+        if type(n) is int and type(why) is str and len(self.problems) < PROBLEMS_KEPT:
+            self.problems.append((n, why))
+            self.problem_count = max(self.problem_count, len(self.problems))
 
     def when_written(self, call: Callable[[], None]) -> bool:
         """Call CALL (from the watching thread) once the conversion has ended; False, and no call,

@@ -203,6 +203,15 @@ class CaptureView:
         return True
 
     @property
+    def read_problems(self) -> tuple[list[tuple[int, str]], int]:
+        """What the reader of a converted input could not read, as lint names it: ([(line, why)]
+        for the first few, how many there were)."""
+        index = self.index
+        if isinstance(index, SpoolIndex):
+            return index.problems, index.problem_count
+        return [], 0
+
+    @property
     def provisional(self) -> int:
         """Provisional rows to show after the indexed ones (0: none)."""
         tail = self.tail

@@ -214,6 +214,7 @@ class ViewerScreen(FollowAndEnd, Screen):
         if msg.done:
             self.index_done = True
             self.status.set(indexing=None)
+            self.say_read_problems()
             if self.follow:
                 self.start_follow()
         else:

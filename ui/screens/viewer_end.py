@@ -4,6 +4,7 @@ ViewerScreen (ui/screens/viewer.py), whose state (view, index_done, pending_last
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -15,6 +16,7 @@ from tracer.view.viewdata import CaptureView
 from ui.messages import TailRead
 
 FOLLOW_POLL = 0.25  # seconds between looks at a followed file
+READ_PROBLEMS_SHOWN = 5  # read problems listed in the notification (the status line: the first)
 
 
 class FollowAndEnd:
@@ -63,6 +65,27 @@ class FollowAndEnd:
             return
         if after != before:
             self._rows_grew()
+
+    def say_read_problems(self) -> None:
+        """A converted input's read problems (a HAR cut short, a flow that cannot be read), said as
+        lint says them, once its conversion is whole: the rows read stay."""
+        view = self.view
+        if view is None:
+            return
+        problems, count = view.read_problems
+        if not problems:
+            return
+        name = os.path.basename(view.source)
+        said = [f"line {n:,} of {name}: {why}" for n, why in problems[:READ_PROBLEMS_SHOWN]]
+        more = count - len(said)
+        head = "1 read problem" if count == 1 else f"{count:,} read problems"
+        self.status.set(note=f"{head}: {said[0]}" + (f" (+{count - 1:,} more)" if count > 1 else ""))
+        self.notify(
+            "\n".join(said + ([f"and {more:,} more (mcptrace lint {name})"] if more > 0 else [])),
+            title=head,
+            severity="warning",
+            timeout=15,
+        )
 
     def action_last_when_ready(self) -> None:
         if self.index_done:
