@@ -24,6 +24,12 @@ app), the converter's imports (mitmproxy for a flow file) and its first batch of
 
     python tests/bench/bench_view.py --floors X.har X.mitm [--rounds 5]
 
+With --first-screen: the first screen of generated ~1 GB inputs of each format (a flow file of
+--mitm-mb), alternated rounds, beside the time to read each file once and the viewer's own imports
+(medians, and the load average):
+
+    python tests/bench/bench_view.py --first-screen [--gb 1.0] [--mitm-mb 250] [--rounds 5] [--against TREE]
+
 The viewer runs headless (Textual's run_test) in a child process per measurement, so RSS and
 start-up are its own. Nothing here asserts a time; it reports.
 """
@@ -71,13 +77,25 @@ def vm_hwm_kb(pid: int) -> int | None:
     return None
 
 
-async def child(path: str, t_start: float, analyse_for: float) -> dict:
-    """Runs in the child process: open the viewer headless, time the first screen and G."""
-    from tests.ui_support import until, viewer
+def _as_the_cli_does(path: str) -> None:
+    """What `mcptrace view FILE` does before it imports the viewer: register the .mitm reader,
+    check the input, and start a background conversion early (where the tree has that)."""
     from tracer.cli.inputs import register_optional_inputs
+
+    register_optional_inputs()
+    try:
+        from tracer.cli.view import _check_input, start_early
+    except ImportError:  # (an earlier tree: the conversion starts when the viewer opens the file)
+        return
+    start_early(path, _check_input(path, argparse.Namespace(follow=False, input_format=None)))
+
+
+async def child(path: str, t_start: float, analyse_for: float, first_only: bool = False) -> dict:
+    """Runs in the child process: open the viewer headless, time the first screen and G."""
+    _as_the_cli_does(path)
+    from tests.ui_support import until, viewer
     from ui.app import McpTraceApp
 
-    register_optional_inputs()  # (as `mcptrace view` does: the .mitm reader)
     t_import = time.monotonic() - t_start
     app = McpTraceApp(path)
     out: dict = {"import_s": t_import}
@@ -88,6 +106,23 @@ async def child(path: str, t_start: float, analyse_for: float) -> dict:
         scr = viewer(app)
         out["first_screen_s"] = scr.first_drawn_at - t_start
         out["rows_at_first_screen"] = scr.list.count
+        if first_only:
+            # CPU by then (the steady figures on a busy machine): this process's, and the converting
+            # process's for a HAR or a flow file (its start-up and first batch, a little more)
+            import resource
+
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            out["cpu_s"] = ru.ru_utime + ru.ru_stime
+            proc = getattr(scr.view.index, "proc", None)
+            out["converter_cpu_s"] = _cpu_of(proc.pid) if proc is not None else None
+            # quit at once, the converter and the analysis killed: an earlier tree's viewer may raise
+            # as it closes while it still indexes (RecordIndex.close: "generator already executing")
+            try:
+                scr.close_view()  # (its temporary capture and the analysis' files removed)
+            except Exception:
+                pass
+            _kill_children()
+            os._exit(_said(out))
         t_g = time.monotonic()
         await pilot.press("G")
         # the end read ahead (provisional rows: host logs, NDJSON), then the exact last row
@@ -118,11 +153,43 @@ async def child(path: str, t_start: float, analyse_for: float) -> dict:
     return out
 
 
-def run_child(path: str, analyse_for: float, tree: Path = REPO) -> dict:
+def _cpu_of(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _kill_children() -> None:
+    """SIGKILL this process's children (the viewer's converter and analysis processes)."""
+    import signal
+
+    me = os.getpid()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+def _said(out: dict) -> int:
+    """Print the child's measure (its last line) and flush, for os._exit."""
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def run_child(path: str, analyse_for: float, tree: Path = REPO, first_only: bool = False) -> dict:
     """Measure in a fresh process; TREE: whose viewer (this script's measurement, that tree's code)."""
     # CLOCK_MONOTONIC is system-wide: the child measures from this moment, interpreter start included
     t0 = time.monotonic()
     cmd = [sys.executable, __file__, "--child", path, "--analyse-for", str(analyse_for), "--t0", repr(t0)]
+    if first_only:
+        cmd.append("--first-only")
     p = subprocess.run([*cmd, "--tree", str(tree)], capture_output=True, text=True, cwd=tree)
     if p.returncode != 0:
         raise SystemExit(f"child failed:\n{p.stderr[-3000:]}")
@@ -220,6 +287,114 @@ def inputs_bench(base: Path, messages: int, pad: int, mitm_messages: int, only: 
         )
 
 
+# bytes of each format per generated message at pad 300 (tests/geninputs.py; measured): how many
+# messages make an input of the size asked for
+BYTES_PER_MESSAGE = {"capture": 442, "hostlog": 364, "ndjson": 305, "har": 425, "mitm": 867}
+
+
+def _generated(fmt: str, size: float) -> str:
+    """A generated input of FMT of about SIZE bytes (kept in the temporary directory for reruns)."""
+    from tests.gencapture import generate
+    from tests.geninputs import generate as generate_input
+
+    tmp = Path(tempfile.gettempdir())
+    messages = int(size / BYTES_PER_MESSAGE[fmt])
+    capture = str(tmp / f"mcptrace-bench-fs-{messages}-300.jsonl")
+    out = capture if fmt == "capture" else str(tmp / f"mcptrace-bench-fs-{messages}-300.{fmt}")
+    if not os.path.exists(out):
+        if not os.path.exists(capture):
+            print(f"generating {capture} ({messages:,} messages)...", file=sys.stderr)
+            generate(capture, messages, 300)
+        if out != capture:
+            print(f"generating {out}...", file=sys.stderr)
+            generate_input(capture, out, fmt, swap_every=0 if fmt == "mitm" else 997)
+            os.unlink(capture)
+    return out
+
+
+def first_screen_bench(gb: float, mitm_mb: int, rounds: int, only: list[str], against: str | None) -> None:
+    """The first screen of each format (about GB each; the flow file MITM_MB), ROUNDS alternated
+    rounds, beside the time to read each file once and the floors of any first screen: an
+    interpreter's start and the viewer's own imports (what `mcptrace view` imports before it can
+    draw). Medians, with the load average before and after. AGAINST: an earlier tree's viewer too,
+    alternated with this one's in each round."""
+    import statistics
+
+    sizes = {
+        "capture": gb * 1e9,
+        "hostlog": gb * 1e9,
+        "ndjson": gb * 1e9,
+        "har": gb * 1e9,
+        "mitm": mitm_mb * 1e6,
+    }
+    paths = {fmt: _generated(fmt, size) for fmt, size in sizes.items() if not only or fmt in only}
+    py = sys.executable
+    floors = {
+        "interpreter start (python -c pass)": [py, "-c", "pass"],
+        "the viewer's imports (tracer.cli.view, ui.app)": [py, "-c", "import tracer.cli.view, ui.app"],
+    }
+    load0 = os.getloadavg()
+    trees = {"": REPO} if against is None else {"": REPO, " (before)": Path(against).resolve()}
+    times: dict[str, list[float]] = {name: [] for name in [*floors, *(p + t for p in paths for t in trees)]}
+    reads: dict[str, list[float]] = {fmt: [] for fmt in paths}
+    rows: dict[str, int] = {}
+    cpu: dict[str, list[tuple]] = {}  # (the viewer's CPU by its first screen, the converter's)
+    for _ in range(rounds):
+        for name, cmd in floors.items():
+            before = _children_cpu()
+            times[name].append(_timed(cmd))
+            cpu.setdefault(name, []).append((_children_cpu() - before, None))
+        for fmt, path in paths.items():
+            reads[fmt].append(read_once(path))  # (the page cache holds it: a warm open, as a reopen)
+            for label, tree in trees.items():
+                got = run_child(path, 0.0, tree, first_only=True)
+                times[fmt + label].append(got["first_screen_s"])
+                cpu.setdefault(fmt + label, []).append((got.get("cpu_s"), got.get("converter_cpu_s")))
+                rows[fmt] = got["rows_at_first_screen"]
+    load1 = os.getloadavg()
+    med = {name: statistics.median(t) for name, t in times.items()}
+    floor = med["the viewer's imports (tracer.cli.view, ui.app)"]
+    print(
+        f"first screen, wall, median of {rounds} alternated rounds (min-max); load average "
+        f"{load0[0]:.2f} before, {load1[0]:.2f} after"
+    )
+    for name in floors:
+        t = times[name]
+        own = statistics.median(c for c, _ in cpu[name])
+        print(f"  {name:48} {med[name]:6.3f} s  ({min(t):.3f}-{max(t):.3f}); CPU {own:.3f} s")
+    for fmt, path in paths.items():
+        t = times[fmt]
+        print(
+            f"  {fmt:8} {os.path.getsize(path) / 1e6:6.0f} MB  first screen {med[fmt]:6.3f} s "
+            f"({min(t):.3f}-{max(t):.3f}), {med[fmt] / floor:4.2f}x the viewer's imports; read once "
+            f"{statistics.median(reads[fmt]):6.3f} s; {rows[fmt]:,} rows known then"
+        )
+        for label in trees:
+            print(f"  {'':8} {'':9} CPU by then{label}: {_cpu_text(cpu[fmt + label])}")
+        if against is not None:
+            t = times[fmt + " (before)"]
+            b = statistics.median(t)
+            print(
+                f"  {'':8} {'':9} before ({against}): {b:6.3f} s ({min(t):.3f}-{max(t):.3f}), x{b / med[fmt]:.2f}"
+            )
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _cpu_text(got: list[tuple]) -> str:
+    import statistics
+
+    own = [a for a, _ in got if a is not None]
+    conv = [b for _, b in got if b is not None]
+    text = f"viewer {statistics.median(own):.3f} s" if own else "viewer ?"
+    return text + (f", converter {statistics.median(conv):.3f} s (medians)" if conv else " (median)")
+
+
 def _shown(m: dict) -> float:
     """G to the end on screen: the rows read ahead (provisional) when there were, else the last row."""
     return m["tail_s"] if m.get("tail_s") is not None else m["last_row_s"]
@@ -241,7 +416,12 @@ def main() -> None:
     )
     ap.add_argument("--floors", nargs=2, metavar=("HAR", "MITM"), help="the first screen's floors")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--first-screen", action="store_true", help="the first screen of ~1 GB of each format")
+    ap.add_argument("--gb", type=float, default=1.0, help="--first-screen: GB of each input")
+    ap.add_argument("--mitm-mb", type=int, default=250, help="--first-screen: MB of the flow file")
+    ap.add_argument("--against", metavar="TREE", help="--first-screen: an earlier tree's viewer too")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--first-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--t0", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--tree", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -250,10 +430,13 @@ def main() -> None:
             sys.path.remove(str(REPO))  # that tree's viewer, measured the same way
             sys.path.insert(0, str(Path(args.tree).resolve()))
         t_start = args.t0 if args.t0 is not None else time.monotonic()
-        print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for))))
+        print(json.dumps(asyncio.run(child(args.child, t_start, args.analyse_for, args.first_only))))
         return
     if args.floors:
         floors_bench(*args.floors, args.rounds)
+        return
+    if args.first_screen:
+        first_screen_bench(args.gb, args.mitm_mb, args.rounds, args.only, args.against)
         return
     if args.inputs:
         inputs_bench(Path(args.inputs).resolve(), args.input_messages, 300, args.mitm_messages, args.only)

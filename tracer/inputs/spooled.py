@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from tracer.inputs import OpenInput
 
 PROBLEMS_KEPT = 20  # read problems kept to show (the converter says at most these, then a count)
-SCREEN_ROWS = 200  # rows the first update waits for: a screenful
+SCREEN_ROWS = 64  # rows the first update waits for: a screenful (the converter's first batch)
 JOIN_BOUND_S = 60.0  # how long closing waits for the watcher (it ends with the process's pipes)
 RESTART = 3  # the converter's exit code for "convert again with --whole" (tracer.cli.spool)
 

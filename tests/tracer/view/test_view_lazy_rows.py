@@ -20,7 +20,7 @@ from tracer.cli.inputs import register_optional_inputs
 from tracer.index import LineIndex
 from tracer.inputs import open_input
 from tracer.inputs.lazy import RecordIndex, open_rows
-from tracer.inputs.spooled import SpoolIndex
+from tracer.inputs.spooled import SCREEN_ROWS, SpoolIndex
 from tracer.view.annotate import Annotator
 from tracer.view.viewdata import converted_capture, open_view
 
@@ -285,7 +285,7 @@ def test_a_har_shows_its_first_rows_while_the_rest_converts_and_closing_stops_it
     view = open_view(str(path))
     tmp = view.path
     view.index.update(max_bytes=view.index.FIRST_STEP)
-    assert isinstance(view.index, SpoolIndex) and len(view) >= 200
+    assert isinstance(view.index, SpoolIndex) and len(view) >= SCREEN_ROWS
     assert view.basics(0).rtype == "header" and view.detail(1).where.endswith("of big.har")
     view.close()
     assert view.index.proc.poll() is not None and not os.path.exists(tmp)
