@@ -350,7 +350,8 @@ def first_screen_bench(gb: float, mitm_mb: int, rounds: int, only: list[str], ag
                 got = run_child(path, 0.0, tree, first_only=True)
                 times[fmt + label].append(got["first_screen_s"])
                 cpu.setdefault(fmt + label, []).append((got.get("cpu_s"), got.get("converter_cpu_s")))
-                rows[fmt] = got["rows_at_first_screen"]
+                if not label:  # (this tree's)
+                    rows[fmt] = got["rows_at_first_screen"]
     load1 = os.getloadavg()
     med = {name: statistics.median(t) for name, t in times.items()}
     floor = med["the viewer's imports (tracer.cli.view, ui.app)"]
