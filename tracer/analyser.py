@@ -15,7 +15,7 @@ from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions
 from tracer.events import Event, Events, Findings, SessionClosed
 from tracer.model import Analysed, Era, Finding, Kind, Record, RecordType, Severity
-from tracer.session import Session
+from tracer.session import BoundedMap, Session
 from tracer.state.shared import SharedFacts
 from tracer.update import (
     after_rules,
@@ -25,7 +25,7 @@ from tracer.update import (
     register_request,
     updaters_for,
 )
-from tracer.update.attribution import unattributed
+from tracer.update.attribution import HANDSHAKES_CAP, continued, unattributed
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -65,6 +65,7 @@ class Analyser:
         # HTTP connections not attributable to one session (tracer.http.tracks): kept out of
         # `sessions`, so the hot path never looks for them (see _loose)
         self._loose: dict[str, Session] = {}
+        self._handshakes = BoundedMap(HANDSHAKES_CAP)  # (tracer.update.attribution.continued)
 
     # -- public API --------------------------------------------------------------------------
     # Every consumer is one loop over what these return (tracer.events): lint, export, the tee,
@@ -83,8 +84,16 @@ class Analyser:
         rtype = rec.type
         if rtype is RecordType.MESSAGE:
             return self._message(rec)
-        if rtype is RecordType.EVENT and rec.data and rec.data.get("event") == "unattributed":
-            self._unattributed(rec)
+        if rtype is RecordType.EVENT and rec.data:
+            note = rec.data.get("event")
+            if note == "unattributed":
+                self._unattributed(rec)
+            elif note == "session-continued":
+                init = continued(rec, rec.data, self.sessions, self._handshakes)
+                s = self.session(rec)
+                if init is not None and s.init is None and s.unattributed is None:
+                    s.init = init
+                    self._handshakes.put(rec.conn, init)
         if rtype is RecordType.HEADER:
             # another recording appended to the file (a host restarted its server): the sessions
             # of the earlier one are over, even where a connection name comes back (the proxy's

@@ -181,13 +181,17 @@ class Connections:
             return what
         if how == "none":
             return None
-        why, of = what
+        why, of = what[:2]
         if how == "new":
             conn = self.unique(f"{client or 'client'}→{authority_path(url)}")
             self.tracks.named(conn)
             self._track_group[conn] = group
-            self.notes.append((conn, {"event": "session-continued", "why": why, "of": of}))
-            self._drain_retired()
+            # (the ended connections close after this note is recorded, `settle`: the analysis reads
+            # their handshakes at the note)
+            note = {"event": "session-continued", "why": why, "of": of}
+            if not what[2]:
+                note["partial"] = True  # `of` does not name every session it may continue
+            self.notes.append((conn, note))
             return conn
         conn = self.unique(f"{client or 'client'}→{authority_path(url)} (unattributed)")
         note = {"event": "unattributed", "why": why, "candidates": of}
@@ -297,6 +301,10 @@ class Connections:
         self._track_group.pop(conn, None)
         self._group_of.pop(conn, None)
         self._close(conn, client)
+
+    def settle(self) -> None:
+        """Close the tracks that ended, once the notes about them are recorded."""
+        self._drain_retired()
 
     def _drain_retired(self) -> None:
         retired = self.tracks.retired

@@ -268,6 +268,7 @@ class HttpRecorder:
         self._closed_at = 0
         if conns.notes:
             self._notes(ex)
+            conns.settle()
         if method is not None:
             f.rpc_key = id_key(rid)
         self._count(f)

@@ -151,9 +151,9 @@ class Tracks:
         """FITS were all at the point the message continues (a placeholder alone: its own next
         message). They end there: the message starts NEW, and each of the others a session like
         REST whose next message names its connection. Returns ("new", (why, the connections the
-        new one may continue))."""
-        of = tuple(dict.fromkeys(c for t in fits for c in ((t.conn,) if t.conn is not None else t.of)))
-        of = of[:NOTES_CAP]
+        new one may continue, whether that names them all))."""
+        every = tuple(dict.fromkeys(c for t in fits for c in ((t.conn,) if t.conn is not None else t.of)))
+        of = every[:NOTES_CAP]
         for t in fits:
             self._retire(group, t)
             if t.conn is not None:
@@ -164,7 +164,7 @@ class Tracks:
         self._pending = (group, new)
         if not why:  # the next message of a session whose point another one shared
             why = f"the next message of one of {len(of)} session-less sessions that were at one point"
-        return "new", (why, list(of))
+        return "new", (why, list(of), len(every) <= NOTES_CAP)
 
     def named(self, conn: str) -> None:
         """The new track `place` asked for got its connection, CONN."""

@@ -1,17 +1,28 @@
-"""What an `unattributed` event (tracer.http.tracks) tells the sessions it names.
+"""What the HTTP door's attribution notes (tracer.http.tracks) tell the analysis.
 
+`unattributed`:
 The HTTP door could not tell which of several session-less legacy sessions a message belongs to; it
 put the message on a connection of its own and named the candidates. Each candidate may then lack a
 message of its own, so what that message would have settled is no longer judged as missing there:
 a cancel's request is not "never answered" (MCP211), a handshake is not "never initialized"
 (MCP407, MCP409). Nothing is asserted about which candidate it was.
+
+`session-continued`: a connection carries the rest of one of the sessions it names, which one
+cannot be told. When their handshakes established the same things (versions, capabilities, client
+and server info: concurrent runs of one client against one server do), the continued session
+has that handshake too, whichever it was, and is judged by it (a request the server's capabilities
+do not allow is still found); else it has none and nothing is judged by one.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tracer.classify import id_key
 from tracer.model import Direction, Record
-from tracer.session import Session
+from tracer.session import BoundedMap, InitState, Session
+
+HANDSHAKES_CAP = 4096  # handshakes of ended sessions a later continued one may still name
 
 CANDIDATES_MAX = 64  # candidate names read from one event (untrusted input: a file may hold more)
 
@@ -36,3 +47,44 @@ def unattributed(rec: Record, data: dict, sessions: dict[str, Session]) -> str:
         if initialized and s.init is not None and s.init.initialized_seq is None:
             s.init.initialized_seq = rec.seq  # (one of them may have sent it: not judged as missing)
     return why
+
+
+def _facts(init: InitState) -> tuple:
+    return (
+        init.requested_version,
+        init.negotiated_version,
+        init.client_caps,
+        init.client_info,
+        init.server_caps,
+        init.server_info,
+    )
+
+
+def continued(rec: Record, data: dict, sessions: dict[str, Session], known: BoundedMap) -> InitState | None:
+    """The handshake the continued session DATA announces has, if every session it may continue
+    had the same one (KNOWN: the handshakes of those already ended, by connection)."""
+    names = data.get("of")
+    if type(names) is not list or not names or len(names) > CANDIDATES_MAX or data.get("partial"):
+        return None
+    inits = []
+    for name in names:
+        if type(name) is not str:
+            return None
+        s = sessions.get(name)
+        init = s.init if s is not None else known.get(name)
+        if s is not None and init is not None:
+            known.put(name, init)  # (the session ends here: a later continued one may name it)
+        inits.append(init)
+    if any(i is None or i.result_seq is None or i.error_seq is not None for i in inits):
+        return None
+    first = _facts(inits[0])
+    if any(_facts(i) != first for i in inits[1:]):
+        return None
+    # (whether this session said initialized cannot be told when one of them had not: not judged)
+    said = all(i.initialized_seq is not None for i in inits) or not any(i.initialized_seq for i in inits)
+    return replace(
+        inits[0],
+        early_request=None,
+        modern_before=0,
+        initialized_seq=inits[0].initialized_seq if said else rec.seq,
+    )

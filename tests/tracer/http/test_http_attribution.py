@@ -184,3 +184,31 @@ def test_a_hand_made_unattributed_event_of_any_shape_is_read_without_error(data)
     ]
     msgs, _ = analyse_all(recs)
     assert msgs[1].era is Era.UNKNOWN and msgs[1].era_reason.startswith("not attributable to one session")
+
+
+def _prompts(addon, n):
+    req = {"jsonrpc": "2.0", "id": n, "method": "prompts/list"}
+    _send(addon, req, {"jsonrpc": "2.0", "id": n, "result": {"prompts": []}})
+
+
+def test_a_session_continued_from_identical_handshakes_is_still_judged_by_that_handshake(capture):
+    addon, path = capture
+    for _ in range(2):  # two runs of one client against one server: the same handshake
+        _send(addon, initialize(1), initialize_result(1, capabilities={"tools": {}}))
+        _initialized(addon)
+    _call(addon, 2)
+    _prompts(addon, 2)  # the server declared no prompts (MCP417), whichever session asked
+    msgs, found = _analysed(path)
+    [m] = [m for m in msgs if m.method == "prompts/list"]
+    assert m.rec.conn in {e.conn for e in _events(path, "session-continued")}
+    assert [f.rule for f in m.findings] == ["MCP417"] and found == ["MCP417"]
+
+
+def test_a_session_continued_from_different_handshakes_is_judged_by_none(capture):
+    addon, path = capture
+    for caps in ({"tools": {}}, {"tools": {}, "prompts": {}}):
+        _send(addon, initialize(1), initialize_result(1, capabilities=caps))
+        _initialized(addon)
+    _call(addon, 2)
+    _prompts(addon, 2)  # allowed by one of them: which one asked cannot be told
+    assert _analysed(path)[1] == []
