@@ -172,3 +172,28 @@ def test_a_capture_that_takes_nothing_costs_one_bounded_wait_and_every_lost_byte
     broken = sum(d["broken_line_bytes"] for d in dropped)
     assert captured + feed.dropped_bytes[STDOUT] + broken == len(data)  # captured or counted lost
     assert sum(d["count"] for d in dropped) > 0  # (the lines of what was lost are counted too)
+
+
+def test_the_ring_gives_its_pages_back_once_a_flood_is_over_and_not_before(monkeypatch):
+    import tracer.stdio.ring as ring_module
+
+    monkeypatch.setattr(ring_module, "TRIM_AFTER_BYTES", 1)
+    ring = Ring.create(4 * MIN_SIZE)
+    reader = RingReader(ring.fd, ring.taken_fd, ring.size)
+    try:
+        for _ in range(3):
+            assert _through_a_pipe(b"f" * 60_000, ring) == 60_000
+        held = os.fstat(ring.fd).st_blocks
+        assert held > 0  # the pages the flood's copies took
+        reader.take(60_000)
+        ring.reclaim()
+        ring.trim()  # copies still wait: nothing is given back
+        assert os.fstat(ring.fd).st_blocks == held
+        assert reader.take(120_000) == b"f" * 120_000
+        ring.reclaim()
+        ring.trim()
+        assert os.fstat(ring.fd).st_blocks == 0 and os.fstat(ring.fd).st_size == ring.size
+        assert _through_a_pipe(b"after", ring) == 5 and reader.take(5) == b"after"  # (and it goes on)
+    finally:
+        os.close(ring.fd)
+        os.close(ring.taken_fd)
