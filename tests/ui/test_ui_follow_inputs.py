@@ -66,3 +66,20 @@ async def test_a_followed_host_log_rotated_away_is_said_and_its_rows_stay(tmp_pa
         await until(pilot, lambda: not scr.follow, "following to stop")
         assert any("rotated" in m for m in said) and "rotated" in (scr.status.state.note or "")
         assert scr.list.count == 5 and not scr.status.state.follow
+
+
+async def test_f_on_a_host_log_opened_without_follow_starts_following_it(tmp_path):
+    path = tmp_path / "mcp-server-alpha.log"
+    path.write_bytes(START)
+    app = McpTraceApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the log to open")
+        scr = viewer(app)
+        await until(pilot, lambda: scr.index_done and scr.list.count == 3, "the log read once")
+        assert not scr.view.follow
+        await pilot.press("f")
+        await until(pilot, lambda: scr.view is not None and scr.view.follow and scr.index_done, "following")
+        with open(path, "ab") as fh:
+            fh.write(_exchange(10, 1))
+        await until(pilot, lambda: scr.list.count == 5, "the appended rows")
+        assert scr.follow and scr.status.state.follow
