@@ -212,3 +212,21 @@ def test_a_session_continued_from_different_handshakes_is_judged_by_none(capture
     _call(addon, 2)
     _prompts(addon, 2)  # allowed by one of them: which one asked cannot be told
     assert _analysed(path)[1] == []
+
+
+def test_sessions_one_after_another_keep_the_handshakes_remembered_bounded(capture):
+    from tracer.http.tracks import TRACKS_CAP
+
+    addon, path = capture
+    sessions = TRACKS_CAP + 36
+    for _ in range(sessions):
+        _init(addon)
+        _initialized(addon)
+        _call(addon, 2)
+    by_conn = _c2s_by_conn(path)
+    assert len(by_conn) == sessions and all(
+        ids == [1, "notifications/initialized", 2] for ids in by_conn.values()
+    )
+    # past the cap the oldest are forgotten and their connections end, so the analysis forgets them
+    assert len({r.conn for r in _events(path, "connection-closed")}) == sessions - TRACKS_CAP
+    assert _analysed(path)[1] == []
