@@ -408,23 +408,19 @@ def read_record(line: bytes, n: int = 0, source: str = "") -> Record | None:
         return None
 
 
-def read_capture(
-    fh: IO[bytes], source: str = "", skip: Callable[[bytes, int], bool] | None = None
-) -> Iterator[Record | ReadProblem]:
-    """Stream the records of a capture file (binary mode); problems are yielded, never raised.
-
-    `skip(line, number)` sees each line first and may take it (True: it is not read here): a lint
-    worker's way past the lines of connections another worker analyses (tracer.parallel_worker)."""
+def read_capture(fh: Iterable[bytes], source: str = "", start: int = 0) -> Iterator[Record | ReadProblem]:
+    """Stream the records of a capture file (binary mode, or any iterable of its lines, each with
+    its newline); problems are yielded, never raised. `start`: the number of lines before the first
+    given (lint's router reads its own lines and gives this the few it reads in full,
+    tracer.parallel_route)."""
     loads = orjson.loads
     fast = _fast_record
     saw_header = False
-    n = 0
+    n = start
     # The lint hot path: each line goes to orjson as read (its final newline is JSON whitespace),
     # with no copy, no strip and no extra generator; blank lines are sorted out when they fail.
     for line in fh:
         n += 1
-        if skip is not None and skip(line, n):
-            continue
         try:
             obj = loads(line)
             if type(obj) is not dict:

@@ -1,40 +1,40 @@
 """`mcptrace lint --jobs N`: the work of a lint run shared by N worker processes, merged back in input
 order, so every report is byte for byte the one a single process writes.
 
-- A big mcptrace capture is sharded by connection: every worker reads the whole file and analyses
-  only the connections it owns (tracer.parallel_worker; a line of another worker's connection costs
-  it a prefix match, not a parse). Ownership is decided on a
-  connection's first record, the same way in every worker (the least-loaded worker so far), so a
-  connection's records (its session, and the later sessions of appended recordings) stay in one
-  analyser. HTTP connections all go to worker 0: stateless HTTP sessions share their endpoint's facts
-  (tracer.http.state), which a single analyser must hold. A file where that cannot hold (an HTTP
-  record on a connection that began as another transport, or sessions sharing other facts through
-  `Analyser.shared`) is re-linted in this process from its start, with what was already reported
-  held back: slower, never different.
-- Other files (HAR, host logs, NDJSON, small captures) go whole to one worker each.
+- A big mcptrace capture is sharded by connection: the parent reads it once (tracer.parallel_route,
+  a thread beside the merge) and sends each worker only its own connections' lines, and what every
+  analyser needs (headers, the time open sessions end at); each worker analyses them
+  (tracer.parallel_worker). Ownership is decided on a connection's first record (the least-loaded
+  worker so far), so a connection's records (its session, and the later sessions of appended
+  recordings) stay in one analyser. HTTP connections all go to worker 0: stateless HTTP sessions
+  share their endpoint's facts (tracer.http.state), which a single analyser must hold. A file where
+  that cannot hold (an HTTP record on a connection that began as another transport, or sessions
+  sharing other facts through `Analyser.shared`), or where a line routed on a guess of its
+  connection is not what the guess said, is re-linted in this process from there, with what was
+  already reported held back: slower, never different.
+- Other files (HAR, host logs, NDJSON, small captures) go whole to one worker each, which reads them.
 - Each item a worker reports carries a key: (line, phase, line the session began), so the parent
   merges the workers' streams in the order one analyser meets them (a recording's header and the end
   of the file close every open session in the order the sessions began). Workers send batches and a
-  watermark every few thousand lines; the parent reads a worker only when the merge needs it, so the
-  pipes hold back a worker that runs ahead: memory stays bounded.
+  watermark for each batch the router sends them; the parent reads a worker only when the merge
+  needs it, so the pipes hold back a worker that runs ahead (and the router, behind it): memory
+  stays bounded.
 Inputs below POOL_MIN_BYTES, standard input and formats registered by the CLI stay in this process.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import struct
 import sys
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import orjson
 
 from tracer.analyser import Analyser, RuleSet
-from tracer.capture import ReadProblem, read_capture
-from tracer.inputs import HEAD_BYTES, InputError, OpenInput, open_input
+from tracer.capture import ReadProblem
+from tracer.inputs import HEAD_BYTES, OpenInput, open_input
 from tracer.model import Analysed, Finding, Severity
 
 POOL_MIN_BYTES = 16 * 1024 * 1024  # below this, process start-up costs more than the other cores give
@@ -188,43 +188,6 @@ class _Out:
         if self.items:
             self.conn.send((self.index, self.items))
             self.items = []
-
-
-class _Limited(io.RawIOBase):
-    """The first `left` bytes of a file: every worker reads the same bytes of a file still growing."""
-
-    def __init__(self, fh, left: int):
-        self._fh = fh
-        self._left = left
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf) -> int:  # type: ignore[override]
-        n = min(len(buf), self._left)
-        if n <= 0:
-            return 0
-        got = self._fh.readinto(memoryview(buf)[:n]) or 0
-        self._left -= got
-        return got
-
-    def close(self) -> None:
-        self._fh.close()
-        super().close()
-
-
-def _capture_items(path: str, size: int, skip: Callable[[bytes, int], bool] | None = None) -> Iterator:
-    try:
-        fh = open(path, "rb", buffering=0)  # noqa: SIM115 (closed below)
-    except OSError as exc:
-        raise InputError(f"{path}: {exc.strerror or exc}") from None
-    with fh:
-        bom = len(_BOM) if fh.read(len(_BOM)) == _BOM else 0  # as tracer.inputs.open_input does
-        fh.seek(bom)
-        try:
-            yield from read_capture(io.BufferedReader(_Limited(fh, size - bom), 1 << 16), path, skip)
-        except OSError as exc:
-            raise InputError(f"{path}: {exc.strerror or exc}") from None
 
 
 class _FileWork:

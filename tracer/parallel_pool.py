@@ -3,10 +3,11 @@ the workers, then merge their keyed streams file by file, in input order."""
 
 from __future__ import annotations
 
+import fcntl
 import os
-import pickle
 import subprocess
 import sys
+import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from operator import itemgetter
@@ -14,6 +15,9 @@ from operator import itemgetter
 from tracer.analyser import RuleSet
 from tracer.inputs import InputError, OpenInput
 from tracer.parallel import Channel, FileResult, Task, finding_from, plan
+from tracer.parallel_route import route
+
+PIPE_BYTES = 1 << 20
 
 
 class WorkerFailed(RuntimeError):
@@ -39,7 +43,9 @@ class Pool:
         todo = [t for t in tasks if t is not None]
         self.conns: list[Channel | None] = []
         self.procs: list[subprocess.Popen | None] = []
+        self.router: threading.Thread | None = None
         try:
+            inboxes = []
             for k in range(jobs):
                 mine = [t for t in todo if t.shard or t.owner == k]
                 if not mine:
@@ -50,10 +56,20 @@ class Pool:
                     [sys.executable, "-P", "-c", _BOOT, _HOME], stdin=subprocess.PIPE, stdout=subprocess.PIPE
                 )
                 self.procs.append(p)
+                assert p.stdin is not None and p.stdout is not None
+                _widen(p.stdin)
+                _widen(p.stdout)
                 self.conns.append(Channel(p.stdout))
-                assert p.stdin is not None
-                with p.stdin:
-                    pickle.dump((mine, k, jobs, rule_ids, digests), p.stdin, pickle.HIGHEST_PROTOCOL)
+                inbox = Channel(p.stdin)
+                inbox.send((mine, k, rule_ids, digests))
+                inboxes.append(inbox)
+            sharded = [t for t in todo if t.shard]
+            if sharded:  # (then every worker has a share of each)
+                self.router = threading.Thread(target=_route_all, args=(sharded, inboxes), daemon=True)
+                self.router.start()
+            else:
+                for inbox in inboxes:
+                    inbox.close()
         except BaseException:
             self.close()
             raise
@@ -163,6 +179,31 @@ class Pool:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+        if self.router is not None:  # (its writes fail once the workers are gone)
+            self.router.join()
+
+
+def _widen(fh) -> None:
+    """A pipe of 1 MiB instead of 64 KiB: the router can run a few batches ahead of each worker,
+    and a worker ahead of the merge, instead of each waiting on the other batch by batch."""
+    try:
+        fcntl.fcntl(fh.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (AttributeError, OSError):  # (not Linux, or above the system's limit: the default size)
+        pass
+
+
+def _route_all(sharded: list[Task], inboxes: list[Channel]) -> None:
+    """The router thread: each sharded file in the order the workers take them
+    (tracer.parallel_route), until one ends in a redo or an error; then the workers' stdin closes."""
+    try:
+        for task in sharded:
+            if not route(task, inboxes):
+                break
+    except OSError:  # a worker gone: the merge tells which
+        pass
+    finally:
+        for inbox in inboxes:
+            inbox.close()
 
 
 def start_pool(

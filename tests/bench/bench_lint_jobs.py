@@ -5,19 +5,22 @@ Run: python tests/bench/bench_lint_jobs.py [--messages N] [--jobs 2] [--rounds 3
 Prints, measured in one run (these machines are noisy, so compare ratios), for each round (--jobs 1
 and --jobs N alternated, each a real `mcptrace lint --format json` process, start-up included):
   - the wall time of each, and their ratio;
-  - the CPU time of every process of each run (the lint process and each worker; read
-    from /proc while it runs), and the CPU-based ratio: the CPU time of all of --jobs 1 over the
-    busiest process of --jobs N, i.e. the speedup N free cores give. On a machine shared with other
+  - the CPU time of every process of each run (the lint process, whose router thread reads the
+    file for the workers, and each worker; read from /proc while it runs), and the CPU-based ratio:
+    the CPU time of all of --jobs 1 over the longer of --jobs N's busiest process and all its
+    processes' CPU time over N, i.e. the speedup N free cores give. On a machine shared with other
     users' sessions, Linux's autogroup scheduler gives a session its share of the cores however many
     processes it runs, so the wall ratio there can stay far below the CPU one;
   - the load average before and after.
 Then the medians of both ratios. With --shards, the split of the work measured in this process: the
-CPU time of one analyser on the whole file against each of the N shards (tracer.parallel_worker._shard),
-and of the same shards with no analysis: what reading every line and deciding ownership cost each. With --profile, where the time of
-single-process lint goes (cProfile, top functions by own time), in microseconds per message. With
---instructions (valgrind installed), no timed rounds: the machine instructions per message of one
-analyser and of each shard, the same on a loaded machine as on a quiet one; --root (repeatable)
-measures other trees side by side, e.g. `git worktree add /tmp/before HEAD~1`.
+CPU time of one analyser on the whole file against the router (tracer.parallel_route) and each of
+the N workers' shares (tracer.parallel_worker._shard), and of the same shares with no analysis: what
+receiving and reading their lines cost each. With --profile, where the time of single-process lint
+goes (cProfile, top functions by own time), in microseconds per message. With --instructions
+(valgrind installed), no timed rounds: the machine instructions per message of one analyser, of the
+router and of each share, the same on a loaded machine as on a quiet one; --root (repeatable)
+measures other trees side by side, e.g. `git worktree add /tmp/before HEAD~1` (a tree from before
+the router, 2071ef9 and older, has no tracer.parallel_route: measure it with that tree's own bench).
 """
 
 from __future__ import annotations
@@ -106,62 +109,80 @@ def lint_run(path: Path, jobs: int) -> tuple[float, list[tuple[str, float]]]:
     return wall, [own, *sorted(seen.values())]
 
 
-def shard_cpu(path: Path, jobs: int) -> tuple[float, list[float], list[float]]:
-    """CPU seconds of the whole file in one analyser, of each shard of `jobs`, and of each shard
-    with no analysis (what reading every line and deciding ownership cost it)."""
+class _Drop:
+    """A worker's outgoing channel that keeps nothing but a redo's line."""
+
+    redo = None
+
+    def send(self, batch) -> None:
+        for _key, item in batch[1]:
+            if item[0] == "redo":
+                _Drop.redo = item[1]
+
+
+def routed(path: Path, jobs: int, sink) -> None:
+    """The router's streams of the file for `jobs` workers (tracer.parallel_route), one file-like
+    `sink(k)` each."""
+    from tracer.parallel import Channel, Task
+    from tracer.parallel_route import route
+
+    route(Task(0, str(path), None, path.stat().st_size, True), [Channel(sink(k)) for k in range(jobs)])
+
+
+def shard_cpu(path: Path, jobs: int) -> tuple[float, float, list[float], list[float]]:
+    """CPU seconds of the whole file in one analyser, of the router, of each worker's share of
+    `jobs`, and of each share with no analysis (what receiving and reading its lines cost)."""
+    import io
+
     from tracer.analyser import RuleSet
     from tracer.lint import Reporter, lint_paths
-    from tracer.parallel import Task, _FileWork, _Out
+    from tracer.parallel import Channel, Task, _FileWork, _Out
     from tracer.parallel_worker import _shard
     from tracer.rules import select_rules
-
-    class Drop:
-        redo = None
-
-        def send(self, batch) -> None:
-            for _key, item in batch[1]:
-                if item[0] == "redo":
-                    Drop.redo = item[1]
 
     rules = RuleSet(select_rules(None, None))
     c = time.process_time()
     lint_paths([str(path)], rules, Reporter(), progress=False)
     whole = time.process_time() - c
+    streams = [io.BytesIO() for _ in range(jobs)]
+    c = time.process_time()
+    routed(path, jobs, streams.__getitem__)
+    router = time.process_time() - c
     task = Task(0, str(path), None, path.stat().st_size, True)
-    shards = []
-    for k in range(jobs):
+
+    def share(k: int) -> float:
+        streams[k].seek(0)
         c = time.process_time()
-        out = _Out(Drop(), 0)
-        _shard(task, k, jobs, rules, False, out)
+        out = _Out(_Drop(), 0)
+        _shard(task, k, rules, False, out, Channel(streams[k]).recv)
         out.flush()
-        shards.append(time.process_time() - c)
+        return time.process_time() - c
+
+    shards = [share(k) for k in range(jobs)]
     analyse = _FileWork.record
     _FileWork.record = lambda self, rec, line: None
     try:
-        bare = []
-        for k in range(jobs):
-            c = time.process_time()
-            _shard(task, k, jobs, rules, False, _Out(Drop(), 0))
-            bare.append(time.process_time() - c)
+        bare = [share(k) for k in range(jobs)]
     finally:
         _FileWork.record = analyse
-    if Drop.redo is not None:
+    if _Drop.redo is not None:
         print(
-            f"the shards stopped at line {Drop.redo:,}: sessions share facts there, so lint re-runs the file "
+            f"the shards stopped at line {_Drop.redo:,}: sessions share facts there, so lint re-runs the file "
             "in one process (tracer.parallel)"
         )
-    return whole, shards, bare
+    return whole, router, shards, bare
 
 
 # One piece of the work in a fresh interpreter of the tree at argv[1]: "none" (start-up and imports
-# only), "whole" (one analyser over the file, as --jobs 1) or "shardKofN" (worker K's share of N).
+# only), "whole" (one analyser over the file, as --jobs 1), "routeN" (the parent's router of N
+# workers, writing worker K's stream to argv[4].K) or "shardKofN" (worker K's share of N, read from
+# that stream), or a part of reading the file (lines, read).
 _PIECE = r"""
 import sys
 sys.path.insert(0, sys.argv[1])
 from tracer.analyser import RuleSet
 from tracer.lint import Reporter, lint_paths
-from tracer.parallel import Task, _Out
-from tracer.parallel_worker import _shard
+from tracer.parallel import Channel, Task, _Out
 from tracer.rules import select_rules
 class Drop:
     def send(self, batch): pass
@@ -169,36 +190,40 @@ rules = RuleSet(select_rules(None, None))
 piece, path = sys.argv[2], sys.argv[3]
 if piece == "whole":
     lint_paths([path], rules, Reporter(), progress=False)
+elif piece.startswith("route"):
+    import os
+    from tracer.parallel_route import route
+    n = int(piece[5:])
+    outs = [open(f"{sys.argv[4]}.{k}", "wb") for k in range(n)]
+    route(Task(0, path, None, os.path.getsize(path), True), [Channel(fh) for fh in outs])
+    for fh in outs:
+        fh.close()
 elif piece.startswith("shard"):
     import os
+    from tracer.parallel_worker import _shard
     k, n = map(int, piece[5:].split("of"))
     out = _Out(Drop(), 0)
-    _shard(Task(0, path, None, os.path.getsize(path), True), k, n, rules, False, out)
+    with open(f"{sys.argv[4]}.{k}", "rb") as fh:
+        _shard(Task(0, path, None, os.path.getsize(path), True), k, rules, False, out, Channel(fh).recv)
     out.flush()
-elif piece in ("lines", "read", "match"):
+elif piece in ("lines", "read"):
     from tracer.capture import read_capture
-    from tracer.parallel_worker import _plain
     with open(path, "rb") as fh:
         if piece == "read":
             for _ in read_capture(fh):
                 pass
-        elif piece == "match":  # what a worker's skip computes of every line (tracer.parallel_worker)
-            for line in fh:
-                m = _plain(line)
-                if m is not None and line.endswith(b"}\n"):
-                    m[2].decode("ascii"), int(m[1])
         else:
             for _ in fh:
                 pass
 """
 
 
-def instructions(root: Path, piece: str, path: Path) -> int:
+def instructions(root: Path, piece: str, path: Path, streams: str = "") -> int:
     """Machine instructions one piece of the work executes (valgrind's cachegrind, no cache
     simulation): the same count on a loaded machine as on a quiet one."""
     with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-        cmd += [f"--log-file={log.name}", sys.executable, "-c", _PIECE, str(root), piece, str(path)]
+        cmd += [f"--log-file={log.name}", sys.executable, "-c", _PIECE, str(root), piece, str(path), streams]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         for line in log.read().splitlines():
             if "I" in line and "refs:" in line:
@@ -207,24 +232,32 @@ def instructions(root: Path, piece: str, path: Path) -> int:
 
 
 def instruction_split(path: Path, n: int, jobs: int, roots: list[Path]) -> None:
-    """Per message, for each tree: instructions of one analyser over the file and of each of the
-    `jobs` shards (start-up and imports, measured alone, taken off each)."""
+    """Per message, for each tree: instructions of one analyser over the file, of the router and of
+    each of the `jobs` workers' shares (start-up and imports, measured alone, taken off each)."""
     lines = sum(1 for _ in path.open("rb"))
     for root in roots:
         base = instructions(root, "none", path)
         bare = instructions(root, "lines", path)
-        read, match = (instructions(root, piece, path) - bare for piece in ("read", "match"))
+        read = instructions(root, "read", path) - bare
         print(
             f"instructions per line ({root}): reading it in full (typed record) {read / lines:,.0f}; "
-            f"a worker's prefix match of it {match / lines:,.0f}; iterating the file {(bare - base) / lines:,.0f}",
+            f"iterating the file {(bare - base) / lines:,.0f}",
             flush=True,
         )
         whole = instructions(root, "whole", path) - base
-        shards = [instructions(root, f"shard{k}of{jobs}", path) - base for k in range(jobs)]
+        with tempfile.TemporaryDirectory(prefix="mcptrace-bench-route-") as tmp:
+            streams = str(Path(tmp) / "stream")
+            router = instructions(root, f"route{jobs}", path, streams) - base
+            shards = [instructions(root, f"shard{k}of{jobs}", path, streams) - base for k in range(jobs)]
+        every = router + sum(shards)
+        # (on `jobs` free cores the router's thread and the workers share them: the run takes the
+        # longest process, or all of them spread over the cores, whichever is longer)
+        span = max(max(shards), every / jobs)
         print(
-            f"instructions per message ({root}): one analyser {whole / n:,.0f}; shards "
-            f"{', '.join(f'{s / n:,.0f}' for s in shards)}: all of them x{sum(shards) / whole:.3f} one "
-            f"analyser, the busiest x{whole / max(shards):.2f} faster (the speedup on {jobs} free cores)",
+            f"instructions per message ({root}): one analyser {whole / n:,.0f}; the router {router / n:,.0f}; "
+            f"shares {', '.join(f'{s / n:,.0f}' for s in shards)}: all of them x{every / whole:.3f} one "
+            f"analyser, x{whole / span:.2f} faster on {jobs} free cores (the busiest share "
+            f"x{whole / max(shards):.2f})",
             flush=True,
         )
 
@@ -298,7 +331,9 @@ def main() -> None:
             wall_1, procs_1 = lint_run(path, 1)
             wall_n, procs_n = lint_run(path, args.jobs)
             cpu_1 = sum(c for _, c in procs_1)
-            busiest = max(c for _, c in procs_n)
+            # (the parent's router thread and the workers share the N cores: the longest process,
+            # or all of them spread over the cores, whichever is longer)
+            busiest = max(max(c for _, c in procs_n), sum(c for _, c in procs_n) / args.jobs)
             walls.append(wall_1 / wall_n)
             cpus.append(cpu_1 / busiest)
             print(
@@ -308,16 +343,18 @@ def main() -> None:
             )
         print(
             f"median of {args.rounds} rounds, --jobs {args.jobs} against --jobs 1: wall x{statistics.median(walls):.2f}; "
-            f"CPU x{statistics.median(cpus):.2f} (all the CPU time of --jobs 1 over its busiest process's: "
-            f"the speedup on {args.jobs} free cores); load average {os.getloadavg()[0]:.1f}"
+            f"CPU x{statistics.median(cpus):.2f} (all the CPU time of --jobs 1 over the longer of its busiest "
+            f"process's and all of its processes' over {args.jobs}: the speedup on {args.jobs} free cores); "
+            f"load average {os.getloadavg()[0]:.1f}"
         )
         if args.shards:
-            whole, shards, bare = shard_cpu(path, args.jobs)
+            whole, router, shards, bare = shard_cpu(path, args.jobs)
+            span = max(max(shards), (router + sum(shards)) / args.jobs)
             print(
-                f"work split in this process: one analyser {whole:.1f} CPU s; shards "
-                f"{', '.join(f'{s:.1f}' for s in shards)} CPU s: x{whole / max(shards):.2f}; the shards "
-                f"without their analysis (reading every line, ownership): {', '.join(f'{s:.2f}' for s in bare)} "
-                f"CPU s, {max(bare) / n * 1e6:.2f} us a line"
+                f"work split in this process: one analyser {whole:.1f} CPU s; the router {router:.2f} CPU s "
+                f"({router / n * 1e6:.2f} us a line); shares {', '.join(f'{s:.1f}' for s in shards)} CPU s: "
+                f"x{whole / span:.2f}; the shares without their analysis (receiving and reading their "
+                f"lines): {', '.join(f'{s:.2f}' for s in bare)} CPU s"
             )
         if args.profile:
             profile(path, n)

@@ -1,17 +1,26 @@
-"""A lint worker passes the lines of other workers' connections on a prefix match alone
-(tracer.parallel_worker): lines that match it but are broken or crafted further on still give the
-report `--jobs 1` gives, byte for byte, each broken line reported once with its number.
+"""`lint --jobs`: the parent reads a sharded capture once and routes each line of a settled
+connection to its owner on a guess of its "conn" member (tracer.parallel_route); the owner reads it
+in full and checks the guess (tracer.parallel_worker). Lines that look right but are broken or
+crafted further on, and files not written in time order, still give the report `--jobs 1` gives,
+byte for byte, each broken line reported once with its number.
 
 The size thresholds are 0 here, so these small captures are sharded across real worker processes.
 """
 
 from __future__ import annotations
 
+import io
+import pickle
+import struct
+from array import array
+
 import orjson
 import pytest
 
 from tests.cases import LEGACY_HANDSHAKE
 from tracer.cli import main
+from tracer.parallel import Channel, Task
+from tracer.parallel_route import route
 
 T0 = 1_780_000_000_000_000_000
 SESSIONS = 9
@@ -143,3 +152,67 @@ def test_a_broken_line_with_the_latest_time_does_not_move_the_end_of_open_sessio
     ]
     assert len(doc["problems"]) == 2 and len(ages) == 2 * SESSIONS
     assert max(ages) < 1000  # (from the last request to the last record: well under a second)
+
+
+def test_a_late_line_before_the_last_one_still_ends_the_sessions_at_the_latest_time(tmp_path, capsys):
+    # the router takes the end time from the last line it routes; a file not written in time order
+    # has a later one elsewhere, whose owner finds out (the ages below are measured to it)
+    late = T0 + 10**12
+    first = _recording(T0)
+    first.insert(35, _plain("s3", late, b'{\\"jsonrpc\\":\\"2.0\\",\\"method\\":\\"notifications/x\\"}"}'))
+    second = _recording(T0 + 200_000_000)
+    second.insert(
+        35, _plain("s6", late + 1, b'{\\"jsonrpc\\":\\"2.0\\",\\"method\\":\\"notifications/x\\"}"}')
+    )
+    path = tmp_path / "unordered.jsonl"
+    path.write_bytes(b"\n".join(first + second) + b"\n")
+    doc = _same(capsys, path)
+    ages = [
+        int(f["message"].split("pending ")[1].split(" ms")[0])
+        for f in doc["findings"]
+        if f["rule"] == "MCP211"
+    ]
+    assert doc["problems"] == [] and len(ages) == 2 * SESSIONS
+    assert min(ages) > 900_000  # (to the late line's time: a thousand seconds after the rest)
+
+
+def _streams(path, jobs: int) -> list[list[tuple]]:
+    """What the router sends each of `jobs` workers for this file: its entries, in order."""
+    outs = [io.BytesIO() for _ in range(jobs)]
+    assert route(Task(0, str(path), None, path.stat().st_size, True), [Channel(o) for o in outs])
+    streams = []
+    for o in outs:
+        data, pos, entries = o.getvalue(), 0, []
+        while pos < len(data):
+            (n,) = struct.unpack_from("!Q", data, pos)
+            entries += pickle.loads(data[pos + 8 : pos + 8 + n])[1]
+            pos += 8 + n
+        streams.append(entries)
+    return streams
+
+
+def test_each_line_of_a_sharded_capture_reaches_one_worker_and_only_headers_reach_all(tmp_path):
+    lines = _recording(T0) + _recording(T0 + 200_000_000)
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    got: dict[int, list[int]] = {}  # line number -> the workers that received it
+    for k, entries in enumerate(_streams(path, 3)):
+        for entry in entries:
+            if entry[0] == "L":
+                numbers = array("q")
+                numbers.frombytes(entry[2])
+                assert entry[1].split(b"\n") == [lines[i - 1] for i in numbers]
+                for i in numbers:
+                    got.setdefault(i, []).append(k)
+            elif entry[0] in ("r", "h"):
+                assert entry[2] == lines[entry[1] - 1] + b"\n"
+                got.setdefault(entry[1], []).append(k)
+    headers = {1, len(_recording(T0)) + 1}
+    assert sorted(got) == list(range(1, len(lines) + 1))
+    assert all(got[i] == [0, 1, 2] for i in headers)
+    assert all(len(got[i]) == 1 for i in got if i not in headers)
+    # (most lines are routed on the guess, not read in full by the router)
+    guessed = sum(1 for k in got if k not in headers) - sum(
+        1 for entries in _streams(path, 3) for e in entries if e[0] == "r"
+    )
+    assert guessed > len(lines) * 3 // 4
