@@ -26,14 +26,27 @@ sys.path.insert(0, str(REPO))
 
 import socket  # noqa: E402
 
-from tests.bench.fuzz_mock_http_raw import BOUND_S, CASES, INIT, _post  # noqa: E402
+from tests.bench.fuzz_mock_http_raw import BOUND_S, CASES, INIT, LEN, A, J, _post  # noqa: E402
 
 IDLE_S = 5.0  # a response that sends nothing more for this long is over (an SSE stream left open)
 
 
+def _complete(data: bytes) -> int:
+    """How many whole responses with a Content-Length DATA holds (then a close, or a stream)."""
+    n = i = 0
+    while (h := data.find(b"\r\n\r\n", i)) >= 0:
+        m = re.search(rb"(?im)^content-length:\s*(\d+)", data[i:h])
+        if m is None or len(data) < h + 4 + int(m.group(1)):
+            return n
+        n, i = n + 1, h + 4 + int(m.group(1))
+    return n
+
+
 def _send(port: int, raw: bytes) -> bytes:
-    """RAW on a connection of its own, kept open for the answer (a client's half-close makes
-    mitmproxy drop the flow), read to its Content-Length, its close, or IDLE_S of silence."""
+    """RAW on a connection of its own, kept open for the answers (a client's half-close makes
+    mitmproxy drop the flow), read until each request in it is answered (Content-Length), the
+    connection closes, or IDLE_S of silence."""
+    want = max(1, raw.count(b" HTTP/1.1\r\nHost:"))
     with socket.create_connection(("127.0.0.1", port), timeout=BOUND_S) as s:
         try:
             s.sendall(raw)
@@ -44,9 +57,7 @@ def _send(port: int, raw: bytes) -> bytes:
         try:
             while d := s.recv(65536):
                 out += d
-                head, sep, body = out.partition(b"\r\n\r\n")
-                m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-                if sep and m and len(body) >= int(m.group(1)):
+                if _complete(out) >= want:
                     break
         except OSError:
             pass
@@ -72,6 +83,27 @@ def _start(
     raise SystemExit(f"{cmd[3]} did not start: {b''.join(log)[-2000:]!r}")
 
 
+# what a proxy sees that a server rarely does: pipelining, 100-continue, upgrades, other request forms
+PING = b'{"jsonrpc":"2.0","id":424242,"method":"ping"}'
+PROXY_CASES = {
+    "pipelined-two-posts": _post(body=INIT).replace(b"connection: close\r\n", b"")  # (kept alive)
+    + _post(body=PING, headers=(J, A, (b"content-length", b"%d" % len(PING)))),
+    "expect-100-continue": _post(headers=(J, A, LEN, (b"expect", b"100-continue"))),
+    "upgrade-websocket": _post(
+        method=b"GET",
+        headers=((b"upgrade", b"websocket"), (b"connection", b"Upgrade"), (b"sec-websocket-key", b"x" * 24)),
+        body=b"",
+    ),
+    "connect-in-reverse-mode": b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+    "absolute-form-uri": _post(path=b"http://127.0.0.1:1/mcp"),
+    "options-asterisk": b"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n",
+    "get-sse-then-nothing": _post(method=b"GET", headers=((b"accept", b"text/event-stream"),), body=b""),
+    "delete-session": _post(method=b"DELETE", headers=((b"mcp-session-id", b"nope"),), body=b""),
+    "body-longer-than-length": _post(body=INIT + b"trailing garbage after the body"),
+    "h2-preface": b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00" * 30,
+}
+
+
 def main(argv: list[str]) -> int:
     from tracer.capture import ReadProblem, read_capture
     from tracer.model import RecordType
@@ -90,7 +122,7 @@ def main(argv: list[str]) -> int:
     flagged = 0
     answered = 0  # exchanges the upstream answered (the mock's status line reached the client)
     try:
-        cases = {**CASES, "ordinary-after-all": _post(body=INIT)}
+        cases = {**CASES, **PROXY_CASES, "ordinary-after-all": _post(body=INIT)}
         for name, raw in cases.items():
             got = _send(port, raw)
             status = got.split(b"\r\n", 1)[0].decode("latin-1") or "(closed without an answer)"
@@ -119,13 +151,19 @@ def main(argv: list[str]) -> int:
         print("!!", line.decode("utf-8", "replace").rstrip())
     flagged += len(errors) + (not alive)
     flows = set()
+    pipelined = False  # (the second request of "pipelined-two-posts" is in the capture)
     with open(out, "rb") as fh:
         for rec in read_capture(fh, str(out)):
+            if not isinstance(rec, ReadProblem) and rec.raw and b"424242" in rec.raw:
+                pipelined = True
             if isinstance(rec, ReadProblem):
                 print("!! capture problem:", rec)
                 flagged += 1
             elif rec.type in (RecordType.MESSAGE, RecordType.HTTP) and rec.http and rec.http.get("flow"):
                 flows.add(rec.http["flow"])
+    if not pipelined:
+        print("!! the second of two pipelined requests is not in the capture")
+        flagged += 1
     if len(flows) < answered:
         print(f"!! {answered} exchanges answered by the upstream, {len(flows)} in the capture")
         flagged += 1
