@@ -437,10 +437,17 @@ def main() -> int:
         help="(a), (d), (e) also run the tee of this other tree (an earlier commit's worktree); (f) needs it",
     )
     ap.add_argument("--rounds", type=int, help="rounds per figure (default 3)")
+    ap.add_argument(
+        "--mb",
+        type=int,
+        help="(a)'s size each way (default 100; 50 fits the relay's and the capture process's budgets: "
+        "the relay's own speed with the capture complete)",
+    )
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     mb, n, secs, rounds = (20, 2000, 2.0, 3) if args.quick else (100, 10_000, 10.0, 3)
     rounds = args.rounds or rounds
+    mb = args.mb or mb
     print(
         f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start "
         "(other work on the machine moves p99 most)"
