@@ -80,8 +80,9 @@ def continued(rec: Record, data: dict, sessions: dict[str, Session], known: Boun
     first = _facts(inits[0])
     if any(_facts(i) != first for i in inits[1:]):
         return None
-    # (whether this session said initialized cannot be told when one of them had not: not judged)
-    said = all(i.initialized_seq is not None for i in inits) or not any(i.initialized_seq for i in inits)
+    # (when one of them had not said initialized yet, where this one's went cannot be told: the
+    # notification may be on another connection, so its absence is not judged here)
+    said = all(i.initialized_seq is not None for i in inits)
     return replace(
         inits[0],
         early_request=None,

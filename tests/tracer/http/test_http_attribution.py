@@ -230,3 +230,16 @@ def test_sessions_one_after_another_keep_the_handshakes_remembered_bounded(captu
     # past the cap the oldest are forgotten and their connections end, so the analysis forgets them
     assert len({r.conn for r in _events(path, "connection-closed")}) == sessions - TRACKS_CAP
     assert _analysed(path)[1] == []
+
+
+def test_sessions_that_met_before_saying_initialized_are_not_judged_uninitialized(capture):
+    addon, path = capture
+    _init(addon)
+    _init(addon)
+    _call(addon, 2)  # both clients ask before saying initialized, in lockstep
+    _call(addon, 2)
+    _initialized(addon)  # whose: cannot be told
+    _initialized(addon)
+    _call(addon, 3)
+    _call(addon, 3)
+    assert not {"MCP407", "MCP409"} & set(_analysed(path)[1])
