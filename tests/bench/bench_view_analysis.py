@@ -137,6 +137,13 @@ if piece == "lint":  # lint's loop: read_capture and the analyser, every rule
                 an.feed(r)
     an.finish()
     raise SystemExit
+if piece == "cli":  # `mcptrace lint` as the timed rounds run it (its report included), in this process
+    from tracer.cli import main
+    try:
+        main(["lint", "--jobs", "1", "--no-config", "--no-progress", "--fail-on", "never", "-f", "json", path])
+    except SystemExit:
+        pass
+    raise SystemExit
 CODE = {**{k: i for i, k in enumerate(Kind)}, **{e: i for i, e in enumerate(Era)}, **{d: i for i, d in enumerate(Direction)}}
 out = os.open(os.devnull, os.O_WRONLY)
 def loop(f, first, lines, handoff):
@@ -170,7 +177,7 @@ wd = tempfile.mkdtemp()
 A.Annotator(path, wd).run()
 shutil.rmtree(wd)
 """
-PIECES = ("lint", "loop", "handoff", "view")
+PIECES = ("cli", "lint", "loop", "handoff", "view")
 
 
 def instructions(tree: str, piece: str, path: str) -> int:
@@ -178,7 +185,9 @@ def instructions(tree: str, piece: str, path: str) -> int:
     with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
         cmd += [f"--log-file={log.name}", sys.executable, "-c", PIECE, path, piece]
-        subprocess.run(cmd, cwd=tree, check=True, stdout=subprocess.DEVNULL)
+        # (one hash seed for every piece: dict and set layouts, and so their probes, alike)
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        subprocess.run(cmd, cwd=tree, check=True, stdout=subprocess.DEVNULL, env=env)
         for line in log.read().splitlines():
             if "I" in line and "refs:" in line:
                 return int(line.rsplit(":", 1)[1].replace(",", ""))
@@ -221,16 +230,19 @@ def main() -> None:
         print(f"capture: {path} ({rows:,} rows); machine instructions per row (valgrind)")
         for tree in trees:
             got = {piece: instructions(tree, piece, path) / rows for piece in PIECES}
-            lint, loop = got["lint"], got["loop"]
-            print(f"{tree}:")
+            cli, lint, loop = got["cli"], got["lint"], got["loop"]
+            print(
+                f"{tree}:  (ratios: mcptrace lint's instructions / the piece's, as the timed rounds compare)"
+            )
+            print(f"  mcptrace lint (its report too)    {cli:9,.0f}")
             print(f"  lint's loop                       {lint:9,.0f}")
-            print(f"  the viewer's loop, analyser alone {loop:9,.0f}   lint / it {lint / loop:5.3f}")
+            print(f"  the viewer's loop, analyser alone {loop:9,.0f}   {cli / loop:5.3f}")
             for piece, what in (
                 ("handoff", "handing off each row's results"),
                 ("view", "the viewer's analysis"),
             ):
                 n = got[piece]
-                print(f"  {what:33s} {n:9,.0f}   lint / it {lint / n:5.3f}   its part {n - loop:7,.0f} a row")
+                print(f"  {what:33s} {n:9,.0f}   {cli / n:5.3f}   its part {n - loop:7,.0f} a row")
         return
     if args.own:
         print(f"capture: {path}; the viewer's own part per row, best of {args.rounds} runs (CPU time)")
