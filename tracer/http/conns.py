@@ -71,6 +71,15 @@ def body_facts(body: bytes | None) -> tuple[str | None, bool, bool, object, obje
     return method, fresh, not fresh, _id(obj.get("id")), _id(cancels)
 
 
+def has_result(body: bytes | bytearray) -> bool:
+    """Whether BODY is a JSON-RPC object with a `result` (untrusted bytes: anything else is not)."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return type(obj) is dict and "result" in obj
+
+
 def _id(value: object) -> object:
     return value if type(value) is int or type(value) is str else None
 
@@ -199,6 +208,8 @@ class Connections:
             note["method"] = method
         if cancels is not None and (type(cancels) is int or len(cancels) <= CANCELS_KEPT):
             note["cancels"] = cancels  # (the analysis finds the request by it; an absurd one is left out)
+        if method is None and rid is not None and (type(rid) is int or len(rid) <= CANCELS_KEPT):
+            note["answers"] = rid  # an answer to a server's request: the asked session may be any
         self.notes.append((conn, note))
         return conn
 
@@ -224,6 +235,17 @@ class Connections:
             self.tracks.handshake(group, conn, init_id)
             self._track_group[conn] = group
             self._drain_retired()
+
+    def refused(self, conn: str) -> None:
+        """The `initialize` on CONN got no result (a JSON-RPC error, an HTTP error, no answer): no
+        session began there, so nothing joins it. Left a track, a client that tried again (another
+        protocol version) had two handshakes, and its whole session went to continued connections
+        judged by no handshake."""
+        if not self.tracks.live(conn):
+            return
+        self.tracks.drop(conn)
+        if not self._carriers.get(conn) and conn not in self._owned and not self._active.get(conn):
+            self._closed(conn, "closed")  # (its TCP connection closed while it was a track)
 
     def minted(self, sid: str, conn: str) -> None:
         """A response assigned SID on CONN's exchange: the session keeps the connection."""

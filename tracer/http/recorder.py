@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from tracer.http.conns import Connections, body_facts, client_ip, id_key
+from tracer.http.conns import Connections, body_facts, client_ip, has_result, id_key
 from tracer.http.headers import (
     HTTP,
     HTTP_SSE,
@@ -86,6 +86,7 @@ class _Flow:
     rpc_key: tuple | None = None  # the id key of the request its body carries (cancels name it)
     tee: SseTee | None = None
     done: bool = False
+    begun: bool = False  # an `initialize` it carries got a result (a session began)
 
 
 def _now(t_ns: int) -> int:
@@ -182,6 +183,8 @@ class HttpRecorder:
             self.assign(f, None)
         t = _now(t_ns)
         ok = ex.status is not None and 200 <= ex.status < 300
+        if ok and rpc and f.rpc_method == "initialize":
+            f.begun = has_result(body)
         if rpc or (ok and body.strip() and is_json(header(ex.resp_headers, "content-type"))):
             self.emit(
                 [
@@ -354,6 +357,8 @@ class HttpRecorder:
         if f.counted:
             f.counted = False
             self.conns.finished(f.conn, f.rpc_key)
+        if f.rpc_method == "initialize" and not f.begun and f.conn:
+            self.conns.refused(f.conn)
 
     # -- the HTTP facts of a record ----------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tracer.framing import SseEvent, SseParser
+from tracer.http.conns import has_result
 from tracer.http.headers import HTTP_SSE, looks_jsonrpc
 from tracer.model import Direction, Record, RecordType
 
@@ -145,6 +146,8 @@ class SseTee:
             return
         if ev.has_data and ev.data != "":
             self.messages += 1
+            if f.rpc_method == "initialize" and not f.begun:
+                f.begun = has_result(ev.data.encode("utf-8", "surrogatepass"))
             out.append(
                 Record(
                     RecordType.MESSAGE,

@@ -372,7 +372,8 @@ def request_never_answered(s, end_t_ns: int):
     Nor is a `subscriptions/listen` still open: its response "is just an open stream of
     notifications" that lasts until the client ends it; nor a notification method sent with an id
     (MCP111 reports that); nor one that a cancel the proxy could not attribute to one session may
-    have named (`mcptrace help proxy`, "Connections").
+    have named, nor a server's request that an answer it could not attribute may have answered
+    (`mcptrace help proxy`, "Connections").
 
     Example: `tools/call` id 9 with no result or error after it.
     """

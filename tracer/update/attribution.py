@@ -4,8 +4,9 @@
 The HTTP door could not tell which of several session-less legacy sessions a message belongs to; it
 put the message on a connection of its own and named the candidates. Each candidate may then lack a
 message of its own, so what that message would have settled is no longer judged as missing there:
-a cancel's request is not "never answered" (MCP211), a handshake is not "never initialized"
-(MCP407, MCP409). Nothing is asserted about which candidate it was.
+a cancel's request is not "never answered" (MCP211), nor is a server's request an answer naming
+its id may be the answer to, and a handshake is not "never initialized" (MCP407, MCP409). Nothing
+is asserted about which candidate it was.
 
 `session-continued`: a connection carries the rest of one of the sessions it names, which one
 cannot be told. When their handshakes established the same things (versions, capabilities, client
@@ -35,6 +36,8 @@ def unattributed(rec: Record, data: dict, sessions: dict[str, Session]) -> str:
     names = names[:CANDIDATES_MAX] if type(names) is list else ()
     cancels = data.get("cancels")
     key = id_key(cancels) if cancels is not None and type(cancels) is not float else None
+    answers = data.get("answers")
+    asked = id_key(answers) if type(answers) is int or type(answers) is str else None
     initialized = data.get("method") == "notifications/initialized"
     for name in names:
         s = sessions.get(name) if type(name) is str else None
@@ -44,6 +47,10 @@ def unattributed(rec: Record, data: dict, sessions: dict[str, Session]) -> str:
             req = s.pending.get((Direction.C2S, key))
             if req is not None:
                 req.maybe_cancelled = True
+        if asked is not None:
+            req = s.pending.get((Direction.S2C, asked))
+            if req is not None:
+                req.maybe_cancelled = True  # (its answer may be that message: not "never answered")
         if initialized and s.init is not None and s.init.initialized_seq is None:
             s.init.initialized_seq = rec.seq  # (one of them may have sent it: not judged as missing)
     return why
