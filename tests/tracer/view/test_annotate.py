@@ -164,3 +164,37 @@ def test_each_request_of_a_second_recording_in_the_file_points_at_its_own_answer
         checked += want is not None
     assert checked == 2 * 2 * 3  # (initialize and both calls, each way, in each recording)
     assert any(ann.row(r).nfind for r in range(second, len(recs)))
+
+
+def test_a_request_waiting_for_its_answer_reads_as_its_own_row_until_its_row_is_written(tmp_path):
+    # the row loop leaves a waiting request's place in the buffer empty and packs it once, when
+    # answered or at the flush: until then the analysis must read the row from its fields
+    from tests.gencapture import generate
+    from tracer.view.rowformat import F_SEQ, KIND_CODE
+
+    whole = tmp_path / "whole.jsonl"
+    generate(whole, 60)
+    lines = whole.read_bytes().splitlines(keepends=True)
+    last_request = max(i for i, line in enumerate(lines) if b'"c2s"' in line and b"tools/call" in line)
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(b"".join(lines[: last_request + 1]))  # (its answer not yet written)
+    _, msgs, _ = _expected(path)
+    waiting_seqs = {
+        m.seq for m in msgs if m.kind is Kind.REQUEST and m.idkey is not None and m.partner_seq is None
+    }
+    assert waiting_seqs
+    (tmp_path / "work").mkdir()
+    ann = Annotator(str(path), str(tmp_path / "work"), emit=lambda m: None)
+    try:
+        ann.index.update()
+        ann.process(len(ann.index))  # every row analysed; a capture this small is not flushed yet
+        assert ann.store.flushed == 0
+        waiting = {ann.fields_of(row)[F_SEQ]: row for row in ann.deferred}
+        assert set(waiting) == waiting_seqs
+        assert all(ann.fields_of(row)[1] == KIND_CODE["request"] for row in waiting.values())
+        ann.flush(eof=True)
+        for seq, row in waiting.items():
+            assert ann.store.get(row)[F_SEQ] == seq
+            assert ann.store.get(row)[1] == KIND_CODE["request"]
+    finally:
+        ann.close()
