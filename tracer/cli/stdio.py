@@ -191,6 +191,8 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         return exc.code
     if not args.output:
         notes.say(f"capturing to {path}")
+    if args.otlp is not None:  # (the live exporter sends this connection only: tees may share a file)
+        writer.follower.own(f"stdio-{child.pid}")
     if feed is not None:
         feed.set_conn(f"stdio-{child.pid}")
         sink = feed

@@ -88,12 +88,33 @@ def _autogroup(nice: int) -> None:
         pass  # (no autogroup scheduling here, or returning to 0 is not allowed: harmless)
 
 
-def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_bodies: bool = False) -> dict:
+def _own_connection(stop_fd: int) -> str | None:
+    """The connection the tee names on stdin (one line) once its server runs; None: the door ended
+    first (a server that could not start)."""
+    got = b""
+    while not got.endswith(b"\n"):
+        chunk = os.read(stop_fd, 1)  # (byte by byte: what follows the line is the door's end)
+        if not chunk:
+            return None
+        got += chunk
+    return got.decode("utf-8", "replace").strip() or None
+
+
+def run(
+    path: str,
+    offset: int,
+    endpoint: str | None,
+    stop_fd: int,
+    *,
+    include_bodies: bool = False,
+    conn_from_stdin: bool = False,
+) -> dict:
     from tracer.analyser import Analyser
     from tracer.capture import ReadProblem, read_capture
     from tracer.export import SpanFeed
     from tracer.export.live import CLOSE_TIMEOUT_S, FAILING_TIMEOUT_S, capture_identity
     from tracer.export.otel import OtelSink
+    from tracer.model import RecordType
     from tracer.rules import select_rules
 
     _scheduling(idle=True)
@@ -105,12 +126,25 @@ def run(path: str, offset: int, endpoint: str | None, stop_fd: int, *, include_b
         identity=capture_identity(path),
         include_bodies=include_bodies,
     )
+    # A tee exports only its own connection: another tee appending to the same file at once (a host
+    # starting the server twice) writes its header and its records after this one's header, and its
+    # own exporter sends those (here they were sent again, and the other tee's under this identity).
+    own = _own_connection(stop_fd) if conn_from_stdin else None
     lines = Follow(path, offset, stop_fd)
     error = None
     try:
+        headers = 0
         for rec in read_capture(lines, path):
-            if not isinstance(rec, ReadProblem):
-                feed.feed(rec)
+            if isinstance(rec, ReadProblem):
+                continue
+            if conn_from_stdin:
+                if rec.type is RecordType.HEADER:
+                    headers += 1
+                    if headers > 1:
+                        continue  # (another recording's header: its sessions are not ours)
+                elif rec.conn != own:
+                    continue
+            feed.feed(rec)
         feed.finish()
     except Exception as exc:  # a bug costs the export, never the capture (already on disk)
         error = f"{type(exc).__name__}: {exc}"
@@ -144,9 +178,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--otlp", metavar="URL", default=None)
     p.add_argument("-q", "--quiet", action="store_true")
     p.add_argument("--include-bodies", action="store_true")
+    p.add_argument(
+        "--conn-from-stdin",
+        action="store_true",
+        help="export only the connection named on stdin's first line",
+    )
     args = p.parse_args(argv)
     stats = run(
-        args.capture, args.offset, args.otlp or None, sys.stdin.fileno(), include_bodies=args.include_bodies
+        args.capture,
+        args.offset,
+        args.otlp or None,
+        sys.stdin.fileno(),
+        include_bodies=args.include_bodies,
+        conn_from_stdin=args.conn_from_stdin,
     )
     line = summary(stats, where(args.otlp or None))
     lost = stats["dropped"] or stats["behind_bytes"] or stats["error"]

@@ -86,8 +86,18 @@ class LiveFollower:
     """The exporter process of one session (tracer.export.follow). `stop` closes its stdin: it then
     reads the rest of the capture, exports, reports on stderr and exits on its own."""
 
-    def __init__(self, endpoint: str | None, path: str, *, quiet: bool = False, include_bodies: bool = False):
+    def __init__(
+        self,
+        endpoint: str | None,
+        path: str,
+        *,
+        quiet: bool = False,
+        include_bodies: bool = False,
+        own_connection: bool = False,
+    ):
         argv = [sys.executable, "-m", "tracer.export.follow", "--offset", str(session_offset(path)), path]
+        if own_connection:  # (the tee: `own` names its connection once the server runs)
+            argv.insert(3, "--conn-from-stdin")
         if endpoint:
             argv[3:3] = ["--otlp", endpoint]
         if quiet:
@@ -99,6 +109,14 @@ class LiveFollower:
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True, start_new_session=True
         )
+
+    def own(self, conn: str) -> None:
+        """The session's connection (the tee's `stdio-<server pid>`): the only one exported."""
+        try:
+            self.proc.stdin.write(conn.encode("utf-8", "replace") + b"\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # (the exporter is gone: the capture has everything)
 
     def stop(self, wait_s: float = 0.0) -> None:
         if self.pid != os.getpid():  # (a forked child holds a copy of this object, not the process)
@@ -142,7 +160,8 @@ def wrap_writer(
 ) -> ExportingWriter:
     """`mcptrace stdio --otlp`: the exporter process starts now (before the capture process and the
     server); it is told the capture is complete when the tee closes the writer."""
-    return ExportingWriter(writer, LiveFollower(endpoint, path, quiet=quiet, include_bodies=include_bodies))
+    follower = LiveFollower(endpoint, path, quiet=quiet, include_bodies=include_bodies, own_connection=True)
+    return ExportingWriter(writer, follower)
 
 
 class ExportingWriter:
