@@ -30,6 +30,9 @@ With --first-screen: the first screen of generated ~1 GB inputs of each format (
 
     python tests/bench/bench_view.py --first-screen [--gb 1.0] [--mitm-mb 250] [--rounds 5] [--against TREE]
 
+With --mitm-ahead MITM: `G`'s read-ahead of a flow file's last flows, by the viewer itself (mitmproxy
+imported into it) against the converter's prepared tail, fresh processes, alternated rounds.
+
 The viewer runs headless (Textual's run_test) in a child process per measurement, so RSS and
 start-up are its own. Nothing here asserts a time; it reports.
 """
@@ -396,6 +399,60 @@ def _cpu_text(got: list[tuple]) -> str:
     return text + (f", converter {statistics.median(conv):.3f} s (medians)" if conv else " (median)")
 
 
+_AHEAD_CHILD = """
+import sys, time, resource
+sys.path.insert(0, sys.argv[3])
+from tracer.cli.inputs import register_optional_inputs
+register_optional_inputs()
+from tracer.inputs import spooled
+from tracer.view import viewdata
+from tracer.view.viewdata import open_view
+view = open_view(sys.argv[1])
+index = view.index
+index.update(max_bytes=index.FIRST_STEP)
+deadline = time.monotonic() + 600
+while spooled.prepared_tail(index.path) is None and time.monotonic() < deadline:
+    time.sleep(0.01)
+if sys.argv[2] == "viewer":  # (as before: the viewer reads the last flows itself, with mitmproxy)
+    viewdata.prepared_tail = lambda path: None
+ru = resource.getrusage(resource.RUSAGE_SELF)
+c, t = ru.ru_utime + ru.ru_stime, time.perf_counter()
+ok = view.read_ahead()
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t, ru.ru_utime + ru.ru_stime - c, ok, len(view.tail.lines) if ok else 0)
+view.close()
+"""
+
+
+def mitm_ahead_bench(path: str, rounds: int) -> None:
+    """G on a flow file still converting: the end read ahead by the viewer itself (mitmproxy imported
+    into it, the file walked, the last flows decoded) against the converter's prepared tail, each in
+    a fresh viewer process, alternated rounds (wall and CPU of read_ahead alone)."""
+    import statistics
+
+    got: dict[str, list[tuple[float, float]]] = {"viewer": [], "converter": []}
+    for _ in range(rounds):
+        for how in got:
+            out = subprocess.run(
+                [sys.executable, "-c", _AHEAD_CHILD, path, how, str(REPO)],
+                capture_output=True,
+                text=True,
+                cwd=REPO,
+            )
+            wall, cpu, ok, _rows = out.stdout.split()
+            assert ok == "True", out.stderr[-2000:]
+            got[how].append((float(wall), float(cpu)))
+    load = os.getloadavg()[0]
+    print(
+        f"G's read-ahead on {path} ({os.path.getsize(path) / 1e6:.0f} MB), medians of {rounds} rounds, load {load:.1f}:"
+    )
+    for how, v in got.items():
+        w, c = statistics.median(x for x, _ in v), statistics.median(y for _, y in v)
+        print(
+            f"  read by the {how:9}  wall {w:6.3f} s  CPU {c:6.3f} s  ({min(x for x, _ in v):.3f}-{max(x for x, _ in v):.3f})"
+        )
+
+
 def _shown(m: dict) -> float:
     """G to the end on screen: the rows read ahead (provisional) when there were, else the last row."""
     return m["tail_s"] if m.get("tail_s") is not None else m["last_row_s"]
@@ -421,6 +478,7 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.0, help="--first-screen: GB of each input")
     ap.add_argument("--mitm-mb", type=int, default=250, help="--first-screen: MB of the flow file")
     ap.add_argument("--against", metavar="TREE", help="--first-screen: an earlier tree's viewer too")
+    ap.add_argument("--mitm-ahead", metavar="MITM", help="G's read-ahead on a flow file: viewer vs converter")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--first-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--t0", type=float, help=argparse.SUPPRESS)
@@ -435,6 +493,9 @@ def main() -> None:
         return
     if args.floors:
         floors_bench(*args.floors, args.rounds)
+        return
+    if args.mitm_ahead:
+        mitm_ahead_bench(args.mitm_ahead, args.rounds)
         return
     if args.first_screen:
         first_screen_bench(args.gb, args.mitm_mb, args.rounds, args.only, args.against)

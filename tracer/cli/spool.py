@@ -116,11 +116,17 @@ def convert(
         with open(capture, "ab") as fh:
             fh.write(converted_header(path, fmt) + b"\n")
             batch = FIRST_BATCH
+            tail_due = fmt == "mitm" and not follow  # (see tracer.inputs.spooled.TAIL_SUFFIX)
             for rec in converted_records(inp.records, problems):
                 buf.append(record_line(rec))
                 if len(buf) >= batch:
                     batch = min(BATCH, batch * 4)
                     write_out()
+                    if (
+                        tail_due
+                    ):  # (after the first screen's rows: G at once, with no mitmproxy in the viewer)
+                        tail_due = False
+                        _prepare_tail(path, capture)
             if buf:
                 fh.write(b"\n".join(buf) + b"\n")
         if out is not None:
@@ -128,6 +134,17 @@ def convert(
     finally:
         inp.fh.close()
     return growing.ended if growing is not None else None
+
+
+def _prepare_tail(path: str, capture: str) -> None:
+    """A flow file's last rows, read ahead here for the viewer's `G` (tracer.inputs.spooled)."""
+    from addons.mitm_stream import read_tail
+    from tracer.inputs.spooled import write_tail
+
+    try:
+        write_tail(capture, read_tail(path))
+    except OSError:  # (no prepared tail: the viewer reads the end itself, as before)
+        pass
 
 
 PROBLEMS_SAID = 20  # read problems told to the viewer at most (then how many more)

@@ -37,12 +37,39 @@ def new_capture() -> tuple[str, Callable[[], None]]:
     os.close(fd)
 
     def cleanup() -> None:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        for path in (tmp, tmp + TAIL_SUFFIX, tmp + TAIL_SUFFIX + ".part"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
     return tmp, cleanup
+
+
+# A flow file's last rows, read ahead by the converter (which has mitmproxy imported already) once its
+# first batch is written: `G` reads them from CAPTURE + TAIL_SUFFIX instead of importing mitmproxy
+# into the viewer (1-3 s on a busy machine). Lines of tracer.inputs.tail's kind; empty: none.
+TAIL_SUFFIX = ".tail"
+
+
+def prepared_tail(capture: str) -> list[bytes] | None:
+    """The last rows the converter read ahead for CAPTURE ([] when there are none), or None when it
+    has not (yet)."""
+    try:
+        with open(capture + TAIL_SUFFIX, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return data.split(b"\n") if data else []
+
+
+def write_tail(capture: str, lines: list[bytes] | None) -> None:
+    """Write LINES as CAPTURE's prepared tail, whole or not at all (mode 0600: they are traffic)."""
+    part = capture + TAIL_SUFFIX + ".part"
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(b"\n".join(lines or []))
+    os.replace(part, capture + TAIL_SUFFIX)
 
 
 def start_converter(

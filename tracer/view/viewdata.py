@@ -25,7 +25,7 @@ from tracer.capture import record_from_dict
 from tracer.filter import id_text
 from tracer.index import LineIndex
 from tracer.inputs.lazy import RecordIndex, converted_header, converted_records, record_line
-from tracer.inputs.spooled import SpoolIndex, new_capture, take_early
+from tracer.inputs.spooled import SpoolIndex, new_capture, prepared_tail, take_early
 from tracer.inputs.tail import Tail, read_tail
 from tracer.model import Record
 from tracer.view.annotations import Annotations, RowSummary
@@ -195,7 +195,10 @@ class CaptureView:
             tail = read_tail(index.path, index.fmt)
         else:
             assert isinstance(index, SpoolIndex) and index.fmt.tail is not None
-            lines = index.fmt.tail(self.source)
+            # (a flow file's: read ahead by its converter, when it has, not here with mitmproxy)
+            lines = prepared_tail(index.path)
+            if lines is None:
+                lines = index.fmt.tail(self.source)
             tail = Tail(lines, 0, 0, 0) if lines else None
         if tail is None or index.complete:
             return False

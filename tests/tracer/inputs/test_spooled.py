@@ -72,3 +72,40 @@ def test_a_conversion_started_early_that_no_viewer_takes_is_stopped_and_removed_
     assert list(scratch.iterdir()) == [], "the temporary capture is removed"
     status = Path(f"/proc/{pid}/status")
     assert not status.exists() or "zombie" in status.read_text().lower(), "the converter was stopped"
+
+
+def test_a_flow_files_converter_reads_its_end_ahead_for_g_so_the_viewer_does_not(tmp_path, monkeypatch):
+    # (G on a .mitm used to import mitmproxy into the viewer to read the last flows: 1-3 s)
+    import os
+    import time
+    from dataclasses import replace
+
+    from addons.mitm_stream import read_tail
+    from tracer.cli.inputs import register_optional_inputs
+    from tracer.inputs.spooled import TAIL_SUFFIX, prepared_tail
+
+    register_optional_inputs()
+    capture = tmp_path / "c.jsonl"
+    generate(capture, 1_200, 120)
+    path = tmp_path / "flows.mitm"
+    generate_input(str(capture), path, "mitm")
+    view = open_view(str(path))
+    try:
+        index = view.index
+        assert isinstance(index, SpoolIndex)
+        index.update(max_bytes=index.FIRST_STEP)
+        deadline = time.monotonic() + BOUND_S
+        while prepared_tail(index.path) is None and not index.complete:
+            assert time.monotonic() < deadline, "the converter to read the end ahead"
+            time.sleep(0.02)
+        expected = read_tail(str(path))
+        assert expected and prepared_tail(index.path) == expected
+        assert os.stat(index.path + TAIL_SUFFIX).st_mode & 0o777 == 0o600
+        if index.complete:  # (a fast machine: the conversion ended first, so there is nothing ahead)
+            return
+        monkeypatch.setattr(index, "fmt", replace(index.fmt, tail=lambda source: 1 / 0))
+        assert view.read_ahead() or index.complete
+        assert view.tail is None or view.tail.lines == expected
+    finally:
+        view.close()
+    assert not os.path.exists(index.path + TAIL_SUFFIX), "removed with the view"
