@@ -15,6 +15,7 @@ lock only between system calls), and the spooled file is an input like any other
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import tempfile
 import threading
@@ -148,6 +149,12 @@ def keys_from_terminal() -> None:
     os.close(tty)
 
 
+def _end_by(signum: int, s: Spool) -> None:
+    s.remove()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def run(args) -> int:
     """`mcptrace view` on a stream (is_stream): spool it, judge it as a file, view it following."""
     import argparse
@@ -159,6 +166,12 @@ def run(args) -> int:
 
     register_optional_inputs()
     s = spool(args.file)
+    # ended by a signal (its terminal closed, a kill) rather than by q, the viewer still removes the
+    # spool: the default action alone left it in $TMPDIR (a never-ending pipe's, growing until its
+    # writer stopped). Then the signal's own action: raising SystemExit inside the viewer's event
+    # loop instead printed a traceback on the way out.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: _end_by(signum, s))
     try:
         try:
             fmt = _check_input(s.path, argparse.Namespace(follow=False, input_format=args.input_format))
