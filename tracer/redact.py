@@ -385,8 +385,13 @@ def argv_secrets(argv: list[str]) -> list[str]:
             except (ValueError, RecursionError):
                 pass
             continue
-        pattern = "(.+?)".join(re.escape(piece) for piece in shown.split(REDACTED))
-        m = re.fullmatch(pattern, arg, re.S)
+        pieces = shown.split(REDACTED)
+        m = re.fullmatch("(.+?)".join(re.escape(piece) for piece in pieces), arg, re.S)
+        if m is None:
+            # shown with spaces the argument lacks ("Authorization:Bearer X" is shown as
+            # "Authorization: Bearer <redacted>"): the same words, any spacing between them
+            spaced = ("\\s*".join(re.escape(w) for w in piece.split(" ")) for piece in pieces)
+            m = re.fullmatch("(.+?)".join(spaced), arg, re.S)
         if m is not None:
             found.extend(m.groups())
     return [s for s in found if len(s) >= _MIN_ECHOED_SECRET]

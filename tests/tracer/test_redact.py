@@ -321,3 +321,13 @@ def test_env_secrets_are_long_values_of_credential_named_variables():
     env = {"GITHUB_TOKEN": "ghp_abcdefgh12", "PATH": "/usr/bin:/bin", "USE_AUTH": "true", "API_KEY": 5}
     assert env_secrets(env) == ["ghp_abcdefgh12"]
     assert env_secrets(None) == []
+
+
+def test_argv_secrets_finds_a_header_value_written_without_spaces_as_mcp_remote_documents_it():
+    from tracer.redact import argv_secrets
+
+    # mcp-remote's README: "--header", "Authorization:${AUTH_HEADER}" (no space: some hosts split
+    # arguments at spaces); redact_argv shows it as "Authorization: Bearer <redacted>"
+    argv = ["npx", "mcp-remote", "https://x/mcp", "--header", "Authorization:Bearer sk-abc12345"]
+    argv += ["-H", "X-API-Key:key98765", "--header=x-api-key:key55555"]
+    assert argv_secrets(argv) == ["sk-abc12345", "key98765", "key55555"]
