@@ -160,18 +160,23 @@ def _lines(path: str, size: int) -> Iterator[tuple[list[bytes], bytes]]:
             bom = len(_BOM) if fh.read(len(_BOM)) == _BOM else 0
             fh.seek(bom)
             left = size - bom
-            rest = b""
+            pending: list[bytes] = []  # the start of a line not ended yet (a long one: many blocks)
             while left > 0:
                 block = fh.read(min(BLOCK_BYTES, left))
                 if not block:
                     break
                 left -= len(block)
                 lines = block.split(b"\n")
-                if rest:
-                    lines[0] = rest + lines[0]
-                rest = lines.pop()
+                if len(lines) == 1:
+                    pending.append(block)
+                    continue
+                if pending:
+                    pending.append(lines[0])
+                    lines[0] = b"".join(pending)
+                last = lines.pop()
+                pending = [last] if last else []
                 yield lines, b""
-            yield [], rest
+            yield [], b"".join(pending)
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
 

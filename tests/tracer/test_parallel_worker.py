@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from tests.cases import LEGACY_HANDSHAKE
+from tracer import parallel_route
 from tracer.cli import main
 from tracer.parallel import Channel, Task
 from tracer.parallel_route import route
@@ -216,3 +217,15 @@ def test_each_line_of_a_sharded_capture_reaches_one_worker_and_only_headers_reac
         1 for entries in _streams(path, 3) for e in entries if e[0] == "r"
     )
     assert guessed > len(lines) * 3 // 4
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 300])
+def test_lines_that_cross_the_routers_read_blocks_give_the_same_report(tmp_path, capsys, monkeypatch, block):
+    # (the router runs in this process: its blocks made tiny, every line spans several; a torn
+    # last line and a blank one included)
+    monkeypatch.setattr(parallel_route, "BLOCK_BYTES", block)
+    lines = [*_recording(T0), b"", *_recording(T0 + 200_000_000)]
+    path = tmp_path / "blocks.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n" + lines[5][:40])
+    doc = _same(capsys, path)
+    assert [p["line"] for p in doc["problems"]] == [len(lines) + 1]
