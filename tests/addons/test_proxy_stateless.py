@@ -38,28 +38,23 @@ def _c2s(recs) -> list:
 def _run(tmp_path, normal: int, wrong: bool):
     cap = tmp_path / "stateless.jsonl"
     with _stateless_server() as url, mcptrace_proxy(url, cap) as proxy_url:
-        argv = [
-            sys.executable,
-            str(REPO / "tests" / "wrong_client.py"),
-            "--era",
-            "legacy",
-            "--url",
-            proxy_url,
-        ]
-        bad = (
-            subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if wrong
-            else None
-        )
-        try:
-            assert all(run_clients([("legacy", proxy_url, None)] * normal))
-        finally:
-            if bad is not None:
-                out, err = bad.communicate(timeout=BOUND_S)
-        if bad is not None:
-            assert bad.returncode == 0, err
-            assert '"op": "subscribe"' in out
+        _clients(proxy_url, normal, wrong)
     return cap
+
+
+def _clients(proxy_url: str, normal: int, wrong: bool) -> None:
+    """NORMAL fixture clients at once, and the wrong one (tests/wrong_client.py) beside them."""
+    argv = [sys.executable, str(REPO / "tests" / "wrong_client.py"), "--era", "legacy", "--url", proxy_url]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    bad = subprocess.Popen(argv, cwd=REPO, **pipes) if wrong else None
+    try:
+        assert all(run_clients([("legacy", proxy_url, None)] * normal))
+    finally:
+        if bad is not None:
+            out, err = bad.communicate(timeout=BOUND_S)
+    if bad is not None:
+        assert bad.returncode == 0, err
+        assert '"op": "subscribe"' in out
 
 
 def test_concurrent_legacy_clients_of_a_stateless_server_give_no_false_finding_and_the_wrong_one_is_found(
