@@ -236,15 +236,17 @@ class Connections:
             self._track_group[conn] = group
             self._drain_retired()
 
-    def refused(self, conn: str) -> None:
+    def refused(self, conn: str, carried: bool) -> None:
         """The `initialize` on CONN got no result (a JSON-RPC error, an HTTP error, no answer): no
         session began there, so nothing joins it. Left a track, a client that tried again (another
         protocol version) had two handshakes, and its whole session went to continued connections
-        judged by no handshake."""
+        judged by no handshake. CARRIED: it came on a TCP connection (not from a HAR file, whose
+        session-less connections never end)."""
         if not self.tracks.live(conn):
             return
         self.tracks.drop(conn)
-        if not self._carriers.get(conn) and conn not in self._owned and not self._active.get(conn):
+        idle = not self._carriers.get(conn) and conn not in self._owned and not self._active.get(conn)
+        if carried and idle:
             self._closed(conn, "closed")  # (its TCP connection closed while it was a track)
 
     def minted(self, sid: str, conn: str) -> None:

@@ -358,7 +358,7 @@ class HttpRecorder:
             f.counted = False
             self.conns.finished(f.conn, f.rpc_key)
         if f.rpc_method == "initialize" and not f.begun and f.conn:
-            self.conns.refused(f.conn)
+            self.conns.refused(f.conn, bool(f.ex.client_id or f.ex.client))
 
     # -- the HTTP facts of a record ----------------------------------------------------------------
 
