@@ -108,3 +108,22 @@ def test_an_answer_to_a_servers_request_that_cannot_be_placed_leaves_it_not_neve
     (note,) = _events(path, "unattributed")
     assert note.data["answers"] == 7
     assert _analysed(path)[1] == []  # was MCP211: "ping id 7 was never answered"
+
+
+def test_an_initialize_whose_client_went_away_unanswered_ends_its_connection(capture):  # noqa: F811
+    from mitmproxy import flow as mflow
+
+    addon, path = capture
+    _init(addon)  # another session of the client, so the lost one is one of several handshakes
+    f = post(initialize(1), headers=LEGACY, resp=None, client=("127.0.0.1", next(_ports)))
+    addon.request(f)
+    addon.client_disconnected(f.client_conn)  # gone before the server answered
+    f.error = mflow.Error("client disconnected")
+    addon.error(f)
+    lost = next(c for c, ids in _c2s_by_conn(path).items() if ids == [1] and c != _first(path))
+    # it is no session: it ends (the analysis forgets it) rather than staying open to the end
+    assert lost in {r.conn for r in _events(path, "connection-closed")}
+
+
+def _first(path) -> str:
+    return next(iter(_c2s_by_conn(path)))
