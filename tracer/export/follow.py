@@ -16,6 +16,7 @@ ends the server's process group does not cut its last export short, and nobody w
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import select
 import sys
@@ -55,7 +56,8 @@ class Follow:
                     continue
                 if stopped:
                     return
-                ready, _, _ = select.select([self.stop_fd], [], [], POLL_S)
+                # (poll, not select: select refuses a descriptor past 1023 in a busy process)
+                ready = _readable(self.stop_fd, POLL_S)
                 if ready and not os.read(self.stop_fd, 4096):
                     stopped = True
                     deadline = time.monotonic() + CATCH_UP_S
@@ -86,6 +88,13 @@ def _autogroup(nice: int) -> None:
             f.write(str(nice))
     except OSError:
         pass  # (no autogroup scheduling here, or returning to 0 is not allowed: harmless)
+
+
+def _readable(fd: int, timeout_s: float) -> bool:
+    """Whether FD has something to read (or its end) within TIMEOUT_S."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(max(0, math.ceil(timeout_s * 1000))))
 
 
 def _own_connection(stop_fd: int) -> str | None:

@@ -21,7 +21,7 @@ from tracer.stdio.capture import CaptureSink
 from tracer.stdio.heap import TRIM_AFTER_BYTES, keep_freed_memory
 from tracer.stdio.priority import background, hurried
 from tracer.stdio.ring import RingReader
-from tracer.stdio.splice import read_exactly
+from tracer.stdio.splice import read_exactly, readable
 
 # The notes the relay writes on the control pipe, a fixed size each:
 _NOTE = struct.Struct("<BBxxxxxxqq")  # kind, stream, n, t_ns (or newline count for a gap)
@@ -158,7 +158,7 @@ class _Server:
         try:
             sent = []
             for sig in (signal.SIGTERM, signal.SIGKILL):
-                if select.select([self.fd], [], [], 0 if sig == signal.SIGTERM else ORPHAN_GRACE_S)[0]:
+                if readable(self.fd, 0 if sig == signal.SIGTERM else ORPHAN_GRACE_S):
                     break  # the server has exited
                 try:
                     os.killpg(self.pid, sig)

@@ -57,7 +57,7 @@ from tracer.stdio.capture_child import (
 from tracer.stdio.heap import keep_freed_memory
 from tracer.stdio.priority import background
 from tracer.stdio.ring import Ring, RingReader
-from tracer.stdio.splice import count_newlines
+from tracer.stdio.splice import count_newlines, readable
 
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 UNPARK_NS = 1_000_000
@@ -449,7 +449,7 @@ class CaptureProcess(CaptureOutcome):
                 if pid or left < 0:
                     return bool(pid) and not self._back.is_alive()
                 if exited is not None:
-                    select.select([exited], [], [], left)
+                    readable(exited, left)  # (poll: select refuses a descriptor past 1023)
                 else:
                     time.sleep(0.01)
         finally:

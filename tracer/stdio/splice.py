@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import math
 import os
 import select
 import stat
@@ -185,6 +186,14 @@ def _wait_writable(fd: int) -> None:
     p = select.poll()
     p.register(fd, select.POLLOUT)
     p.poll()
+
+
+def readable(fd: int, timeout_s: float) -> bool:
+    """Whether FD is readable (or at its end) within TIMEOUT_S: poll, not select, which refuses a
+    descriptor past 1023 (a tee started by a program that holds many files open)."""
+    p = select.poll()
+    p.register(fd, select.POLLIN)
+    return bool(p.poll(max(0, math.ceil(timeout_s * 1000))))
 
 
 def read_exactly(fd: int, n: int) -> bytes:
