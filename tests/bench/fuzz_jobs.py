@@ -1,12 +1,13 @@
 """Adversarial check of `lint --jobs N` sharding: hostile captures of several connections must lint
 byte for byte as `--jobs 1` lints them (report in every format, exit code, stderr).
 
-A worker passes a line of another worker's connection on a prefix match of the writer's layout
-(tracer.parallel_worker), so the mutations here aim at what a prefix can misread: the "conn" member
+The parent routes a message line of a settled connection to its worker on a guess, the bytes of
+its "conn" member found without a parse (tracer.parallel_route; the worker reads it in full and checks
+the guess), so the mutations here aim at what such a guess can misread: the "conn" member
 spelled with escapes, keys in another order, a duplicate member after the text (JSON keeps the last,
-the prefix sees the first), whitespace, a conn name that is a prefix of another (c1 / c10), a
+the guess sees the first), whitespace, a conn name that is a prefix of another (c1 / c10), a
 non-string conn, a BOM, CRLF, a torn line, a NUL, a very long line, a second header mid-file,
-records of an unknown type, HTTP records on a stdio conn, a broken tail behind a good prefix, times
+records of an unknown type, HTTP records on a stdio conn, a broken tail behind a good start, times
 beyond 63 bits... Seeds are the real mini-sessions of tests/fuzz_support.py, several interleaved as
 concurrent connections, sometimes also mutated at the record level (fuzz_support.mutate).
 
