@@ -83,7 +83,17 @@ class SpanBuilder:
             trace = root.trace_id if root is not None else digest(16, self.identity, "capture")
             span = Span(
                 trace,
-                digest(8, self._identity(conn), "findings", str(t_ns), str(self.spans)),
+                # named by what it holds, not by how many spans came before it: a live exporter
+                # that sends one connection of a shared file, or one started later, gives it the
+                # id `mcptrace export` gives for the whole file
+                digest(
+                    8,
+                    self._identity(conn),
+                    "findings",
+                    conn or "",
+                    str(t_ns),
+                    *(f"{f.rule}:{f.seq}:{f.message}" for f in loose),
+                ),
                 root.span_id if root is not None else None,
                 "mcptrace.findings",
                 t_ns,
