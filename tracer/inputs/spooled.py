@@ -137,13 +137,15 @@ def _discard_early() -> None:
 
 def _discard(proc: subprocess.Popen) -> None:
     """Stop a conversion nobody watches, and close its pipes."""
-    _stop(proc)
+    stop_process(proc)
     for pipe in (proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_process(proc: subprocess.Popen) -> None:
+    """A helper process stopped: SIGTERM, a bounded wait, then SIGKILL (the converter here, the
+    viewer's analysis process in tracer.view.annotations)."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -345,7 +347,7 @@ class SpoolIndex:
         return self.index.lines(first, last)
 
     def close(self) -> None:
-        _stop(self.proc)
+        stop_process(self.proc)
         # the process is gone, so its pipes end: the watcher reads to their end, closes them, ends
         if self._thread is not threading.current_thread():
             self._thread.join(JOIN_BOUND_S)

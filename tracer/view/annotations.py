@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from tracer.capture import record_from_dict
+from tracer.inputs.spooled import stop_process
 from tracer.model import Record
 from tracer.view.details import derive, expand, finding_ids
 from tracer.view.details import load as load_details
@@ -248,13 +249,7 @@ class Annotations:
                     proc.stdin.close()
             except OSError:
                 pass
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc)
             # the process is gone, so its stdout ends: the reader reads to its end, closes it, ends
             reader = self._thread
             if reader is None:
