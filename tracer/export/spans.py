@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from tracer.classify import id_key
 from tracer.export import mapping as M
-from tracer.export.spantypes import Span, SpanEvent, add_event, cap_text, digest, id_text
+from tracer.export.spantypes import Span, SpanEvent, add_event, cap_text, digest, finding_event, id_text
 from tracer.export.tracecontext import traceparent, valid_tracestate
 from tracer.http.headers import header
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
@@ -75,7 +75,7 @@ class SpanBuilder:
         for f in found:
             span = self._open_for(conn, f.seq) if f.seq else None
             if span is not None:
-                add_event(span, self._finding_event(f, t_ns))
+                add_event(span, finding_event(f, t_ns))
             else:
                 loose.append(f)
         if loose:
@@ -101,7 +101,7 @@ class SpanBuilder:
                 {M.KIND: "findings", M.CAPTURE_FILE: self.source},
                 kind="internal",
             )
-            span.events = [self._finding_event(f, t_ns) for f in loose]
+            span.events = [finding_event(f, t_ns) for f in loose]
             self._emit(span)
 
     def record(self, rec: Record) -> None:
@@ -238,7 +238,7 @@ class SpanBuilder:
             attrs[M.TOOL_ARGUMENTS] = dumps_text(m.params["arguments"])
         span = self._new_span(m, attrs)
         for f in m.findings:
-            add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, finding_event(f, rec.t_ns))
         if m.op_seq is not None and m.op_seq != rec.seq:  # a later round of an MRTR operation
             op = self._ops.get((rec.conn, m.op_seq))
             if op is not None:
@@ -289,7 +289,7 @@ class SpanBuilder:
                 span.attrs[M.TOOL_RESULT] = dumps_text(result)
         self._sse_event(span, m)
         for f in m.findings:
-            add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, finding_event(f, rec.t_ns))
         if m.op_seq is not None:
             self._round(
                 span, m, input_required=result is not None and result.get("resultType") == "input_required"
@@ -359,7 +359,7 @@ class SpanBuilder:
             span._cancel_t = rec.t_ns
         self._sse_event(span, m)
         for f in m.findings:
-            add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, finding_event(f, rec.t_ns))
 
     def _short(self, m: Analysed, what: str, found: list[Finding]) -> None:
         """A message that belongs to no request span: a zero-length span of its own."""
@@ -379,7 +379,7 @@ class SpanBuilder:
         span = self._new_span(m, attrs, name=attrs.get(M.METHOD) or f"mcptrace.{what}")
         self._sse_event(span, m)
         for f in found:
-            add_event(span, self._finding_event(f, rec.t_ns))
+            add_event(span, finding_event(f, rec.t_ns))
         self._emit(span)
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -462,17 +462,6 @@ class SpanBuilder:
             if index.get(key) == span.attrs.get(M.CAPTURE_SEQ):
                 del index[key]
         span._keys = ()
-
-    def _finding_event(self, f: Finding, t_ns: int) -> SpanEvent:
-        attrs: dict[str, Any] = {
-            M.FINDING_RULE: f.rule,
-            M.FINDING_SEVERITY: f.severity.label,
-            M.FINDING_MESSAGE: cap_text(f.message),
-            M.FINDING_SEQ: f.seq,
-        }
-        if f.path:
-            attrs[M.FINDING_PATH] = cap_text(f.path)
-        return SpanEvent(M.FINDING_EVENT, t_ns, attrs)
 
     def _sse_event(self, span: Span, m: Analysed) -> None:
         sse = m.rec.sse

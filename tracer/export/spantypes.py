@@ -78,3 +78,16 @@ def add_event(span: Span, event: SpanEvent) -> None:
         span.events.append(event)
     else:
         span.attrs[M.EVENTS_DROPPED] = span.attrs.get(M.EVENTS_DROPPED, 0) + 1
+
+
+def finding_event(f, t_ns: int) -> SpanEvent:
+    """A finding (tracer.model.Finding) as an event of the span it concerns."""
+    attrs: dict[str, Any] = {
+        M.FINDING_RULE: f.rule,
+        M.FINDING_SEVERITY: f.severity.label,
+        M.FINDING_MESSAGE: cap_text(f.message),
+        M.FINDING_SEQ: f.seq,
+    }
+    if f.path:
+        attrs[M.FINDING_PATH] = cap_text(f.path)
+    return SpanEvent(M.FINDING_EVENT, t_ns, attrs)
