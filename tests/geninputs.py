@@ -6,7 +6,10 @@ Each keeps the capture's traffic: a host log writes every message as Claude Desk
 then; NDJSON writes the bare messages; HAR writes one POST entry per client message, the server's
 answer as its body (a notification gets a 202); a mitmproxy flow file likewise, one flow each.
 
-    python tests/geninputs.py CAPTURE.jsonl OUT --format hostlog|ndjson|har|mitm
+    python -m tests.geninputs CAPTURE.jsonl OUT --format hostlog|ndjson|har|mitm
+
+(as a module: run as a script, tests/ comes first on the path and its tracer/ test package hides
+the real tracer package.)
 """
 
 from __future__ import annotations
