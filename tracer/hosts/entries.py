@@ -183,6 +183,8 @@ def _toml_entries(path: Path, text: str, host: Host) -> list[Entry]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nesting level
+        raise ConfigFileError(f"{path}: not valid TOML: nested too deeply to read") from None
     servers = data.get("mcp_servers")
     if not isinstance(servers, dict):
         return []

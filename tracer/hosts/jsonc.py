@@ -86,7 +86,7 @@ class _Parser:
             return self.arr(depth)
         if c == '"':
             start = self.i
-            return Node(start, self.string_end(), json.loads(self.t[start : self.i]))
+            return Node(start, self.string_end(), self.string(start))
         start = self.i
         while self.i < len(self.t) and self.t[self.i] not in ",]}/ \t\r\n":
             self.i += 1
@@ -96,6 +96,15 @@ class _Parser:
         except ValueError:
             self.i = start
             raise self.fail(f"unexpected {word[:20]!r}") from None
+
+    def string(self, start: int) -> str:
+        """The string literal from START to here; a raw control character or an escape JSON does
+        not have is a syntax error with its place, as any other (json.loads raised it bare)."""
+        try:
+            return json.loads(self.t[start : self.i])
+        except json.JSONDecodeError as exc:
+            self.i = start + exc.pos
+            raise self.fail(f"bad string: {exc.msg.removesuffix(' at')}") from None
 
     def string_end(self) -> int:
         t, i = self.t, self.i + 1
@@ -124,7 +133,8 @@ class _Parser:
             if not self.t.startswith('"', self.i):
                 raise self.fail("expected a quoted key")
             k0 = self.i
-            key = json.loads(self.t[k0 : self.string_end()])
+            self.string_end()
+            key = self.string(k0)
             self.skip()
             if not self.t.startswith(":", self.i):
                 raise self.fail("expected ':'")

@@ -190,6 +190,8 @@ def test_a_remote_server_is_explained_and_with_remote_pointed_at_a_working_proxy
         "{" * 5000,
         '{"mcpServers": {"a": {"command": "x", "args": "y"}}}',
         '\ufeff{"mcpServers": {}}',
+        '{"mcpServers": {"a\x00": {"command": "x\ty"}}}',  # raw control characters in strings
+        '{"mcpServers": {"a": {"command": "\\x"}}}',  # an escape JSON does not have
     ],
 )
 def test_hostile_config_content_never_breaks_wrap_or_doctor(home, capsys, text):
@@ -225,3 +227,18 @@ def test_a_lone_surrogate_escape_in_a_config_is_wrapped_shown_and_unwrapped_with
     assert "srv\\ud800" in run("doctor", "--host", "cursor", "--config", str(path))
     run("unwrap", "--host", "cursor", "--config", str(path))
     assert path.read_bytes() == original
+
+
+def test_a_codex_toml_nested_past_the_parsers_limit_is_a_bad_file_not_an_internal_error(home, capsys):
+    # tomllib recurses per level: 5,000 nested arrays raised RecursionError (exit 70) in wrap,
+    # unwrap and doctor
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text("x = " + "[" * 5000 + "]" * 5000 + '\n[mcp_servers.a]\ncommand = "python"\n')
+    before = path.read_bytes()
+    assert main(["wrap", "--host", "codex"]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
+    assert main(["doctor", "--host", "codex"]) == 0
+    out, err = capsys.readouterr()
+    assert "internal error" not in err and "Traceback" not in out + err
+    assert path.read_bytes() == before
