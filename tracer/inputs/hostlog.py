@@ -19,7 +19,8 @@ from typing import IO
 
 import orjson
 
-from tracer.capture import ReadProblem, iter_lines
+from tracer.capture import ReadProblem
+from tracer.lines import LongLine, iter_lines
 from tracer.model import Direction, Record, RecordType
 
 LEVELS = frozenset({"info", "error", "warn", "warning", "debug", "trace", "notice", "fatal"})
@@ -108,7 +109,7 @@ def _json_part(payload: bytes) -> bytes | None:
         return None
     try:
         _, end = _decoder.raw_decode(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the decoder's limit: not a payload it reads
         return None
     return text[:end].encode("utf-8")
 
@@ -240,6 +241,9 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     seq = 0
     streams = _Streams()
     for n, line, _had_nl in iter_lines(fh):
+        if type(line) is LongLine:  # (not kept: its number and its first bytes)
+            yield ReadProblem(source, n, line.message())
+            continue
         line = line.rstrip(b"\r")
         if not line.strip():
             continue
