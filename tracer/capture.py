@@ -8,17 +8,19 @@ tolerates a torn last line (a killed writer), and reports a broken line by its n
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
 from tracer import __version__
+from tracer.lines import LINE_MAX, LongLine, capped_readline, skip_rest
 from tracer.model import Direction, Record, RecordType
 from tracer.output import FORMAT_NAME, open_output
 from tracer.recordmodel import check_envelope, check_header, check_int64, check_t_ns
@@ -284,9 +286,6 @@ class CaptureWriter:
         if done < sum(map(len, lines)):  # (a regular file takes it all; a pipe or a full disk may not)
             self._write_bytes(b"".join(lines)[done:])
 
-    def _write_obj(self, obj: dict[str, Any]) -> None:
-        self._write_bytes(safe_dumps(obj) + b"\n")
-
     def next_seq(self) -> int:
         with self._lock:
             self._seq += 1
@@ -299,7 +298,10 @@ class CaptureWriter:
             rec.seq = self._seq
             if not rec.t_ns:
                 rec.t_ns = time.time_ns()
-            self._write_obj(record_to_dict(rec, redact=self.redact))
+            line = safe_dumps(record_to_dict(rec, redact=self.redact)) + b"\n"
+            if len(line) > _LINE_LIMIT:
+                line = _fitted(rec, len(line), self.redact)
+            self._write_bytes(line)
             self.records_written += 1
         return rec
 
@@ -334,6 +336,8 @@ class CaptureWriter:
                         # request path that is not UTF-8), an integer past 64 bits. The record is
                         # written all the same (the refusal lost it, and every later one of its batch)
                         line = safe_dumps(obj, option=newline)
+                if len(line) > _LINE_LIMIT:
+                    line = _fitted(rec, len(line), self.redact)
                 lines.append(line)
                 self.records_written += 1
             self._write_lines(lines)
@@ -351,6 +355,30 @@ class CaptureWriter:
         self.close()
 
 
+_LINE_LIMIT = LINE_MAX + 1  # (with its newline)
+
+
+def _fitted(rec: Record, length: int, redact: bool) -> bytes:
+    """The line of a record that would be LENGTH bytes, longer than any reader reads
+    (tracer.lines): its bytes cut to fit, whole characters, the bytes not kept counted in
+    `data.cut` as the tee counts a line's past its own cap. (No real peer sends such a message;
+    a hostile one is still relayed whole.)"""
+    raw = rec.raw
+    keep = len(raw)
+    while True:
+        keep = keep * (LINE_MAX - 64 * 1024) // length  # (the other fields keep their size)
+        while 0 < keep < len(raw) and raw[keep] & 0xC0 == 0x80:  # (not inside a UTF-8 character)
+            keep -= 1
+        data = dict(rec.data) if rec.data is not None else {}
+        cut = data.get("cut")
+        data["cut"] = (cut if type(cut) is int and cut > 0 else 0) + len(raw) - keep
+        short = dataclasses.replace(rec, raw=raw[:keep], data=data)
+        line = safe_dumps(record_to_dict(short, redact=redact)) + b"\n"
+        if len(line) <= _LINE_LIMIT or keep == 0:
+            return line
+        length = len(line)
+
+
 @dataclass(slots=True)
 class ReadProblem:
     """A capture line that could not be read. The reader goes on after it."""
@@ -364,20 +392,11 @@ class ReadProblem:
         return f"{self.source}:{self.line}: {self.message}"
 
 
-def iter_lines(fh: IO[bytes], first_line: int = 1) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, content without newline, had_newline) for every line of a binary file."""
-    n = first_line - 1
-    for raw in fh:
-        n += 1
-        if raw.endswith(b"\n"):
-            yield n, raw[:-1], True
-        else:
-            yield n, raw, False
-
-
 def _line_problem(line: bytes, n: int, source: str) -> ReadProblem | None:
     """Why a capture line is not a record (None: a blank line), read again without its newline so
     the parser's message gives the same positions whichever way the line was first read."""
+    if type(line) is LongLine:
+        return ReadProblem(source, n, line.message())
     had_nl = line.endswith(b"\n")
     if had_nl:
         line = line[:-1]
@@ -417,10 +436,18 @@ def read_capture(fh: Iterable[bytes], source: str = "", start: int = 0) -> Itera
     fast = _fast_record
     saw_header = False
     n = start
+    lines, limit = fh, None
+    if hasattr(fh, "readline"):  # a file: no line longer than the cap is held (tracer.lines)
+        readline, limit = capped_readline(fh)
+        lines = iter(readline, b"")
     # The lint hot path: each line goes to orjson as read (its final newline is JSON whitespace),
     # with no copy, no strip and no extra generator; blank lines are sorted out when they fail.
-    for line in fh:
+    for line in lines:
         n += 1
+        if len(line) == limit and line[-1] != 10:  # (a long line: its start, the rest unread)
+            yield ReadProblem(source, n, LongLine(line, limit - 1).message())
+            skip_rest(fh)
+            continue
         try:
             obj = loads(line)
             if type(obj) is not dict:

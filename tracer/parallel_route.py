@@ -43,6 +43,7 @@ from tracer.analyser import _CLOSE_EVENTS, tee_session
 from tracer.capture import ReadProblem, read_capture, read_record
 from tracer.classify import classify_common, classify_raw
 from tracer.inputs import InputError
+from tracer.lines import EVIDENCE_BYTES, LINE_MAX, LongLine
 from tracer.model import Direction, Kind, RecordType
 from tracer.parallel import _BOM, END, HTTP_TRANSPORTS, Channel, Task
 
@@ -147,10 +148,10 @@ def route(task: Task, chans: list[Channel]) -> bool:
     return True
 
 
-def _lines(path: str, size: int) -> Iterator[tuple[list[bytes], bytes]]:
+def _lines(path: str, size: int) -> Iterator[tuple[list, bytes]]:
     """The file's first `size` bytes (past a BOM, as tracer.inputs.open_input reads it) a block at a
     time: (its whole lines without their newline, what comes after the last newline of the file's
-    end: a line without newline, or b"")."""
+    end: a line without newline, or b""). A line past the cap comes as a batch of its own, `[LongLine]`."""
     try:
         fh = open(path, "rb", buffering=0)  # noqa: SIM115 (closed below)
     except OSError as exc:
@@ -161,22 +162,37 @@ def _lines(path: str, size: int) -> Iterator[tuple[list[bytes], bytes]]:
             fh.seek(bom)
             left = size - bom
             pending: list[bytes] = []  # the start of a line not ended yet (a long one: many blocks)
+            held = 0  # its bytes
+            long = None  # a line past the cap (tracer.lines): its start only, the rest not kept
             while left > 0:
                 block = fh.read(min(BLOCK_BYTES, left))
                 if not block:
                     break
                 left -= len(block)
                 lines = block.split(b"\n")
-                if len(lines) == 1:
-                    pending.append(block)
+                ends = len(lines) > 1
+                if long is None and held + len(lines[0]) > LINE_MAX:
+                    start = b"".join(p[:EVIDENCE_BYTES] for p in [*pending[:EVIDENCE_BYTES], lines[0]])
+                    long, pending = LongLine(start, LINE_MAX), []
+                held += len(lines[0])
+                if not ends:
+                    if long is None:
+                        pending.append(block)
                     continue
-                if pending:
+                if long is not None:
+                    yield [long], b""  # (a batch of its own, read in full by `_route`)
+                    del lines[0]
+                elif pending:
                     pending.append(lines[0])
                     lines[0] = b"".join(pending)
+                # (the lines inside a block are shorter than the cap: no cap is below a block)
                 last = lines.pop()
-                pending = [last] if last else []
+                pending, held, long = ([last] if last else []), len(last), None
                 yield lines, b""
-            yield [], b"".join(pending)
+            if long is not None:
+                yield [long], b""
+            else:
+                yield [], b"".join(pending)
         except OSError as exc:
             raise InputError(f"{path}: {exc.strerror or exc}") from None
 
@@ -219,6 +235,9 @@ def _route(task: Task, sinks: list[_Sink]) -> None:
     def full(line: bytes) -> None:
         """A line read in full here: the decisions every worker used to make alike."""
         nonlocal records, last_t, header, probe
+        if type(line) is LongLine:  # (not read: its number and its start are the problem)
+            sinks[0].add(("p", number, ReadProblem(path, number, line.message())))
+            return
         for item in read_capture((line,), path, number - 1):
             if type(item) is ReadProblem:
                 sinks[0].add(("p", number, item))
@@ -279,6 +298,10 @@ def _route(task: Task, sinks: list[_Sink]) -> None:
                 s.add(("s", conn))
 
     for lines, rest in _lines(path, task.size):
+        if lines and type(lines[0]) is LongLine:  # (a line past the cap: a batch of its own)
+            number += 1
+            full(lines[0])
+            continue
         for line in lines:
             number += 1
             # (a message line in the writer's layout, of a settled connection: routed on the guess

@@ -23,6 +23,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from tracer.lines import EVIDENCE_BYTES, LINE_MAX, LongLine
+
 CATCH_UP_S = 30.0  # after the session ended: reading the rest of the file, at most this long
 POLL_S = 0.05  # no new bytes: look again this often (a span reaches the exporter within this)
 CHUNK = 1 << 20
@@ -37,20 +39,39 @@ class Follow:
         self.pos = offset
         self.stop_fd = stop_fd
 
-    def __iter__(self) -> Iterator[bytes]:
+    def __iter__(self) -> Iterator[bytes | LongLine]:
         stopped = False
         deadline = float("inf")
         with open(self.path, "rb") as fh:
             fh.seek(self.pos)
-            tail = b""
+            # a line still being written (or a torn last one), in pieces joined once it ends: a long
+            # line is not copied again at every chunk; past the line cap only its start is kept
+            # (read_capture reports it, tracer.lines), so memory stays bounded whoever writes the file
+            tail: list[bytes] = []
+            held = 0
             while True:
                 chunk = fh.read(CHUNK)
                 if chunk:
-                    lines = (tail + chunk).split(b"\n")
-                    tail = lines.pop()  # a line still being written (or a torn last line)
-                    for line in lines:
-                        self.pos += len(line) + 1
-                        yield line + b"\n"
+                    lines = chunk.split(b"\n")
+                    last = lines.pop()
+                    if lines:
+                        first = lines[0]
+                        if held + len(first) > LINE_MAX:
+                            self.pos += held + len(first) + 1
+                            yield LongLine(
+                                b"".join([*tail[:EVIDENCE_BYTES], first[:EVIDENCE_BYTES]]), LINE_MAX
+                            )
+                            del lines[0]
+                        elif tail:
+                            lines[0] = b"".join([*tail, first])
+                        tail, held = [], 0
+                        for line in lines:
+                            self.pos += len(line) + 1
+                            yield line + b"\n"
+                    if last:
+                        if held <= LINE_MAX:
+                            tail.append(last)
+                        held += len(last)
                     if stopped and time.monotonic() > deadline:
                         return
                     continue

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO
 
-from tracer.capture import ReadProblem, iter_lines
+from tracer.capture import ReadProblem
 from tracer.classify import id_key, parse_json
+from tracer.lines import LongLine, iter_lines
 from tracer.model import Direction, Record, RecordType
 from tracer.protocol import CLIENT_METHODS_ANY, SERVER_METHODS_ANY
 
@@ -74,6 +75,9 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     guesser = DirectionGuesser()
     seq = 0
     for n, line, had_nl in iter_lines(fh):
+        if type(line) is LongLine:  # (not kept: its number and its first bytes)
+            yield ReadProblem(source, n, line.message())
+            continue
         if not line.strip():
             continue
         seq += 1

@@ -15,14 +15,19 @@ from textual.widgets.option_list import Option
 from ui.format import size
 from ui.keys import bindings
 
+HEADER_MAX = 4 << 20  # bytes of a capture's first line read for its description (argv: at most 2 MiB)
+
 
 def describe(path: Path) -> str:
     try:
         st = path.stat()
         with open(path, "rb") as fh:
-            head = orjson.loads(fh.readline() or b"{}")
+            # (at most a header's worth: a file whose first line never ends is not read whole)
+            head = orjson.loads(fh.readline(HEADER_MAX) or b"{}")
     except (OSError, orjson.JSONDecodeError):
         head, st = {}, None
+    if type(head) is not dict:  # (a file in the captures' directory that is no capture)
+        head = {}
     what = head.get("command") or head.get("upstream") or ""
     if isinstance(what, list):
         what = " ".join(map(str, what))
