@@ -99,3 +99,19 @@ def test_a_message_line_whose_payload_is_not_json_is_host_text_not_a_message(tmp
     texts = [r.data["text"] for r in recs if r.type is RecordType.EVENT]
     assert texts == ["Message from server: Starting filesystem server..."]
     assert not [f for f in found if f.rule.startswith("MCP1")]
+
+
+def test_a_message_payload_nested_past_the_decoders_limit_is_host_text_and_the_lines_after_are_read(tmp_path):
+    # 100,000 levels: past orjson's limit and the stdlib decoder's recursion limit. Before, the
+    # decoder's RecursionError ended the read: the whole log "cannot be read" (lint exit 2).
+    deep = "[" * 100_000 + "]" * 100_000
+    recs, msgs, _ = _lint(
+        tmp_path,
+        (
+            f"2025-06-13T14:44:29.945Z [info] [fs] Message from client: {INIT}\n"
+            f"2025-06-13T14:44:29.950Z [info] [fs] Message from server: {deep}\n"
+            f"2025-06-13T14:44:30.001Z [info] [fs] Message from server: {INIT_RESULT}\n"
+        ),
+    )
+    assert [m.rec.dir.value for m in msgs] == ["c2s", "s2c"]
+    assert [r.data["text"][:24] for r in recs if r.type is RecordType.EVENT] == ["Message from server: [[["]
