@@ -100,13 +100,6 @@ def run(args: argparse.Namespace) -> int:
             k for k in ("select", "ignore") if settings.sources[k] not in ("default", "command line")
         ]
         raise UsageError(f"{settings.where(from_file[0])}: {exc}" if from_file else str(exc)) from None
-    if not rules:  # (`--select "$RULES"` of an empty variable): a pass that checked nothing is no pass
-        sel, ign = ",".join(args.select or ()), ",".join(args.ignore or ())
-        raise UsageError(
-            f"the selection leaves no rule to run (select {sel!r}"
-            + (f", ignore {ign!r}" if ign else "")
-            + "; see `mcptrace rules`)"
-        )
     from tracer.parallel import default_jobs
     from tracer.parallel_pool import WorkerFailed
 

@@ -53,8 +53,21 @@ def all_rules() -> dict[str, Rule]:
 
 
 def select_rules(select: Iterable[str] | None = None, ignore: Iterable[str] | None = None) -> list[Rule]:
-    """Rules chosen by ids or prefixes (`MCP1`, `MCP31`, `MCP310`); unknown tokens are an error."""
-    return select_from(all_rules(), select, ignore)
+    """Rules chosen by ids or prefixes (`MCP1`, `MCP31`, `MCP310`); unknown tokens are an error, and
+    so is a selection that leaves no rule (`--select "$RULES"` of an empty variable, an ignore taking
+    back the whole select): a check that ran no rule would pass what it never checked. Every door
+    that selects rules (lint, the pytest plugin) comes through here."""
+    select = list(select) if select is not None else None
+    ignore = list(ignore) if ignore is not None else None
+    rules = select_from(all_rules(), select, ignore)
+    if not rules:
+        sel, ign = ",".join(select or ()), ",".join(ignore or ())
+        raise SelectionError(
+            f"the selection leaves no rule to run (select {sel!r}"
+            + (f", ignore {ign!r}" if ign else "")
+            + "; see `mcptrace rules`)"
+        )
+    return rules
 
 
 __all__ = ["REGISTRY", "Rule", "SelectionError", "all_rules", "rule", "select_rules"]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tracer.testing.capture import McpCapture, McpSpecWarning, at_or_above, format_findings
+from tracer.testing.capture import McpCapture, McpSpecWarning, _ids, at_or_above, format_findings
 
 _CAPTURES = pytest.StashKey[list]()
 _KEPT = pytest.StashKey[list]()
@@ -77,6 +77,19 @@ class _Policy:
             )
         self.select = kw.get("select", project["select"])
         self.ignore = kw.get("ignore", project["ignore"])
+        # checked before the test runs, by the one place that selects rules: an unknown id, or a
+        # selection leaving no rule (which would pass every capture unchecked), is the user's to fix
+        from tracer.rules import SelectionError, select_rules
+
+        try:
+            select_rules(_ids(self.select), _ids(self.ignore))
+        except SelectionError as exc:
+            origin = (
+                "@pytest.mark.mcptrace"
+                if "select" in kw or "ignore" in kw
+                else "the project config ([tool.mcptrace] select / ignore)"
+            )
+            raise pytest.UsageError(f"mcptrace: {origin}: {exc}") from None
         self.baseline = kw.get("baseline", project["baseline"])
         self.fail_on = kw.get("fail_on") or cfg.getoption("--mcptrace-fail-on") or project["fail-on"]
         if self.fail_on not in _FAIL_ON:

@@ -273,3 +273,47 @@ def test_the_plugin_is_registered_by_the_installed_entry_point():
     (ep,) = [e for e in entry_points(group="pytest11") if e.name == "mcptrace"]
     assert ep.value == "tracer.testing.plugin"
     assert sys.modules.get("tracer.testing.plugin") is not None  # loaded in this very run
+
+
+def test_a_selection_that_leaves_no_rule_is_a_usage_error_not_a_silent_pass(project):
+    # `select=os.environ.get("RULES", "")` of an unset variable, or an ignore taking back the whole
+    # select: linting with no rule would pass a server it never checked (bad_server breaks MCP203)
+    project.makepyfile(
+        test_empty="""
+        import sys
+        import pytest
+        from raw_client import drive
+
+        @pytest.mark.mcptrace(select="")
+        def test_empty_select(mcp_stdio):
+            drive(mcp_stdio([sys.executable, "bad_server.py"]), "ping")
+
+        @pytest.mark.mcptrace(select=["MCP2"], ignore="MCP2")
+        def test_ignore_takes_it_all_back(mcp_stdio):
+            drive(mcp_stdio([sys.executable, "bad_server.py"]), "ping")
+    """
+    )
+    result = run(project)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*mcptrace: @pytest.mark.mcptrace: the selection leaves no rule to run (select ''*",
+            "*mcptrace: @pytest.mark.mcptrace: the selection leaves no rule to run (select 'MCP2', ignore 'MCP2'*",
+        ],
+        consecutive=False,
+    )
+    project.makepyprojecttoml('[tool.mcptrace]\nignore = ["MCP"]\n')
+    project.makepyfile(
+        test_empty="""
+        import sys
+        from raw_client import drive
+
+        def test_ping(mcp_stdio):
+            drive(mcp_stdio([sys.executable, "bad_server.py"]), "ping")
+    """
+    )
+    result = run(project)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*mcptrace: the project config ([[]tool.mcptrace[]] select / ignore): the selection*"]
+    )
