@@ -17,6 +17,7 @@ import functools
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 from typing import Any
@@ -410,9 +411,31 @@ def _json_hidden(value: Any, shown: Any, found: list[str], depth: int) -> None:
             _json_hidden(v, s, found, depth + 1)
 
 
+# A credential-named variable that holds where a credential is, not the credential: its name ends
+# in a word for a place (SSH_AUTH_SOCK, GPG_KEY_FILE, VAULT_TOKEN_PATH, GNUPG_KEY_DIR)...
+_PLACE_NAME = re.compile(r"(?i)(?:^|_)(?:sock|socket|file|filename|path|dir|home)$")
+# ...or it names a file that is there (GOOGLE_APPLICATION_CREDENTIALS=/home/me/key.json); either
+# way its value is one absolute or home path, no spaces (a PEM key's text, or a token, is none)
+_PATH_VALUE = re.compile(r"(?:/|~/|[A-Za-z]:[\\/])[^\s]*")
+
+
+def _is_place(name: str, value: str) -> bool:
+    if _PATH_VALUE.fullmatch(value) is None:
+        return False
+    if _PLACE_NAME.search(name):
+        return True
+    try:
+        return os.path.exists(os.path.expanduser(value))
+    except (OSError, ValueError):  # (a NUL in it, a name too long)
+        return False
+
+
 def env_secrets(environ: Any) -> list[str]:
     """The values of credential-named environment variables (`GITHUB_TOKEN`, `OPENAI_API_KEY`...):
-    a host hands a server its keys this way, and a server may print them on its stderr."""
+    a host hands a server its keys this way, and a server may print them on its stderr. A value
+    that is the path of a credential (`SSH_AUTH_SOCK`, `*_KEY_FILE`, a credentials file that
+    exists) is no secret itself: a server's error about it keeps the path that says what went
+    wrong. (An AWS secret key may start with "/" too: it is hidden, not being such a name or file.)"""
     try:
         items = list(environ.items())
     except (AttributeError, TypeError):
@@ -420,7 +443,11 @@ def env_secrets(environ: Any) -> list[str]:
     return [
         v
         for k, v in items
-        if type(k) is str and type(v) is str and len(v) >= _MIN_ENV_SECRET and is_secret(k)
+        if type(k) is str
+        and type(v) is str
+        and len(v) >= _MIN_ENV_SECRET
+        and is_secret(k)
+        and not _is_place(k, v)
     ]
 
 

@@ -323,6 +323,26 @@ def test_env_secrets_are_long_values_of_credential_named_variables():
     assert env_secrets(None) == []
 
 
+def test_env_secrets_leave_out_paths_of_credentials_and_keep_credentials_that_look_like_paths(tmp_path):
+    from tracer.redact import env_secrets
+
+    creds = tmp_path / "creds.json"
+    creds.write_text("{}")
+    places = {
+        "SSH_AUTH_SOCK": "/tmp/ssh-XXXX/agent.12",
+        "GPG_KEY_FILE": "/home/me/.gnupg/key.asc",
+        "VAULT_TOKEN_PATH": "~/.vault-token",
+        "WIN_KEY_PATH": "C:\\Users\\me\\key.pem",
+        "GOOGLE_APPLICATION_CREDENTIALS": str(creds),  # (no place word: the file is there)
+    }
+    kept = {
+        "AWS_SECRET_ACCESS_KEY": "/kLx+abcdefghijk/lmnopq",  # (base64: may start with "/")
+        "SERVICE_TOKEN": str(tmp_path / "no-such-file"),
+        "TLS_KEY_FILE": "-----BEGIN PRIVATE KEY----- MIIEv",  # (the key itself, not its path)
+    }
+    assert env_secrets({**places, **kept}) == list(kept.values())
+
+
 def test_argv_secrets_finds_a_header_value_written_without_spaces_as_mcp_remote_documents_it():
     from tracer.redact import argv_secrets
 

@@ -54,6 +54,16 @@ ROOM_WAIT_NS = 500_000_000
 ROOM_POLL_MS = 10  # (meanwhile, notes the control pipe could not take are handed over this often)
 
 
+def _json_like(line: bytes) -> bool:
+    """Whether a line is shaped as JSON text, an object or an array (a message, or a batch): its
+    ends only, so a long line costs no more than a short one. (Bulk runs take only such lines.)"""
+    head, tail = line[:16].lstrip(), line[-16:].rstrip()
+    return bool(head) and bool(tail) and (head[0], tail[-1]) in _JSON_ENDS
+
+
+_JSON_ENDS = frozenset({(0x7B, 0x7D), (0x5B, 0x5D)})  # {...} and [...]
+
+
 class CaptureOutcome:
     """What happened to a capture, for the tee's summary line and the tests; shared by the in-process
     sink and the capture process (which fills it from its final report)."""
@@ -98,7 +108,9 @@ class CaptureSink(CaptureOutcome):
         # (the live OTLP export) needs every record as a Record.
         self._runs = isinstance(writer, CaptureWriter)
         # credentials of the server's command line and environment, hidden where the server echoes
-        # them on stderr (tracer.stdio.tee.open_capture sets them; message bodies are never altered)
+        # them: on stderr, and in a stdout (or stdin) line that is no JSON, a banner or a log line a
+        # server prints there by mistake (tracer.stdio.tee.open_capture sets them; a JSON line, a
+        # message, is never altered: its bytes are the truth the rules judge)
         self._hidden: tuple[bytes, ...] = getattr(writer, "stderr_secrets", ())
         self._suspect = False  # a line the live check has not seen yet may open a multi-line group
         self._pos = [0, 0, 0]  # stream offset of the next byte the writer will see
@@ -370,7 +382,9 @@ class CaptureSink(CaptureOutcome):
             self.messages += 1
             rtype = RecordType.MESSAGE
         # positional: this runs once per line (type, seq, t_ns, dir, raw, transport, conn, offset, eol)
-        data = fr.data if stream != STDERR or not self._hidden else hide_known(fr.data, self._hidden)
+        data = fr.data
+        if self._hidden and (stream == STDERR or not _json_like(data)):
+            data = hide_known(data, self._hidden)
         rec = Record(rtype, 0, t_ns, _DIRS[stream], data, "stdio", self.conn, fr.offset, fr.eol)
         if fr.cut:
             rec.data = {"cut": fr.cut}

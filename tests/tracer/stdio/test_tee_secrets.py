@@ -57,3 +57,49 @@ def test_secrets_the_server_echoes_on_stderr_are_redacted_in_the_capture_not_in_
 def test_no_redact_keeps_what_the_server_printed(tmp_path):
     _, capture = _tee(tmp_path, "--no-redact")
     assert all(secret in capture for secret in SECRETS)
+
+
+# A server that prints a start-up banner on stdout (no JSON: MCP801's case) naming its token and
+# where its key file and agent socket are, then echoes its input.
+BANNER_SERVER = (
+    "import os, sys\n"
+    "print('ready, token', os.environ['GITHUB_TOKEN'], 'key file', os.environ['DEPLOY_KEY_FILE'], flush=True)\n"
+    "print('agent at', os.environ['SSH_AUTH_SOCK'], file=sys.stderr, flush=True)\n"
+    "for line in sys.stdin:\n"
+    "    sys.stdout.write(line); sys.stdout.flush()\n"
+)
+
+
+def test_a_secret_on_a_stdout_line_that_is_no_json_is_hidden_and_paths_of_credentials_are_shown(tmp_path):
+    cap = tmp_path / "cap.jsonl"
+    key_file = tmp_path / "deploy.key"
+    env = {**os.environ, "GITHUB_TOKEN": SECRETS[2].decode(), "DEPLOY_KEY_FILE": str(key_file)}
+    env["SSH_AUTH_SOCK"] = "/tmp/ssh-XYZ123/agent.4242"
+    ping = PING.replace(b"sk-live-0123456789", SECRETS[2])  # a message naming the token: never altered
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracer",
+            "stdio",
+            "-q",
+            "-o",
+            str(cap),
+            "--",
+            sys.executable,
+            "-c",
+            BANNER_SERVER,
+        ],
+        input=ping,
+        capture_output=True,
+        env=env,
+        timeout=BOUND_S,
+    )
+    assert run.returncode == 0, run.stderr
+    banner = f"ready, token {SECRETS[2].decode()} key file {key_file}\n".encode()
+    assert run.stdout == banner + ping  # the host gets every byte the server wrote
+    records = [json.loads(line) for line in cap.read_bytes().splitlines()]
+    s2c = [r["text"] for r in records if r["type"] == "message" and r["dir"] == "s2c"]
+    assert s2c == [f"ready, token <redacted> key file {key_file}", ping.decode().rstrip("\n")]
+    (stderr,) = [r["text"] for r in records if r["type"] == "stderr"]
+    assert stderr == "agent at /tmp/ssh-XYZ123/agent.4242"
