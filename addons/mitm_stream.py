@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from tracer.capture import ReadProblem
-from tracer.http.flows import CLIENT_CLOSED, OutOfOrder, Step, WireOrder, replay_sorted
+from tracer.http.flows import CLIENT_CLOSED, OutOfOrder, Step, WireOrder, replay_sorted, step_key
 from tracer.http.recorder import Exchange
 from tracer.model import Record
 
@@ -26,31 +26,65 @@ from tracer.model import Record
 # the first screen waits for this many); mitmdump writes a flow when it ends, so a long one comes
 # after shorter ones that started later
 LAG = 256
+FLUSH = object()  # among a followed file's flows (addons.mitm_follow): give every step held now
+
+
+class _FollowOrder(WireOrder):
+    """WireOrder for a file still being written: a step that goes before one already given (a flow
+    written after the steps held were given at an idle moment) is given late, at once, in its own
+    flow's order, rather than raising OutOfOrder (a followed file is never read again whole)."""
+
+    def __init__(self, lag: int) -> None:
+        super().__init__(lag)
+        self.late: list[Step] = []
+
+    def push(self, step: Step) -> None:
+        try:
+            super().push(step)
+        except OutOfOrder:  # (raised before anything changed)
+            self.late.append(step)
+
+    def ready(self) -> Iterator[Step]:
+        if self.late:
+            late, self.late = sorted(self.late, key=step_key), []
+            yield from late
+        yield from super().ready()
 
 
 def _closing(cid: str, t: int, last: int) -> Step:
     return Step(t, CLIENT_CLOSED, last, Exchange(id="", client="", method="", url="", client_id=cid))
 
 
-def _steps(fh: IO[bytes], source: str, problems: list[ReadProblem]) -> Iterator[Step]:
-    from mitmproxy import exceptions, http, io
+def _steps(flows, source: str, problems: list[ReadProblem], *, follow: bool = False) -> Iterator[Step]:
+    """FLOWS' steps in wire order. FOLLOW (a file still being written): a FLUSH among the flows
+    gives every step held, and a step that goes before one already given is given late, at once
+    (_FollowOrder), instead of raising OutOfOrder."""
+    from mitmproxy import exceptions, http
 
     from addons.mitm_import import flow_steps
 
-    order = WireOrder(LAG)
+    order = _FollowOrder(LAG) if follow else WireOrder(LAG)
     closed: dict[str, tuple[int, int]] = {}  # client connection id -> (when it closed, its last flow)
     closing: list[tuple[int, str]] = []  # a heap of (when, client connection id); stale ones skipped
     gone: set[str] = set()  # connections whose close was given
     index = 0
     try:
-        for f in io.FlowReader(fh).stream():
+        for f in flows:
+            if f is FLUSH:  # (the file stopped growing a while: what is held goes out, as at its end)
+                for cid, (t, last) in closed.items():
+                    if cid not in gone:
+                        gone.add(cid)
+                        order.push(_closing(cid, t, last))
+                yield from order.ready()
+                yield from order.rest()
+                continue
             index += 1
             if not isinstance(f, http.HTTPFlow):
                 continue
             ex, steps, end = flow_steps(f, index)
             cid = ex.client_id
             if end and cid:
-                if cid in gone:
+                if cid in gone and not follow:
                     raise OutOfOrder(f"flow {index} is on a client connection already closed")
                 t = max(end, closed.get(cid, (0, 0))[0])
                 closed[cid] = (t, index)
@@ -71,13 +105,17 @@ def _steps(fh: IO[bytes], source: str, problems: list[ReadProblem]) -> Iterator[
     for cid, (t, last) in closed.items():
         if cid not in gone:
             order.push(_closing(cid, t, last))
+    yield from order.ready()  # (a followed file's late steps; otherwise the heap's order, as rest's)
     yield from order.rest()
 
 
 def stream(fh: IO[bytes], source: str, problems: list[ReadProblem] | None = None) -> Iterator[Record]:
     """The records `mitm_import.read` gives for FH, as flows are read; its read problem goes to
     PROBLEMS. Raises OutOfOrder (maybe after some records) when the file needs `mitm_import.read`."""
-    yield from replay_sorted(_steps(fh, source, problems if problems is not None else []), source)
+    from mitmproxy import io
+
+    flows = io.FlowReader(fh).stream()
+    yield from replay_sorted(_steps(flows, source, problems if problems is not None else []), source)
 
 
 # -- the end of a flow file read ahead of its conversion (`G` at once, see tracer.inputs.tail) -------

@@ -39,6 +39,7 @@ class McpTraceApp(App):
         self.captures = captures or []
         self.directory = directory
         self.hint = hint  # a line kept on the status bar (the proxy's URL for the host)
+        self.exit_notes: list[str] = []  # lines said on stderr once the screen is closed
 
     def on_mount(self) -> None:
         if self.path is not None:

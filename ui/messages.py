@@ -23,6 +23,14 @@ class OpenFailed(Message):
         self.error = error
 
 
+class Waiting(Message):
+    """The opening worker waits for a followed file to tell its format (`note`: what it waits for)."""
+
+    def __init__(self, note: str) -> None:
+        super().__init__()
+        self.note = note
+
+
 class ReopenWhole(Message):
     """The rows read so far are not the input's (a HAR whose entries are out of time order): open
     it again, converting the whole document first (tracer.inputs.spooled.InputRestart)."""

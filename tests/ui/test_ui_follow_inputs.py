@@ -83,3 +83,23 @@ async def test_f_on_a_host_log_opened_without_follow_starts_following_it(tmp_pat
             fh.write(_exchange(10, 1))
         await until(pilot, lambda: scr.list.count == 5, "the appended rows")
         assert scr.follow and scr.status.state.follow
+
+
+async def test_a_followed_host_log_empty_when_opened_waits_to_tell_its_format_then_reads_it_as_one(tmp_path):
+    path = tmp_path / "mcp-server-alpha.log"
+    path.write_bytes(b"")  # (the host has created its log, and written nothing yet)
+    app = McpTraceApp(str(path), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        scr = viewer(app)
+        await until(
+            pilot, lambda: "0 bytes, not enough yet to tell its format" in scr.status.state.note, "the wait"
+        )
+        with open(path, "ab") as fh:
+            fh.write(START[:40])  # a first line still being written
+        await until(pilot, lambda: "40 bytes, not enough yet" in scr.status.state.note, "the wait, on")
+        assert scr.view is None
+        with open(path, "ab") as fh:
+            fh.write(START[40:])
+        await until(pilot, lambda: scr.index_done and scr.list.count == 3, "the host log's rows")
+        assert scr.follow and scr.view.follow and scr.view.index.fmt.name == "hostlog"
+        assert [scr.view.index.line(r) for r in range(3)] == _converted_lines(str(path))

@@ -15,9 +15,10 @@ A HAR is read entry by entry (tracer.inputs.harstream) and a flow file flow by f
 is not one those readers give the whole-file reader's records for, the conversion stops with exit
 code 3 (RESTART) and the viewer converts it again with --whole (the whole file first).
 
-With --follow (`mcptrace view --follow` on a host log or NDJSON file still being written) the input
-is read on as it grows (tracer.inputs.follow) until the viewer stops this process; a file truncated
-or rotated away ends it with exit code 4 (FOLLOW_ENDED) and one line on stderr saying so.
+With --follow (`mcptrace view --follow` on a host log, NDJSON or flow file still being written) the
+input is read on as it grows (tracer.inputs.follow; a flow file: addons.mitm_follow, which also says
+`torn N BYTES` when it waits with flow N not whole yet) until the viewer stops this process; a file
+truncated or rotated away ends it with exit code 4 (FOLLOW_ENDED) and one line on stderr saying so.
 
 It is a command of its own (a process the viewer starts), so it lives with the CLI: it may register
 the readers that need optional dependencies (tracer.cli.inputs: the .mitm reader in addons/), which
@@ -89,24 +90,33 @@ def convert(
         register_optional_inputs()
     buf: list[bytes] = []
     problems: list = []  # the reader's read problems (lint names them; the viewer says them too)
-    said = [-1]  # the input position last said idle at (a followed file's end is polled often)
+    said: list = [None]  # (input position, torn flow) last said idle at (a followed end is polled often)
 
     def write_out(idle: bool = False) -> None:
         pos = inp.position()
-        if idle and not buf and said[0] == pos:
+        torn = getattr(growing, "torn", None) if idle else None  # (a followed flow file's)
+        if idle and not buf and said[0] == (pos, torn):
             return
         if buf:
             fh.write(b"\n".join(buf) + b"\n")
             buf.clear()
         fh.flush()
         if idle:
-            said[0] = pos
+            said[0] = (pos, torn)
         if out is not None:
-            out.write(f"pos {pos}\n" + ("idle\n" if idle else ""))
+            out.write(
+                f"pos {pos}\n"
+                + (f"torn {torn[0]} {torn[1]}\n" if torn is not None else "")
+                + ("idle\n" if idle else "")
+            )
             out.flush()
 
     growing = None
-    if follow:
+    if follow and fmt == "mitm":  # (a flow file being written: read flow by flow as it grows)
+        from addons.mitm_follow import follow_flows
+
+        inp, growing = follow_flows(path, on_idle=lambda: write_out(idle=True))
+    elif follow:
         from tracer.inputs.follow import follow_input
 
         inp, growing = follow_input(path, fmt, on_idle=lambda: write_out(idle=True))
@@ -168,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("capture")
     p.add_argument("--input-format", required=True)
     p.add_argument("--whole", action="store_true", help="read a HAR as one document")
-    p.add_argument("--follow", action="store_true", help="read a host log or NDJSON file on as it grows")
+    p.add_argument(
+        "--follow", action="store_true", help="read a host log, NDJSON or flow file on as it grows"
+    )
     args = p.parse_args(argv)
     from tracer.inputs import InputError
     from tracer.inputs.harstream import Unstreamable

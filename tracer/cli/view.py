@@ -12,6 +12,7 @@ HELP = "open a capture (or anything lint reads) in the terminal viewer; no FILE:
 EXAMPLE = """  mcptrace view ~/.local/state/mcptrace/captures/20261129-200431-weather-4242.jsonl
   mcptrace view --follow capture.jsonl        # while `mcptrace stdio -o capture.jsonl -- ...` runs
   mcptrace view --follow mcp-server-weather.log   # a host's log as it is written (Claude Desktop)
+  mcptrace view --follow flows.mitm            # while `mitmdump -w flows.mitm` runs
   mcptrace view                                # choose among recent captures"""
 
 
@@ -21,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--follow",
         "-F",
         action="store_true",
-        help="tail a capture, host log or NDJSON file that is still being written (press f in the viewer to toggle)",
+        help="tail a capture, host log, NDJSON or .mitm file that is still being written (a HAR is read once; press f in the viewer to toggle)",
     )
     p.add_argument(
         "--input-format", metavar="NAME", help="skip detection: capture, ndjson, hostlog, har, mitm"
@@ -32,11 +33,11 @@ def _check_input(path: str, args: argparse.Namespace) -> str | None:
     """The answer lint, replay and mock give for bad input (one line, exit 2), before any screen
     opens: an empty file (unless followed: the recorder has not written yet), bytes that are no
     input we know, a forced --input-format that reads nothing. Returns the input's format name
-    (None: an empty file followed)."""
+    (None: a followed file too short yet to tell its format, which the viewer waits for)."""
     import stat
 
     from tracer.cli import UsageError
-    from tracer.inputs import InputError, open_input
+    from tracer.inputs import InputError, decidable_file, open_input
 
     try:
         st = os.stat(path)
@@ -48,7 +49,9 @@ def _check_input(path: str, args: argparse.Namespace) -> str | None:
             f"{path}: not a regular file; the viewer needs one (save the stream to a file, "
             f"or check it with `mcptrace lint {path}`)"
         )
-    if args.follow and st.st_size == 0:
+    if args.follow and args.input_format is None and not decidable_file(path):
+        return None
+    if args.follow and st.st_size == 0:  # (a forced format: nothing to prove it on yet)
         return None
     try:
         # (a forced format is proven on the file's first MiB when a message is there: the proof on
@@ -112,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     register_optional_inputs()
     fmt_name = _check_input(path, args) if path is not None else None
     check_terminal()
+    from tracer import temps
+
+    temps.end_by_signals()  # (SIGTERM, SIGHUP: the conversions in $TMPDIR go, not only at q)
     if path is not None:
         start_early(path, fmt_name)
     from tracer.paths import captures_dir, recent_captures
@@ -122,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         app = McpTraceApp(path, follow=args.follow, fmt=args.input_format)
     app.run()
+    for note in app.exit_notes:  # (a followed flow file ending inside a flow: never shown)
+        sys.stderr.write(f"mcptrace: {note}\n")
     return 0
 
 
@@ -162,7 +170,8 @@ def run_proxy_with_viewer(runner) -> int:
 
     info = start_proxy_thread(runner)
     try:
-        McpTraceApp(info.capture, follow=True, hint="  ".join(info.lines[:-1])).run()
+        # (fmt: its own capture, known to be one while still empty: no wait to tell its format)
+        McpTraceApp(info.capture, follow=True, fmt="capture", hint="  ".join(info.lines[:-1])).run()
     finally:
         runner.stop()
         info.thread.join(timeout=10)

@@ -2,9 +2,10 @@
 
 The viewer indexes its file and reads rows again on demand, which a pipe cannot give. So the stream
 is copied (spooled) into a temporary file of its own (mode 0600, removed when the viewer exits),
-and the viewer follows that file while the copy goes on: a capture, host log or NDJSON stream shows
-its rows as they come. A HAR document or a flow file is read whole by its readers (entries are
-ordered across the whole document), so such a stream is copied to its end before the screen opens.
+and the viewer follows that file while the copy goes on: a capture, host log, NDJSON or flow
+(mitmproxy's) stream shows its rows as they come. A HAR document is read whole by its reader
+(entries are ordered across the whole document), so such a stream is copied to its end before the
+screen opens.
 
 With `-` the stream is the viewer's standard input, where a terminal program reads its keys; the
 keys then come from the controlling terminal (/dev/tty), as `less` reads them. Nothing else about
@@ -15,13 +16,17 @@ lock only between system calls), and the spooled file is an input like any other
 from __future__ import annotations
 
 import os
+import select
 import signal
 import stat
+import sys
 import tempfile
 import threading
+import time
 
 CHUNK = 1 << 20
-READ_WHOLE = ("har", "mitm")  # formats whose readers need the whole file (no following)
+SAY_WAITING_S = 1.0  # a stream whose format is not told yet after this long: the terminal says so
+READ_WHOLE = ("har",)  # formats whose readers need the whole file (no following)
 
 
 def is_stream(path: str) -> bool:
@@ -49,23 +54,38 @@ class Spool:
         self._thread: threading.Thread | None = None
 
     def read_head(self) -> bool:
-        """Copy until detection can tell the format: its head (tracer.inputs.HEAD_BYTES), whole
-        lines detection recognises (a slow stream: `kubectl logs -f`), or the end of the stream.
-        False: the stream ended (then everything is copied)."""
-        from tracer.inputs import BOM, HEAD_BYTES, detect
+        """Copy until detection can tell the format (tracer.inputs.decidable: its head, whole lines
+        detection recognises, a flow file's start) or the stream ends. A slow stream (`kubectl logs
+        -f`) that has not told it after SAY_WAITING_S gets a line on the terminal saying what the
+        viewer waits for (it showed nothing at all until 64 KiB had come). False: the stream ended
+        (then everything is copied)."""
+        from tracer.inputs import HEAD_BYTES, decidable
 
         head = bytearray()
-        while len(head) < HEAD_BYTES:
+        said = False
+        started = time.monotonic()
+        while not decidable(bytes(head)):
+            if not said and not self._readable(SAY_WAITING_S - (time.monotonic() - started)):
+                said = True
+                sys.stderr.write(
+                    f"mcptrace: waiting for {self.name}: {len(head):,} bytes so far, not enough to tell "
+                    f"its format (the viewer opens once it can, at {HEAD_BYTES // 1024} KiB at most)\n"
+                )
+                sys.stderr.flush()
             chunk = self._read(HEAD_BYTES - len(head))
             if not chunk:
                 self._ended()
                 return False
             self._write(chunk)
             head += chunk
-            nl = head.rfind(b"\n")
-            if nl >= 0 and detect(bytes(head[: nl + 1]).removeprefix(BOM)) is not None:
-                break
         return True
+
+    def _readable(self, within: float) -> bool:
+        """Whether the stream has bytes (or its end) to read within WITHIN seconds."""
+        try:
+            return bool(select.select([self.src], [], [], max(0.0, within))[0])
+        except (OSError, ValueError):  # (not selectable: read it as before)
+            return True
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._copy, name="mcptrace-view-spool", daemon=True)
@@ -150,7 +170,10 @@ def keys_from_terminal() -> None:
 
 
 def _end_by(signum: int, s: Spool) -> None:
+    from tracer import temps
+
     s.remove()
+    temps.remove_all()  # (and the viewer's conversion and analysis files, tracer.temps)
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
@@ -158,7 +181,6 @@ def _end_by(signum: int, s: Spool) -> None:
 def run(args) -> int:
     """`mcptrace view` on a stream (is_stream): spool it, judge it as a file, view it following."""
     import argparse
-    import sys
 
     from tracer.cli import UsageError
     from tracer.cli.inputs import register_optional_inputs
@@ -187,7 +209,10 @@ def run(args) -> int:
         from ui.app import McpTraceApp
 
         follow = fmt not in READ_WHOLE and not s.done.is_set()
-        McpTraceApp(s.path, follow=follow, fmt=args.input_format).run()
+        app = McpTraceApp(s.path, follow=follow, fmt=args.input_format)
+        app.run()
+        for note in app.exit_notes:  # (a flow stream ending inside a flow: never shown)
+            sys.stderr.write(f"mcptrace: {note.replace(os.path.basename(s.path), s.name)}\n")
     finally:
         s.remove()
     if s.error is not None:

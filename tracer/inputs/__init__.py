@@ -68,6 +68,30 @@ def detect(head: bytes) -> InputFormat | None:
     return None
 
 
+def decidable(head: bytes) -> bool:
+    """Whether detection can tell the format of an input still being written (a followed file, a
+    slow stream) that begins with HEAD: its first HEAD_BYTES are there (detection decides, even on
+    no format), or whole lines detection recognises (a last line may be cut anywhere), or the start
+    of a format that is no lines (a HAR's `{"log":`, a flow file's first tnetstring)."""
+    if len(head) >= HEAD_BYTES:
+        return True
+    head = head.removeprefix(BOM)
+    nl = head.rfind(b"\n")
+    if nl >= 0 and detect(head[: nl + 1]) is not None:
+        return True
+    found = detect(head)
+    return found is not None and found.name in ("har", "mitm")
+
+
+def decidable_file(path: str) -> bool:
+    """`decidable` on the file at PATH as it is now (True when it cannot be read: opening it says why)."""
+    try:
+        with open(path, "rb") as fh:
+            return decidable(fh.read(HEAD_BYTES))
+    except OSError:
+        return True
+
+
 @dataclass
 class OpenInput:
     path: str

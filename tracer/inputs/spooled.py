@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from tracer import temps
 from tracer.index import CHUNK, IndexReset, LineIndex
 from tracer.inputs.lazy import InputBroken
 
@@ -32,7 +33,8 @@ class InputRestart(IndexReset):
 
 
 def new_capture() -> tuple[str, Callable[[], None]]:
-    """A temporary capture for a conversion (mode 0600) and the call that removes it."""
+    """A temporary capture for a conversion (mode 0600) and the call that removes it (also called
+    at a signal that ends the viewer: tracer.temps)."""
     fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")
     os.close(fd)
 
@@ -43,7 +45,7 @@ def new_capture() -> tuple[str, Callable[[], None]]:
             except OSError:
                 pass
 
-    return tmp, cleanup
+    return tmp, temps.keep(cleanup)
 
 
 # A flow file's last rows, read ahead by the converter (which has mitmproxy imported already) once its
@@ -75,8 +77,9 @@ def write_tail(capture: str, lines: list[bytes] | None) -> None:
 def start_converter(
     source: str, capture: str, fmt_name: str, *, whole: bool = False, follow: bool = False
 ) -> subprocess.Popen:
-    """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool)."""
-    return subprocess.Popen(
+    """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool); killed before
+    CAPTURE is removed at a signal that ends the viewer (tracer.temps)."""
+    proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -93,6 +96,7 @@ def start_converter(
         stderr=subprocess.PIPE,
         close_fds=True,
     )
+    return temps.writer(proc)
 
 
 # -- a conversion started before the viewer's own imports (`mcptrace view`) -----------------------
@@ -162,8 +166,8 @@ class SpoolIndex:
     shows the rows written so far, so the first screen waits for the reader's first records, not
     for the whole conversion.
 
-    With FOLLOW (a host log or NDJSON file still being written, `view --follow`) the conversion
-    reads on as the input grows (tracer.inputs.follow): the index is complete whenever it has every
+    With FOLLOW (a host log, NDJSON or flow file still being written, `view --follow`) the
+    conversion reads on as the input grows (tracer.inputs.follow, addons.mitm_follow): the index is complete whenever it has every
     row the converter wrote before it said it waits at the input's end, and a truncated or rotated
     input ends it (InputBroken, saying which).
 
@@ -192,6 +196,9 @@ class SpoolIndex:
         self.problems: list[tuple[int, str]] = []  # the reader's read problems: (line, why), the first 20
         self.problem_count = 0  # how many there were
         self.idle = False  # (follow) the converter waits at the input's end, all it read written
+        # (follow, a flow file) (its number, bytes of it written, where it starts) of a last flow
+        # not whole yet when the converter last waited at the file's end; flow 0: none
+        self.torn: tuple[int, int, int] = (0, 0, 0)
         inp.fh.close()  # (the converting process opens it again: it was checked, detected, proven)
         try:
             self.index = LineIndex(capture, final=False)
@@ -228,6 +235,8 @@ class SpoolIndex:
                         pass
                 elif line == b"idle\n":
                     self.idle = True
+                elif line.startswith(b"torn "):
+                    self._torn(line)
                 elif line.startswith(b"problem"):
                     self._problem(line)
                 with self._cond:
@@ -250,6 +259,36 @@ class SpoolIndex:
         if not self.restart:  # (nothing is analysed of rows that are not the input's)
             for call in waiting:
                 call()
+
+    def _torn(self, line: bytes) -> None:
+        """`torn N BYTES` (after the `pos` of the whole flows read: tracer.cli.spool)."""
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            self.torn = (int(parts[1]), int(parts[2]), self.pos)
+
+    def torn_flow(self) -> tuple[int, int] | None:
+        """(its number, bytes of it written) of the flow the followed flow file ends inside, not
+        shown yet: the converter waits for its end and the file has not changed since it said so
+        (None: the file ends at a flow's end, or the converter has more to read)."""
+        flow, written, start = self.torn
+        if not (self.follow and flow) or self._done:
+            return None
+        try:
+            size = os.path.getsize(self.source)
+        except OSError:
+            return None
+        return (flow, written) if size == start + written else None
+
+    def torn_at_end(self) -> str | None:
+        """The line said when the viewer quits on a followed flow file ending inside a flow."""
+        torn = self.torn_flow()
+        if torn is None:
+            return None
+        name = os.path.basename(self.source)
+        return (
+            f"{name} ends inside flow {torn[0]:,} ({torn[1]:,} bytes of it written), never shown: if "
+            f"its writer has stopped, `mcptrace lint {name}` names it as a flow that cannot be read"
+        )
 
     def _problem(self, line: bytes) -> None:
         """A `problem {...}` or `problems N` line of the converter (tracer.cli.spool.say_problems)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from tracer import temps
 from tracer.capture import record_from_dict
 from tracer.filter import id_text
 from tracer.index import LineIndex
@@ -375,7 +376,7 @@ def converted_capture(path: str, fmt_name: str, records) -> tuple[str, Callable[
         except OSError:
             pass
 
-    return tmp, cleanup
+    return tmp, temps.keep(cleanup)  # (removed at a signal that ends the viewer too)
 
 
 def id_of(b: RowBasics) -> str | None:
@@ -403,9 +404,9 @@ def open_view(
     if inp.format.name == "capture":
         inp.fh.close()
         return CaptureView(path, follow=follow, on_analysis=on_analysis)
-    if follow and lazy_rows(inp, fmt):
-        # a host log or NDJSON file still being written: converted by a process that reads on as it
-        # grows, and followed as a capture being written (its analysis too)
+    if follow and (lazy_rows(inp, fmt) or inp.format.name == "mitm"):
+        # a host log, NDJSON or flow file still being written: converted by a process that reads on
+        # as it grows, and followed as a capture being written (its analysis too)
         tmp, cleanup = new_capture()
         try:
             index = SpoolIndex(inp, tmp, follow=True)

@@ -33,8 +33,9 @@ from ui.messages import (
     ReopenWhole,
     RowSelected,
     ViewReady,
+    Waiting,
 )
-from ui.screens.viewer_end import FollowAndEnd
+from ui.screens.viewer_end import FollowAndEnd, not_followed
 from ui.widgets.detail import DetailPane
 from ui.widgets.detail_render import rule_names
 from ui.widgets.filter_bar import FilterBar
@@ -80,6 +81,8 @@ class ViewerScreen(FollowAndEnd, Screen):
         self.first_drawn = threading.Event()
         self.not_reading_ahead = threading.Event()  # cleared while G reads the end ahead
         self.not_reading_ahead.set()
+        self.closing = threading.Event()  # the screen is closing (a wait for the file's format ends)
+        self.torn_said: str | None = None  # the status note of a followed flow file's torn end
         self.first_drawn_at: float | None = None
         self.last_row_drawn_at: float | None = None
         self.tail_drawn_at: float | None = None  # G showed the end read ahead (provisional rows)
@@ -114,6 +117,8 @@ class ViewerScreen(FollowAndEnd, Screen):
         self.query_one("#columns", Static).update(column_header(self.list.size.width or self.size.width))
 
     def on_unmount(self) -> None:
+        self.closing.set()
+        self.note_torn_end()
         self.close_view()
 
     def close_view(self) -> None:
@@ -127,6 +132,8 @@ class ViewerScreen(FollowAndEnd, Screen):
 
     @work(thread=True, exclusive=True, group="open")
     def open_capture(self) -> None:
+        if self.follow and self.fmt is None and not self.wait_for_format():
+            return
         try:
             view = open_view(
                 self.path,
@@ -172,6 +179,9 @@ class ViewerScreen(FollowAndEnd, Screen):
         self.whole = True
         self.open_capture()
 
+    def on_waiting(self, msg: Waiting) -> None:
+        self.status.set(note=msg.note)
+
     def _start_analysis(self, view: CaptureView) -> None:
         try:
             view.start()
@@ -187,10 +197,7 @@ class ViewerScreen(FollowAndEnd, Screen):
         if self.follow and not msg.view.follow:  # (other inputs' readers stop at their end)
             self.follow = False
             self.status.set(follow=False)
-            self.notify(
-                "--follow follows mcptrace captures, host logs and NDJSON: this file is read to its end once",
-                timeout=8,
-            )
+            self.notify(not_followed(msg.view), timeout=8)
         if self.follow:
             self.pending_last = True
 

@@ -13,13 +13,59 @@ from textual import work
 from tracer.index import IndexReset
 from tracer.inputs.lazy import InputBroken
 from tracer.view.viewdata import CaptureView
-from ui.messages import TailRead
+from ui.messages import TailRead, Waiting
 
 FOLLOW_POLL = 0.25  # seconds between looks at a followed file
 READ_PROBLEMS_SHOWN = 5  # read problems listed in the notification (the status line: the first)
 
 
+def not_followed(view: CaptureView) -> str:
+    """Why --follow read VIEW's input once (the line the viewer says)."""
+    fmt = getattr(view.index, "fmt", None)
+    if fmt is not None and fmt.name == "har":
+        # (a HAR is one JSON document that its writers, browsers and mitmdump's hardump, write
+        # whole when the recording ends; one rewritten meanwhile is opened again by the user)
+        return "a HAR is read to its end once, not followed: it is written whole when its recording ends (open it again for a newer one)"
+    return "--follow follows mcptrace captures, host logs, NDJSON and flow files: this file is read to its end once"
+
+
+FORMAT_POLL = 0.25  # seconds between looks at a followed file too short yet to tell its format
+
+
 class FollowAndEnd:
+    def wait_for_format(self) -> bool:
+        """(the opening worker) A followed file too short yet for detection to tell its format (an
+        empty host log, a first line still being written; tracer.inputs.decidable): wait until it
+        can, saying so on the status line, so it is read by its own reader, not as a capture. False
+        when the screen closed meanwhile."""
+        from tracer.inputs import decidable_file
+
+        said = None
+        while not decidable_file(self.path):
+            try:
+                size = os.path.getsize(self.path)
+            except OSError:
+                size = 0
+            note = (
+                f"waiting for {os.path.basename(self.path)} to be written: {size:,} bytes, "
+                f"not enough yet to tell its format"
+            )
+            if note != said:
+                self.post_message(Waiting(note))
+                said = note
+            if self.closing.wait(FORMAT_POLL):
+                return False
+        return True
+
+    def note_torn_end(self) -> None:
+        """A followed flow file that ends inside a flow as the viewer quits: said after the screen
+        closes (McpTraceApp.exit_notes), as it was never shown."""
+        view = self.view
+        torn = getattr(view.index, "torn_at_end", None) if view is not None else None
+        note = torn() if torn is not None else None
+        if note is not None:
+            self.app.exit_notes.append(note)
+
     def action_toggle_follow(self) -> None:
         if self.follow:
             self.follow = False
@@ -65,6 +111,21 @@ class FollowAndEnd:
             return
         if after != before:
             self._rows_grew()
+        self._say_torn(view)
+
+    def _say_torn(self, view: CaptureView) -> None:
+        """A followed flow file that ends inside a flow being written: said on the status line as
+        what it is (a flow not whole yet, shown once it is), never as a broken one."""
+        torn_flow = getattr(view.index, "torn_flow", None)
+        torn = torn_flow() if torn_flow is not None else None
+        note = f"flow {torn[0]:,} is being written ({torn[1]:,} bytes so far)" if torn is not None else None
+        if note == self.torn_said:
+            return
+        if note is not None:
+            self.status.set(note=note)
+        elif self.status.state.note == self.torn_said:
+            self.status.set(note="")
+        self.torn_said = note
 
     def say_read_problems(self) -> None:
         """A converted input's read problems (a HAR cut short, a flow that cannot be read), said as
