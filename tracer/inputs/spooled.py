@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from tracer import temps
 from tracer.index import CHUNK, IndexReset, LineIndex
 from tracer.inputs.lazy import InputBroken
 
@@ -33,8 +32,7 @@ class InputRestart(IndexReset):
 
 
 def new_capture() -> tuple[str, Callable[[], None]]:
-    """A temporary capture for a conversion (mode 0600) and the call that removes it (also called
-    at a signal that ends the viewer: tracer.temps)."""
+    """A temporary capture for a conversion (mode 0600) and the call that removes it."""
     fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")
     os.close(fd)
 
@@ -45,7 +43,7 @@ def new_capture() -> tuple[str, Callable[[], None]]:
             except OSError:
                 pass
 
-    return tmp, temps.keep(cleanup)
+    return tmp, cleanup
 
 
 # A flow file's last rows, read ahead by the converter (which has mitmproxy imported already) once its
@@ -77,9 +75,8 @@ def write_tail(capture: str, lines: list[bytes] | None) -> None:
 def start_converter(
     source: str, capture: str, fmt_name: str, *, whole: bool = False, follow: bool = False
 ) -> subprocess.Popen:
-    """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool); killed before
-    CAPTURE is removed at a signal that ends the viewer (tracer.temps)."""
-    proc = subprocess.Popen(
+    """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool)."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -96,7 +93,6 @@ def start_converter(
         stderr=subprocess.PIPE,
         close_fds=True,
     )
-    return temps.writer(proc)
 
 
 # -- a conversion started before the viewer's own imports (`mcptrace view`) -----------------------
@@ -167,9 +163,9 @@ class SpoolIndex:
     for the whole conversion.
 
     With FOLLOW (a host log, NDJSON or flow file still being written, `view --follow`) the
-    conversion reads on as the input grows (tracer.inputs.follow, addons.mitm_follow): the index is complete whenever it has every
-    row the converter wrote before it said it waits at the input's end, and a truncated or rotated
-    input ends it (InputBroken, saying which).
+    conversion reads on as the input grows (tracer.inputs.follow, addons.mitm_follow): the index
+    is complete whenever it has every row the converter wrote before it said it waits at the
+    input's end, and a truncated or rotated input ends it (InputBroken, saying which).
 
     Duck-types tracer.index.LineIndex (it is one over the growing capture, final once written)."""
 
