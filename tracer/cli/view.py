@@ -115,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     register_optional_inputs()
     fmt_name = _check_input(path, args) if path is not None else None
     check_terminal()
+    from tracer import temps
+
+    temps.end_by_signals()  # (SIGTERM, SIGHUP: the conversions in $TMPDIR go, not only at q)
     if path is not None and not (args.follow and fmt_name == "mitm"):  # (followed: its own converter)
         start_early(path, fmt_name)
     from tracer.paths import captures_dir, recent_captures

@@ -170,7 +170,10 @@ def keys_from_terminal() -> None:
 
 
 def _end_by(signum: int, s: Spool) -> None:
+    from tracer import temps
+
     s.remove()
+    temps.remove_all()  # (and the viewer's conversion and analysis files, tracer.temps)
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 

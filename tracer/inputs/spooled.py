@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from tracer import temps
 from tracer.index import CHUNK, IndexReset, LineIndex
 from tracer.inputs.lazy import InputBroken
 
@@ -32,7 +33,8 @@ class InputRestart(IndexReset):
 
 
 def new_capture() -> tuple[str, Callable[[], None]]:
-    """A temporary capture for a conversion (mode 0600) and the call that removes it."""
+    """A temporary capture for a conversion (mode 0600) and the call that removes it (also called
+    at a signal that ends the viewer: tracer.temps)."""
     fd, tmp = tempfile.mkstemp(prefix="mcptrace-view-", suffix=".jsonl")
     os.close(fd)
 
@@ -43,7 +45,7 @@ def new_capture() -> tuple[str, Callable[[], None]]:
             except OSError:
                 pass
 
-    return tmp, cleanup
+    return tmp, temps.keep(cleanup)
 
 
 # A flow file's last rows, read ahead by the converter (which has mitmproxy imported already) once its
@@ -75,8 +77,9 @@ def write_tail(capture: str, lines: list[bytes] | None) -> None:
 def start_converter(
     source: str, capture: str, fmt_name: str, *, whole: bool = False, follow: bool = False
 ) -> subprocess.Popen:
-    """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool)."""
-    return subprocess.Popen(
+    """The process converting SOURCE (read as FMT_NAME) to CAPTURE (tracer.cli.spool); killed before
+    CAPTURE is removed at a signal that ends the viewer (tracer.temps)."""
+    proc = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -93,6 +96,7 @@ def start_converter(
         stderr=subprocess.PIPE,
         close_fds=True,
     )
+    return temps.writer(proc)
 
 
 # -- a conversion started before the viewer's own imports (`mcptrace view`) -----------------------

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from tracer import temps
 from tracer.capture import record_from_dict
 from tracer.inputs.spooled import stop_process
 from tracer.model import Record
@@ -112,6 +113,10 @@ class Annotations:
         self._own_dir = workdir is None
         self.workdir = workdir or tempfile.mkdtemp(prefix="mcptrace-view-")
         os.chmod(self.workdir, 0o700)
+        # (its own folder goes at a signal that ends the viewer too, its writer killed first: tracer.temps)
+        self._remove_dir = (
+            temps.keep(lambda: shutil.rmtree(self.workdir, ignore_errors=True)) if self._own_dir else None
+        )
         self.rows_done = 0
         self.eof = False
         self.done = False
@@ -139,8 +144,10 @@ class Annotations:
             os.path.join(self.workdir, "stderr.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600
         )
         try:
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fd, close_fds=True
+            self.proc = temps.writer(
+                subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_fd, close_fds=True
+                )
             )
         finally:
             os.close(err_fd)
@@ -264,8 +271,8 @@ class Annotations:
         if self._own_rows is not None:
             self._own_rows.close()
             self._own_rows = None
-        if self._own_dir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._remove_dir is not None:
+            self._remove_dir()
 
     # -- reading -----------------------------------------------------------------------------
 

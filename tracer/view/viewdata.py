@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from tracer import temps
 from tracer.capture import record_from_dict
 from tracer.filter import id_text
 from tracer.index import LineIndex
@@ -375,7 +376,7 @@ def converted_capture(path: str, fmt_name: str, records) -> tuple[str, Callable[
         except OSError:
             pass
 
-    return tmp, cleanup
+    return tmp, temps.keep(cleanup)  # (removed at a signal that ends the viewer too)
 
 
 def id_of(b: RowBasics) -> str | None:
