@@ -60,3 +60,11 @@ def test_a_stream_of_flows_is_followed_as_it_comes(tmp_path, flows):  # noqa: F8
     os.close(w)
     screen.wait_for(re.escape(expected) + rb" rows\s+analysed")
     assert screen.quit() == 0
+
+
+def test_a_followed_empty_log_says_the_viewer_waits_for_its_format_and_q_still_quits(tmp_path):
+    path = tmp_path / "mcp-server-alpha.log"
+    path.write_bytes(b"")
+    screen = Screen(["--follow", str(path)], tmp_path)
+    screen.wait_for(rb"waiting for mcp-server-alpha\.log to be written: 0 bytes, not enough yet")
+    assert screen.quit() == 0  # (the wait ends with the screen: nothing holds the exit)
