@@ -202,6 +202,17 @@ def _sse_fields(rec: Record, facts: FlowFacts, st: HttpState, cur: Current) -> N
         st.retry_ms = sse["retry"]
 
 
+def _still_open(st: HttpState, flow_id: str) -> bool:
+    """Whether the stream an earlier copy of a notification went out on could still carry this
+    one. A broadcast is one message on streams connected at once: a POST stream whose request was
+    answered (or that closed) is done, so the same bytes on a later stream are a new notification
+    (the official SDKs' `ctx.info("step 1")` in two tool calls one after the other is
+    byte-identical; a notification has no id to tell them apart). A request or a response has one:
+    its copy is the same message however late. A flow no longer remembered counts as open."""
+    facts = st.flows.get(flow_id)
+    return facts is None or (facts.closed is None and facts.answered_seq is None)
+
+
 def _server_message(rec: Record, m: Analysed | None, facts: FlowFacts, st: HttpState, cur: Current) -> None:
     if rec.sse is not None:
         facts.events += 1
@@ -218,6 +229,7 @@ def _server_message(rec: Record, m: Analysed | None, facts: FlowFacts, st: HttpS
             and seen[0] != facts.id
             and rec.t_ns - seen[1] <= BROADCAST_WINDOW_NS
             and not resumed
+            and (m is None or m.kind is not Kind.NOTIFICATION or _still_open(st, seen[0]))
         ):
             cur.broadcast_seq = seen[2]
         st.recent.put(digest, (facts.id, rec.t_ns, rec.seq))
