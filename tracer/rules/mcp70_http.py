@@ -18,7 +18,7 @@ from tracer.http.headers import (
     media_type,
 )
 from tracer.http.origin import foreign_origin
-from tracer.http.state import current, req_header
+from tracer.http.state import current, req_header, state
 from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, L3, MODERN, since
 from tracer.rules.mcp71_sse import NOT_A_MESSAGE, SSE_L1, ST, _event_name, _stream_cur
@@ -35,6 +35,15 @@ def _cancelled(f, s) -> bool:
     if req is None or req.seq != f.first_seq:
         req = s.answered.get(key)
     return req is not None and req.seq == f.first_seq and req.cancelled_seq is not None
+
+
+def _session_ended(f, s) -> bool:
+    """Whether the session of flow F's request was terminated (a DELETE answered 2xx, a 404 for
+    it) before now: the official SDK's server ends the streams of a session the client DELETEd
+    while a call was still running, as the transport allows."""
+    st = state(s)
+    sid = req_header(f, "mcp-session-id")
+    return st is not None and sid is not None and sid in st.terminated
 
 
 ST_L2 = "spec/2025-11-25/basic/transports.mdx"
@@ -302,8 +311,10 @@ def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
 def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     """A request's SSE response stream ends (the server finished or dropped it) without that
     request's JSON-RPC response. Streams the client closed, streams of a request the client
-    cancelled (`notifications/cancelled`), and streams where the server announced `retry` (it may
-    close the connection and let the client resume), are not judged.
+    cancelled (`notifications/cancelled`), streams where the server announced `retry` (it may
+    close the connection and let the client resume), and streams of a session already terminated
+    (a DELETE answered 2xx, or a 404 for it: "The server MAY terminate the SSE stream if the
+    session expires"), are not judged.
 
     "The SSE stream SHOULD eventually include a JSON-RPC response for the JSON-RPC request sent in
     the POST body." In 2026-07-28 the request is lost and must be re-issued. Example: a
@@ -318,7 +329,7 @@ def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     reason = rec.data.get("reason")
     if f.body_kind is not Kind.REQUEST or f.answered_seq is not None or f.retry_seen:
         return None
-    if reason not in ("end", "server-closed") or _cancelled(f, s):
+    if reason not in ("end", "server-closed") or _cancelled(f, s) or _session_ended(f, s):
         return None
     how = "the server ended it" if reason == "end" else "the server dropped the connection"
     return Hit(
