@@ -257,7 +257,9 @@ class ProxyRunner:
         async def main() -> None:
             if handle_signals:
                 loop = asyncio.get_running_loop()
-                for sig in (signal.SIGINT, signal.SIGTERM):
+                # SIGHUP too: a terminal closed under `--no-ui` (an ssh session dropping) stops the
+                # proxy as Ctrl-C does; its default action killed it with exchanges still unwritten
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                     loop.add_signal_handler(sig, self.stop)
             await self.serve(ready)
 

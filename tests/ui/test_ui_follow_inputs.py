@@ -103,3 +103,27 @@ async def test_a_followed_host_log_empty_when_opened_waits_to_tell_its_format_th
         await until(pilot, lambda: scr.index_done and scr.list.count == 3, "the host log's rows")
         assert scr.follow and scr.view.follow and scr.view.index.fmt.name == "hostlog"
         assert [scr.view.index.line(r) for r in range(3)] == _converted_lines(str(path))
+
+
+async def test_f_on_a_har_opened_with_follow_reads_it_again_as_rewritten(tmp_path, monkeypatch):
+    import json
+
+    from tests.tracer.inputs.test_har_import import _session, har
+
+    entries = _session()
+    path = tmp_path / "session.har"
+    path.write_text(json.dumps(har(entries[:2])))
+    said: list[str] = []
+    monkeypatch.setattr(McpTraceApp, "notify", lambda self, message, **kw: said.append(str(message)))
+    app = McpTraceApp(str(path), follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: getattr(app.screen, "view", None) is not None, "the HAR to open")
+        scr = viewer(app)
+        await until(pilot, lambda: scr.index_done, "the HAR read")
+        assert any("a HAR is read to its end once" in m and "f reads it again" in m for m in said), said
+        first = scr.list.count
+        path.write_text(json.dumps(har(entries)))  # (rewritten whole by its recorder, with more entries)
+        expected = len(_converted_lines(str(path)))
+        await pilot.press("f")
+        await until(pilot, lambda: scr.index_done and scr.list.count == expected, "the HAR read again")
+        assert expected > first and not scr.follow

@@ -24,8 +24,10 @@ def not_followed(view: CaptureView) -> str:
     fmt = getattr(view.index, "fmt", None)
     if fmt is not None and fmt.name == "har":
         # (a HAR is one JSON document that its writers, browsers and mitmdump's hardump, write
-        # whole when the recording ends; one rewritten meanwhile is opened again by the user)
-        return "a HAR is read to its end once, not followed: it is written whole when its recording ends (open it again for a newer one)"
+        # whole when the recording ends; one rewritten meanwhile is read again with f, which
+        # reopens a view that is not followed, by the user's choice rather than on a guess that
+        # the writer has finished rewriting it)
+        return "a HAR is read to its end once, not followed: it is written whole when its recording ends (f reads it again)"
     return "--follow follows mcptrace captures, host logs, NDJSON and flow files: this file is read to its end once"
 
 
