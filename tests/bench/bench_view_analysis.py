@@ -144,6 +144,18 @@ if piece == "cli":  # `mcptrace lint` as the timed rounds run it (its report inc
     except SystemExit:
         pass
     raise SystemExit
+if piece == "analysis":  # the pipeline's analysis process (tracer.view.pipeline): to the writer
+    from tracer.view.pipeline import Analysis
+    frames = sys.argv[3] if len(sys.argv) > 3 else os.devnull
+    fd = os.open(frames, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    Analysis(path, fd).run()
+    raise SystemExit
+if piece == "writer":  # the pipeline's row writer (tracer.view.replay), from recorded frames
+    from tracer.view.replay import Writer
+    wd = tempfile.mkdtemp()
+    Writer(path, wd, open(sys.argv[3], "rb")).run()
+    shutil.rmtree(wd)
+    raise SystemExit
 CODE = {**{k: i for i, k in enumerate(Kind)}, **{e: i for i, e in enumerate(Era)}, **{d: i for i, d in enumerate(Direction)}}
 out = os.open(os.devnull, os.O_WRONLY)
 def loop(f, first, lines, handoff):
@@ -177,14 +189,18 @@ wd = tempfile.mkdtemp()
 A.Annotator(path, wd).run()
 shutil.rmtree(wd)
 """
-PIECES = ("cli", "lint", "loop", "handoff", "view")
+PIECES = ("cli", "lint", "loop", "handoff", "view", "analysis", "writer")
 
 
 def instructions(tree: str, piece: str, path: str) -> int:
     """Machine instructions of one piece (valgrind's cachegrind without its cache simulation)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as log, tempfile.NamedTemporaryFile() as frames:
+        extra = []
+        if piece == "writer":  # (the frames it reads, recorded by the analysis outside valgrind)
+            subprocess.run([sys.executable, "-c", PIECE, path, "analysis", frames.name], cwd=tree, check=True)
+            extra = [frames.name]
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-        cmd += [f"--log-file={log.name}", sys.executable, "-c", PIECE, path, piece]
+        cmd += [f"--log-file={log.name}", sys.executable, "-c", PIECE, path, piece, *extra]
         # (one hash seed for every piece: dict and set layouts, and so their probes, alike)
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         subprocess.run(cmd, cwd=tree, check=True, stdout=subprocess.DEVNULL, env=env)
@@ -239,10 +255,15 @@ def main() -> None:
             print(f"  the viewer's loop, analyser alone {loop:9,.0f}   {cli / loop:5.3f}")
             for piece, what in (
                 ("handoff", "handing off each row's results"),
-                ("view", "the viewer's analysis"),
+                ("view", "the viewer's analysis, one process"),
+                ("analysis", "two processes: the analysis"),
             ):
                 n = got[piece]
                 print(f"  {what:33s} {n:9,.0f}   {cli / n:5.3f}   its part {n - loop:7,.0f} a row")
+            n = got["writer"]
+            print(f"  {'two processes: the row writer':33s} {n:9,.0f}   {cli / n:5.3f}")
+            best = max(got["analysis"], n)
+            print(f"  {'two processes: the longer of both':33s} {best:9,.0f}   {cli / best:5.3f}")
         return
     if args.own:
         print(f"capture: {path}; the viewer's own part per row, best of {args.rounds} runs (CPU time)")
