@@ -185,34 +185,36 @@ class Analysis:
     def encode(self, a: Any, pos: int = -1) -> tuple:
         """What the row writer reads of an `Analysed` (tracer.view.rowfill, notes, details, summary);
         POS: its place in its batch (-1: none)."""
-        req = a.request
-        meta = a.meta
-        if meta is not None:
-            meta = {k: meta[k] for k in META_KEYS if k in meta}
-        res = a.result
-        srv = upd = None
-        if res is not None:
-            rm = res.get("_meta")
-            if type(rm) is dict:
-                srv = rm.get(META_SERVER_INFO)
         kind = a.kind
+        req = a.request
+        meta = srv = upd = None
         if kind is _RESULT or kind is _ERROR:
+            res = a.result  # (the summary reads a response's _meta serverInfo, a request's _meta)
+            if res is not None:
+                rm = res.get("_meta")
+                if rm is not None and type(rm) is dict:
+                    srv = rm.get(META_SERVER_INFO)
             if req is not None and a.pair_status in _ANSWERED:
                 # the request, as the writer's stash holds it: its message as pairing has changed it
                 # (a batch's requests share its key: each is read again with the batch's row)
                 hit = self.open.pop((req.seq, a.rec.conn), None)
                 if hit is not None:
                     upd = [self.update_of(held) for held in hit]
-        elif kind is _REQUEST and a.idkey is not None:
-            line = a.rec.line
-            held = [a, line, pos, (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)]
-            key = (a.rec.seq, a.rec.conn)
-            same = self.open.get(key) if pos >= 0 else None
-            if same is not None and same[0][1] == line:
-                same.append(held)
-            else:
-                self.open[key] = [held]
-            self.fresh.append(held)
+        elif kind is _REQUEST:
+            meta = a.meta
+            if meta is not None and len(meta) > 3:
+                meta = {k: meta[k] for k in META_KEYS if k in meta}
+            if a.idkey is not None:
+                rec = a.rec
+                line = rec.line
+                held = [a, line, pos, (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)]
+                key = (rec.seq, rec.conn)
+                same = self.open.get(key) if pos >= 0 else None
+                if same is not None and same[0][1] == line:
+                    same.append(held)
+                else:
+                    self.open[key] = [held]
+                self.fresh.append(held)
         findings = a.findings
         members = a.members
         extra = None

@@ -27,7 +27,7 @@ _ERA = {e._value_: e for e in Era}
 _DIR = {d._value_: d for d in Direction}
 _RAISED: dict[str, type] = {}
 _REQUEST = Kind.REQUEST
-MAX_REQUESTS = 250_000  # requests' messages kept for their answers (the writer stashes 100,000)
+PRUNE_SLACK = 4096  # requests' messages kept beyond twice the stash's before they are pruned
 REAP_SECONDS = 2.0
 
 
@@ -106,7 +106,7 @@ class ReplayAnalyser:
         findings: list = []
         if upd is not None:
             for u in upd:
-                self.update(u)
+                self.update(u, True)
         if extra is not None:
             reason, problem, note, findings, members, batch_seq = pickle.loads(extra)
             if members is not None:
@@ -139,21 +139,35 @@ class ReplayAnalyser:
         if srv is not None:
             a.result = {"_meta": {META_SERVER_INFO: srv}}
         if kind is _REQUEST and idkey is not None:
-            requests = self.requests
-            requests[(rec.line, pos)] = a
-            if len(requests) > MAX_REQUESTS:
-                del requests[next(iter(requests))]
+            self.requests[(rec.line, pos)] = a
         return a
 
-    def update(self, u: tuple) -> None:
-        """A request's message as pairing changed it in the analysis process."""
+    def update(self, u: tuple, answered: bool = False) -> None:
+        """A request's message as pairing changed it in the analysis process (ANSWERED: by the
+        response being read, after which no change can come for a request of its own row)."""
         line, pos, partner, lat, op, note = u
-        a = self.requests.get((line, pos))
+        a = self.requests.pop((line, pos), None) if answered and pos < 0 else self.requests.get((line, pos))
         if a is not None:
             a.partner_seq = partner
             a.latency_ns = lat
             a.op_seq = op
             a.pair_note = note
+
+    def prune(self, stash: dict) -> None:
+        """After a flush: only the requests the writer's stash still holds (with their batches'
+        other requests) can change again; the others are forgotten (memory stays bounded)."""
+        requests = self.requests
+        if len(requests) <= 2 * (len(stash) + PRUNE_SLACK):
+            return
+        keep = {}
+        for _, _, top in stash.values():
+            line = top.rec.line
+            members = top.members
+            for k in [(line, i) for i in range(len(members))] if members else [(line, -1)]:
+                a = requests.get(k)
+                if a is not None:
+                    keep[k] = a
+        self.requests = keep
 
     def feed(self, rec: Record) -> Any:
         line = rec.line
@@ -220,6 +234,7 @@ class Writer(Annotator):
                     if facts is not None:
                         replay.sessions = {c: KnownFacts(c, f) for c, f in pickle.loads(facts).items()}
                     self.settle_rows()
+                    replay.prune(self.stash)
                     self._eof_reported = eof
                     self.report(eof=eof, done=done, summary=take)
                     if done:
