@@ -20,8 +20,11 @@ Progress goes to stdout as JSON lines: {"rows": N, "fr": [rows that gained findi
 method: index}, "w": [first, new notes], "eof": bool, "done": bool, "summary": {...}}. Rows below
 `rows` are final except for patches (the reader re-reads what it shows).
 
-Run: python -m tracer.view.annotate CAPTURE WORKDIR [--follow]. With --follow it tails the capture
-until its stdin closes; without, it stops at the end of the file, after the end-of-session rules.
+Run: python -m tracer.view.annotate CAPTURE WORKDIR [--follow] [--one-process]. With --follow it
+tails the capture until its stdin closes; without, it stops at the end of the file, after the
+end-of-session rules. The analyser runs in a process forked from this one, which writes the rows
+from its results (tracer.view.pipeline, tracer.view.replay: the same files and reports, findings
+sooner on two cores); --one-process does both here, with the Annotator below.
 """
 
 from __future__ import annotations
