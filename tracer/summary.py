@@ -93,9 +93,23 @@ class SessionFacts:
         }
 
 
-def session_facts(s: Session | None, cell: str | None = None) -> dict[str, Any]:
+class KnownFacts:
+    """A session's facts read in another process (tracer.view.pipeline: the analysis hands the
+    row writer what `session_facts` gave there): stands for the `Session` wherever this module
+    reads one."""
+
+    __slots__ = ("conn", "facts")
+
+    def __init__(self, conn: str, facts: dict[str, Any]):
+        self.conn = conn
+        self.facts = facts
+
+
+def session_facts(s: Session | KnownFacts | None, cell: str | None = None) -> dict[str, Any]:
     """What a session established, as the analyser keeps it (the first successful `initialize`, the
     first `server/discover` probe). None values where the session did not establish it."""
+    if type(s) is KnownFacts:
+        return dict(s.facts)
     out: dict[str, Any] = dict.fromkeys(
         (
             "requested_version",

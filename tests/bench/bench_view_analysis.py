@@ -61,20 +61,42 @@ print(json.dumps({"messages": n, "cpu": cpu, "wall": wall}))
 """
 
 VIEW = """
-import json, os, sys, time
-from tracer.view.annotations import Annotations
+import json, os, shutil, subprocess, sys, tempfile, time
 tick = os.sysconf("SC_CLK_TCK")
-ann = Annotations(sys.argv[1])
+def cpu(pid):  # (its own CPU time, its reaped children's)
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / tick, (int(f[13]) + int(f[14])) / tick
+wd = tempfile.mkdtemp()
+# the analysis process as the viewer starts it (tracer.view.annotations), its stdin a pipe; with
+# --one-process the analysis and the rows in that one process
+cmd = [sys.executable, "-m", "tracer.view.annotate", sys.argv[1], wd, *sys.argv[2:]]
 w = time.perf_counter()
-ann.start()
-ann.wait(lambda: ann.done, timeout=3600)
+p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+rows, ok, children = 0, False, None
+for line in p.stdout:
+    if children is None:  # (the analysis is forked before the writer reports anything)
+        with open(f"/proc/{p.pid}/task/{p.pid}/children") as fh:
+            children = [int(x) for x in fh.read().split()]
+    m = json.loads(line)
+    if m.get("error"):
+        break
+    rows = m.get("rows", rows)
+    if m.get("done"):
+        ok = True
+        break
 wall = time.perf_counter() - w
-# the process has finished its work and is about to exit: its CPU time so far is the analysis'
-fields = open(f"/proc/{ann.proc.pid}/stat").read().rsplit(")", 1)[1].split()
-cpu = (int(fields[11]) + int(fields[12])) / tick
-ok = ann.done and ann.error is None
-ann.stop()
-print(json.dumps({"rows": ann.rows_done, "cpu": cpu, "wall": wall, "ok": ok}))
+# both processes have finished their work: their CPU time so far is the analysis'
+own, reaped = cpu(p.pid)
+child = 0.0
+for c in children or ():
+    try:
+        child += cpu(c)[0]
+    except FileNotFoundError:  # (already reaped by the writer: in its children's time)
+        child = reaped
+p.stdin.close()
+p.wait()
+shutil.rmtree(wd)
+print(json.dumps({"rows": rows, "cpu": max(own, child), "writer": own, "analysis": child, "wall": wall, "ok": ok}))
 """
 
 
@@ -144,6 +166,18 @@ if piece == "cli":  # `mcptrace lint` as the timed rounds run it (its report inc
     except SystemExit:
         pass
     raise SystemExit
+if piece == "analysis":  # the pipeline's analysis process (tracer.view.pipeline): to the writer
+    from tracer.view.pipeline import Analysis
+    frames = sys.argv[3] if len(sys.argv) > 3 else os.devnull
+    fd = os.open(frames, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    Analysis(path, fd).run()
+    raise SystemExit
+if piece == "writer":  # the pipeline's row writer (tracer.view.replay), from recorded frames
+    from tracer.view.replay import Writer
+    wd = tempfile.mkdtemp()
+    Writer(path, wd, open(sys.argv[3], "rb")).run()
+    shutil.rmtree(wd)
+    raise SystemExit
 CODE = {**{k: i for i, k in enumerate(Kind)}, **{e: i for i, e in enumerate(Era)}, **{d: i for i, d in enumerate(Direction)}}
 out = os.open(os.devnull, os.O_WRONLY)
 def loop(f, first, lines, handoff):
@@ -177,14 +211,18 @@ wd = tempfile.mkdtemp()
 A.Annotator(path, wd).run()
 shutil.rmtree(wd)
 """
-PIECES = ("cli", "lint", "loop", "handoff", "view")
+PIECES = ("cli", "lint", "loop", "handoff", "view", "analysis", "writer")
 
 
 def instructions(tree: str, piece: str, path: str) -> int:
     """Machine instructions of one piece (valgrind's cachegrind without its cache simulation)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as log, tempfile.NamedTemporaryFile() as frames:
+        extra = []
+        if piece == "writer":  # (the frames it reads, recorded by the analysis outside valgrind)
+            subprocess.run([sys.executable, "-c", PIECE, path, "analysis", frames.name], cwd=tree, check=True)
+            extra = [frames.name]
         cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-        cmd += [f"--log-file={log.name}", sys.executable, "-c", PIECE, path, piece]
+        cmd += [f"--log-file={log.name}", sys.executable, "-c", PIECE, path, piece, *extra]
         # (one hash seed for every piece: dict and set layouts, and so their probes, alike)
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         subprocess.run(cmd, cwd=tree, check=True, stdout=subprocess.DEVNULL, env=env)
@@ -209,6 +247,7 @@ def main() -> None:
     ap.add_argument("--tree", action="append", default=[], help="another checkout to measure alongside")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--own", action="store_true", help="the viewer's own part per row alone (see OWN)")
+    ap.add_argument("--no-one-process", action="store_true", help="skip the one-process analysis' rounds")
     ap.add_argument(
         "--instructions", action="store_true", help="instructions per row of each piece (see PIECE)"
     )
@@ -239,10 +278,15 @@ def main() -> None:
             print(f"  the viewer's loop, analyser alone {loop:9,.0f}   {cli / loop:5.3f}")
             for piece, what in (
                 ("handoff", "handing off each row's results"),
-                ("view", "the viewer's analysis"),
+                ("view", "the viewer's analysis, one process"),
+                ("analysis", "two processes: the analysis"),
             ):
                 n = got[piece]
                 print(f"  {what:33s} {n:9,.0f}   {cli / n:5.3f}   its part {n - loop:7,.0f} a row")
+            n = got["writer"]
+            print(f"  {'two processes: the row writer':33s} {n:9,.0f}   {cli / n:5.3f}")
+            best = max(got["analysis"], n)
+            print(f"  {'two processes: the longer of both':33s} {best:9,.0f}   {cli / best:5.3f}")
         return
     if args.own:
         print(f"capture: {path}; the viewer's own part per row, best of {args.rounds} runs (CPU time)")
@@ -254,11 +298,13 @@ def main() -> None:
                 f"{r['view'] / n * 1e6:5.2f} us/row: its own part {(r['view'] - r['lint']) / n * 1e6:5.2f} us/row"
             )
         return
-    got: dict[str, dict[str, list]] = {t: {"lint": [], "view": []} for t in trees}
+    got: dict[str, dict[str, list]] = {t: {"lint": [], "view": [], "one": []} for t in trees}
     for _ in range(args.rounds):
         for tree in trees:
             got[tree]["lint"].append(run(tree, LINT, path))
             got[tree]["view"].append(run(tree, VIEW, path))
+            if not args.no_one_process:
+                got[tree]["one"].append(run(tree, VIEW, path, "--one-process"))
     print(f"capture: {path}: {os.path.getsize(path) / 1e6:.0f} MB; medians of {args.rounds} rounds")
     for tree in trees:
         lint, view = got[tree]["lint"], got[tree]["view"]
@@ -276,6 +322,19 @@ def main() -> None:
             f"last row's findings known after {last:6.1f} s"
         )
         print(f"  analysis / lint:    {v_cpu / l_cpu:9.2f} (CPU)         {v_wall / l_wall:9.2f} (wall)")
+        if any(x["analysis"] for x in view):  # (two processes: the CPU above is the longer one's)
+            a_cpu = statistics.median(x["analysis"] for x in view)
+            w_cpu = statistics.median(x["writer"] for x in view)
+            print(f"  its two processes:  analysis {a_cpu:6.2f} s CPU, row writer {w_cpu:6.2f} s CPU")
+        one = got[tree]["one"]
+        if one:
+            o_cpu = statistics.median(n / x["cpu"] for x in one)
+            o_wall = statistics.median(n / x["wall"] for x in one)
+            o_last = statistics.median(x["wall"] for x in one)
+            print(
+                f"  one process (--one-process): {o_cpu / l_cpu:5.2f} of lint (CPU), {o_wall / l_wall:5.2f} "
+                f"(wall), last row's findings known after {o_last:6.1f} s"
+            )
     if len(trees) > 1:
         n = got[trees[0]]["lint"][0]["messages"]
         pooled = statistics.median(n / x["cpu"] for t in trees for x in got[t]["lint"])

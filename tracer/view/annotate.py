@@ -20,8 +20,11 @@ Progress goes to stdout as JSON lines: {"rows": N, "fr": [rows that gained findi
 method: index}, "w": [first, new notes], "eof": bool, "done": bool, "summary": {...}}. Rows below
 `rows` are final except for patches (the reader re-reads what it shows).
 
-Run: python -m tracer.view.annotate CAPTURE WORKDIR [--follow]. With --follow it tails the capture
-until its stdin closes; without, it stops at the end of the file, after the end-of-session rules.
+Run: python -m tracer.view.annotate CAPTURE WORKDIR [--follow] [--one-process]. With --follow it
+tails the capture until its stdin closes; without, it stops at the end of the file, after the
+end-of-session rules. The analyser runs in a process forked from this one, which writes the rows
+from its results (tracer.view.pipeline, tracer.view.replay: the same files and reports, findings
+sooner on two cores); --one-process does both here, with the Annotator below.
 """
 
 from __future__ import annotations
@@ -51,9 +54,16 @@ class Annotator(RowFiller):
     """The analysis process's loop: rows as the capture grows, progress on its way out."""
 
     def __init__(
-        self, capture: str, workdir: str, *, follow: bool = False, rules: RuleSet | None = None, emit=None
+        self,
+        capture: str,
+        workdir: str,
+        *,
+        follow: bool = False,
+        rules: RuleSet | None = None,
+        emit=None,
+        analyser=None,
     ):
-        super().__init__(capture, workdir, follow=follow, rules=rules)
+        super().__init__(capture, workdir, follow=follow, rules=rules, analyser=analyser)
         self.emit = emit or (lambda msg: None)
         self.stop = threading.Event()
         self._last_flush = time.monotonic()
@@ -110,16 +120,32 @@ class Annotator(RowFiller):
                     return
 
     def finish(self) -> None:
+        self.end_sessions()
+        self.flush(eof=True, done=True, summary=True)
+
+    def end_sessions(self) -> None:
+        """The end of the input: the end-of-session rules' findings on their rows."""
         for ev in self.analyser.finish():
             for f in ev.findings:
                 self.attach_end_finding(f)
             self.summary.session_closed(ev.session, ev.name, ev.cell)
         self.stash.clear()
-        self.flush(eof=True, done=True, summary=True)
 
     # -- progress ----------------------------------------------------------------------------
 
     def flush(self, *, eof: bool = False, done: bool = False, summary: bool = False) -> None:
+        self.settle_rows()
+        store = self.store
+        changed = bool(store.buf or self.new_frows or self.new_methods or self.notes.new or store.patched)
+        if eof and not changed and not done and self._eof_reported:
+            return
+        self._eof_reported = eof
+        stale = self._summary_rows != self.row
+        take = summary or (stale and (eof or time.monotonic() - self._last_summary >= self._summary_every))
+        self.report(eof=eof, done=done, summary=take)
+
+    def settle_rows(self) -> None:
+        """Before a flush: the waiting requests' rows packed, the stash and SSE timings bounded."""
         if self.deferred:
             self.write_deferred()
         while len(self.stash) > MAX_STASH:  # requests never answered, oldest first: memory stays bounded
@@ -127,11 +153,10 @@ class Annotator(RowFiller):
         if self.timings:  # keep the SSE timing only of rows whose details may be written again
             waiting = {v[1] for v in self.stash.values()}
             self.timings = {r: t for r, t in self.timings.items() if r in waiting}
+
+    def report(self, *, eof: bool, done: bool, summary: bool) -> None:
+        """The rows written and the progress report sent (with the summary when SUMMARY)."""
         store = self.store
-        changed = bool(store.buf or self.new_frows or self.new_methods or self.notes.new or store.patched)
-        if eof and not changed and not done and self._eof_reported:
-            return
-        self._eof_reported = eof
         store.patched = False
         store.flush()
         now = time.monotonic()
@@ -146,8 +171,7 @@ class Annotator(RowFiller):
         if self.new_frows:
             msg["fr"] = self.new_frows
             self.new_frows = []
-        stale = self._summary_rows != self.row
-        if summary or (stale and (eof or now - self._last_summary >= self._summary_every)):
+        if summary:
             msg["summary"] = self.summary_snapshot()
             self._summary_rows = self.row
             self._last_summary = time.monotonic()
@@ -184,8 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("capture")
     p.add_argument("workdir")
     p.add_argument("--follow", action="store_true")
+    p.add_argument("--one-process", action="store_true", help="analyse and write the rows in this process")
     args = p.parse_args(argv)
     faulthandler.enable()  # a fatal signal (native code) still says why on stderr, which the viewer shows
+    if not args.one_process and hasattr(os, "fork"):
+        from tracer.view.replay import run_pipeline
+
+        return run_pipeline(args.capture, args.workdir, follow=args.follow, emit=_stdout_emitter())
     ann = Annotator(args.capture, args.workdir, follow=args.follow, emit=_stdout_emitter())
 
     def watch_stdin() -> None:  # the viewer closes our stdin (or dies): stop

@@ -60,13 +60,16 @@ def _lat_us(latency_ns: int) -> int:
 class RowFiller:
     """The rows of one capture, filled in as the analyser reads its records in order."""
 
-    def __init__(self, capture: str, workdir: str, *, follow: bool = False, rules: RuleSet | None = None):
+    def __init__(
+        self, capture: str, workdir: str, *, follow: bool = False, rules: RuleSet | None = None, analyser=None
+    ):
         self.capture = capture
         self.workdir = workdir
         self.follow = follow
         # a capture's lines, or the rows the viewer reads lazily from another input (the same rows)
         self.index = open_rows(capture, final=not follow)
-        self.analyser = Analyser(rules)
+        # (tracer.view.replay gives the results another process analysed, with the same reads)
+        self.analyser = analyser if analyser is not None else Analyser(rules)
         self.summary = SummaryBuilder()
         self.store = RowStore(workdir)
         self.seqmap = SeqMap()

@@ -1,0 +1,216 @@
+"""The viewer's analysis on two processes (tracer.view.pipeline: the analyser; tracer.view.replay: the
+row writer) writes what the one-process analysis writes, follows a growing capture, and leaves no
+process behind however it is stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.cases import build_records, load_rule_cases
+from tests.gencapture import generate
+from tracer.capture import header_record, record_to_dict
+from tracer.view.rowformat import F_NOTE, F_SEQ, ROW
+
+ROOT = Path(__file__).resolve().parents[3]
+CAPTURES = sorted((ROOT / "fixtures" / "captures").glob("*.jsonl"))
+BOUND_S = 120.0  # generous: the machine may be loaded; every wait below is on a condition
+
+
+def _analyse(capture: Path, workdir: Path, *extra: str) -> list[dict]:
+    workdir.mkdir()
+    p = subprocess.run(
+        [sys.executable, "-m", "tracer.view.annotate", str(capture), str(workdir), *extra],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=BOUND_S,
+        check=True,
+    )
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+def _written(workdir: Path, progress: list[dict]) -> dict:
+    """What a reader of the work directory gets: the files, the tables the reports sent, the end."""
+    methods: dict = {}
+    notes: list = []
+    frows: list = []
+    for m in progress:
+        methods.update(m.get("m", {}))
+        if "w" in m:
+            assert m["w"][0] == len(notes)
+            notes.extend(m["w"][1])
+        frows.extend(m.get("fr", []))
+    return {
+        "rows": (workdir / "rows.bin").read_bytes(),
+        "details": (workdir / "details.jsonl").read_bytes(),
+        "methods": methods,
+        "notes": notes,
+        "frows": frows,
+        "last": progress[-1],
+    }
+
+
+def _rule_cases_capture(path: Path) -> Path:
+    """Every rule case's messages, one recording after another in one file (connections come back,
+    requests go unanswered, batches, invalid messages, end-of-session findings)."""
+    with open(path, "wb") as fh:
+        for name, case in load_rule_cases():
+            fh.write(orjson.dumps(header_record("stdio", command=["case", name])) + b"\n")
+            for rec in build_records(case["messages"], case.get("transport", "stdio")):
+                fh.write(orjson.dumps(record_to_dict(rec)) + b"\n")
+        fh.write(b"not a record\n\n")
+        fh.write(b'{"type": "message", "seq": 99999999999999999999999}\n')
+        fh.write(b'{"type": "message", "dir": "c2s", "t_ns": 1, "seq": 5, "text": "torn')
+    return path
+
+
+def _inputs(tmp_path: Path) -> list[Path]:
+    generated = tmp_path / "generated.jsonl"
+    generate(generated, 3000, 50, connections=3)
+    return [*CAPTURES, _rule_cases_capture(tmp_path / "cases.jsonl"), generated]
+
+
+def test_two_processes_write_the_rows_details_and_summary_one_process_writes(tmp_path):
+    for i, capture in enumerate(_inputs(tmp_path)):
+        one = _analyse(capture, tmp_path / f"one{i}", "--one-process")
+        two = _analyse(capture, tmp_path / f"two{i}")
+        assert one[-1]["done"] and two[-1]["done"], capture.name
+        assert _written(tmp_path / f"two{i}", two) == _written(tmp_path / f"one{i}", one), capture.name
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as fh:
+        return [int(x) for x in fh.read().split()]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"  # (exited; its new parent reaps it)
+    except FileNotFoundError:
+        return True
+
+
+def _wait(cond, what: str) -> None:
+    deadline = time.monotonic() + BOUND_S
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {BOUND_S} s: {what}")
+        time.sleep(0.02)
+
+
+class _Followed:
+    """`python -m tracer.view.annotate --follow` as the viewer starts it (its stdin a pipe)."""
+
+    def __init__(self, capture: Path, workdir: Path, *extra: str):
+        workdir.mkdir()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tracer.view.annotate", str(capture), str(workdir), "--follow", *extra],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.progress: list[dict] = []
+
+    def until_rows(self, n: int) -> None:
+        """Reports read until one says N rows are written and the end of the file reached."""
+        deadline = time.monotonic() + BOUND_S
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                pytest.fail(f"the analysis ended: {self.proc.stderr.read()[-2000:]!r}")
+            m = json.loads(line)
+            self.progress.append(m)
+            if m.get("rows") == n and m.get("eof"):
+                return
+        pytest.fail(f"no report of {n} rows within {BOUND_S} s")
+
+    def end(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            stream.close()
+
+    def analysis_pid(self) -> int:
+        _wait(lambda: _children(self.proc.pid), "the analysis process started")
+        return _children(self.proc.pid)[0]
+
+
+def _capture(path: Path, n: int) -> list[bytes]:
+    generate(path, n, 20)
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def test_a_followed_capture_is_analysed_as_it_grows_and_both_processes_stop_when_the_viewer_closes_stdin(
+    tmp_path,
+):
+    lines = _capture(tmp_path / "all.jsonl", 400)
+    capture = tmp_path / "live.jsonl"
+    capture.write_bytes(b"".join(lines[:150]))
+    f = _Followed(capture, tmp_path / "work")
+    try:
+        f.until_rows(150)
+        analysis = f.analysis_pid()
+        with open(capture, "ab") as fh:
+            fh.write(b"".join(lines[150:]))
+        f.until_rows(len(lines))
+        f.proc.stdin.close()
+        assert f.proc.wait(timeout=BOUND_S) == 0
+        _wait(lambda: _gone(analysis), "the analysis process stopped with the writer")
+    finally:
+        f.end()
+    # the rows the one-process analysis follows the whole file to (where a row's details are
+    # stored depends on when the flushes came: the rest of each row does not)
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    one = _Followed(whole, tmp_path / "one", "--one-process")
+    try:
+        one.until_rows(len(lines))
+    finally:
+        one.end()
+    assert _fields(tmp_path / "work") == _fields(tmp_path / "one")
+
+
+def _fields(workdir: Path) -> list[tuple]:
+    data = (workdir / "rows.bin").read_bytes()
+    rows = [ROW.unpack_from(data, i) for i in range(0, len(data), ROW.size)]
+    return [r[:F_NOTE] + r[F_SEQ:] for r in rows]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_writer_leaves_no_analysis_process_behind(tmp_path, sig):
+    lines = _capture(tmp_path / "c.jsonl", 100)
+    f = _Followed(tmp_path / "c.jsonl", tmp_path / "work")
+    try:
+        f.until_rows(len(lines))
+        analysis = f.analysis_pid()
+        f.proc.send_signal(sig)
+        f.proc.wait(timeout=BOUND_S)
+        _wait(lambda: _gone(analysis), "the analysis process stopped after its writer was killed")
+    finally:
+        f.end()
+
+
+def test_the_analysis_process_reads_nothing_from_the_viewers_pipes(tmp_path):
+    # its stdin is the writer's stop pipe, its stdout not the viewer's progress channel: the
+    # viewer sees the end of the reports when the writer ends, whatever the analysis does
+    lines = _capture(tmp_path / "c.jsonl", 50)
+    f = _Followed(tmp_path / "c.jsonl", tmp_path / "work")
+    try:
+        f.until_rows(len(lines))
+        analysis = f.analysis_pid()
+        mine = {os.readlink(f"/proc/{f.proc.pid}/fd/{fd}") for fd in (0, 1)}
+        theirs = {os.readlink(f"/proc/{analysis}/fd/{fd}") for fd in (0, 1)}
+        assert not mine & theirs
+    finally:
+        f.end()
