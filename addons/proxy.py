@@ -144,6 +144,48 @@ class _UpstreamFailures:
             self._unsaid = 0
 
 
+class _RedirectsPastProxy:
+    """Reverse mode: an upstream redirect whose `Location` names the upstream itself (a server
+    mounted at `/mcp/` answering `/mcp` with 307, as the official Python SDK's before 1.10 does)
+    sends the host past the proxy: the host follows it straight to the server and nothing of that
+    session is captured but the redirected requests. The proxy says so once per location, with the
+    URL to give as --upstream instead."""
+
+    CAP = 16  # locations already reported
+
+    def __init__(self, runner: ProxyRunner):
+        self.runner = runner
+        self.origin = _origin(runner.cfg.upstream or "")
+        self.said: set[str] = set()
+
+    def responseheaders(self, flow) -> None:
+        resp = flow.response
+        if resp is None or not 300 <= resp.status_code < 400 or self.origin is None:
+            return
+        location = resp.headers.get("location")
+        if not location or _origin(location) != self.origin or len(self.said) >= self.CAP:
+            return
+        if location in self.said:
+            return
+        self.said.add(location)
+        shown = shown_url(location)
+        self.runner.notice(
+            f"the upstream redirected the host ({resp.status_code}) to {shown}, past the proxy: what "
+            f"the host sends there is not captured; give --upstream {shown}"
+        )
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    try:
+        u = urlsplit(url)
+        port = u.port or {"http": 80, "https": 443}.get(u.scheme)
+    except ValueError:
+        return None
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return None
+    return u.scheme, u.hostname.lower(), port
+
+
 class _StartupCheck:
     """Reports the listen addresses once mitmproxy runs, or why it could not listen."""
 
@@ -213,6 +255,7 @@ class ProxyRunner:
             # connects ("eager"): an upstream that is down then costs the host a 502 and the capture
             # a request with its error, where eager mitmproxy just drops the host's connection.
             opts.update(connection_strategy="lazy")
+            m.addons.add(_RedirectsPastProxy(self))
         settings = {
             "mcptrace_redact": cfg.redact,
             "mcptrace_filter": cfg.flow_filter,
