@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from tracer import __version__
-from tracer.lines import LINE_MAX, LongLine, capped_readline, skip_rest
+from tracer.lines import LINE_MAX, LongLine, capped_readline, rest_of_line, skip_rest
 from tracer.model import Direction, Record, RecordType
 from tracer.output import FORMAT_NAME, open_output
 from tracer.recordmodel import check_envelope, check_header, check_int64, check_t_ns
@@ -444,10 +444,13 @@ def read_capture(fh: Iterable[bytes], source: str = "", start: int = 0) -> Itera
     # with no copy, no strip and no extra generator; blank lines are sorted out when they fail.
     for line in lines:
         n += 1
-        if len(line) == limit and line[-1] != 10:  # (a long line: its start, the rest unread)
-            yield ReadProblem(source, n, LongLine(line, limit - 1).message())
-            skip_rest(fh)
-            continue
+        if len(line) == limit and line[-1] != 10:  # (a line longer than a piece: tracer.lines)
+            line = rest_of_line(fh, line)
+            if type(line) is LongLine:
+                yield ReadProblem(source, n, line.message())
+                if not line.ended:
+                    skip_rest(fh)
+                continue
         try:
             obj = loads(line)
             if type(obj) is not dict:

@@ -58,13 +58,15 @@ LINE_MAX = _line_max()  # bytes of a line, without its newline
 class LongLine:
     """A line longer than the cap, in place of its bytes: what a reader reports for it. Not bytes,
     so a parser given it fails (orjson raises JSONDecodeError) and the reader's broken-line path
-    reports it, at no cost to the lines that fit."""
+    reports it, at no cost to the lines that fit. `ended`: its newline was read already (else
+    `skip_rest` reads past the rest, once the problem is said)."""
 
-    __slots__ = ("cap", "head")
+    __slots__ = ("cap", "ended", "head")
 
-    def __init__(self, head: bytes, cap: int):
-        self.head = head[:EVIDENCE_BYTES]
+    def __init__(self, head: bytes | bytearray, cap: int, ended: bool = False):
+        self.head = bytes(head[:EVIDENCE_BYTES])
         self.cap = cap
+        self.ended = ended
 
     def message(self) -> str:
         start = self.head.decode("utf-8", "replace")
@@ -74,7 +76,10 @@ class LongLine:
         )
 
 
-SKIP_BYTES = 1 << 20  # read at once past a long line's rest
+# Lines are read a piece of at most this much at a time: a longer one is gathered piece by piece
+# into one buffer that grows in place (readline's own join of a long line held it twice, and an
+# endless line twice the cap), so no reader holds much more than the cap. Below the smallest cap.
+PIECE = 1 << 20
 
 
 def skip_rest(fh: IO[bytes]) -> None:
@@ -82,18 +87,34 @@ def skip_rest(fh: IO[bytes]) -> None:
     end of the file (a piece at a time: what is held stays small however long the line is)."""
     readline = fh.readline
     while True:
-        more = readline(SKIP_BYTES)
+        more = readline(PIECE)
         if not more or more[-1] == 10:
             return
 
 
-def capped_readline(fh: IO[bytes], cap: int | None = None) -> tuple[object, int]:
-    """FH's `readline` bound to read at most a line of CAP bytes and its newline, and that limit: a
-    line it returns that is `limit` long without a newline at its end is a long line (its first
-    bytes; `skip_rest` reads past the rest). (readline joins what it read: a long line's start
-    takes twice the cap for a moment, and is then let go.)"""
-    limit = (LINE_MAX if cap is None else cap) + 1
+def capped_readline(fh: IO[bytes]) -> tuple[object, int]:
+    """FH's `readline` bound to read a piece of a line at most, and that limit: a line it returns
+    that is `limit` long without a newline at its end goes on (`rest_of_line`)."""
+    limit = PIECE + 1
     return partial(fh.readline, limit), limit
+
+
+def rest_of_line(fh: IO[bytes], start: bytes) -> bytearray | LongLine:
+    """The line of FH that begins with START (a piece `capped_readline` read, no newline at its
+    end), with its newline when it has one; a `LongLine` once it is past the cap."""
+    cap = LINE_MAX
+    buf = bytearray(start)
+    readline = fh.readline
+    while True:
+        more = readline(PIECE)
+        if not more:
+            return buf  # (the file ends without a newline: a torn last line)
+        ended = more[-1] == 10
+        if len(buf) + len(more) - ended > cap:
+            return LongLine(buf, cap, ended)
+        buf += more
+        if ended:
+            return buf
 
 
 def iter_lines(fh: IO[bytes], first_line: int = 1) -> Iterator[tuple[int, bytes | LongLine, bool]]:
@@ -103,10 +124,15 @@ def iter_lines(fh: IO[bytes], first_line: int = 1) -> Iterator[tuple[int, bytes 
     readline, limit = capped_readline(fh)
     for raw in iter(readline, b""):
         n += 1
+        if len(raw) == limit and raw[-1] != 10:
+            line = rest_of_line(fh, raw)
+            if type(line) is LongLine:
+                yield n, line, False  # (said before the rest is read: a followed file's line may
+                if not line.ended:  # not end for a long time)
+                    skip_rest(fh)
+                continue
+            raw = bytes(line)
         if raw[-1] == 10:
             yield n, raw[:-1], True
-        elif len(raw) == limit:
-            yield n, LongLine(raw, limit - 1), False  # (said before the rest is read: a followed
-            skip_rest(fh)  # file's line may not end for a long time)
         else:
             yield n, raw, False
