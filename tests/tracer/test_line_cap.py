@@ -199,3 +199,19 @@ def test_the_live_exporter_reports_a_line_past_the_cap_and_follows_the_lines_aft
         sum(len(x) if type(x) is bytes else len(long) + 1 for x in lines)
         == len(b"a\n" + long) + 1 + len(fitting) + 3
     )
+
+
+@pytest.mark.parametrize("over", [-1, 0, 1, 2, (1 << 19), (1 << 20) - 1, 1 << 20, (1 << 20) + 1])
+def test_a_line_at_any_length_around_the_cap_leaves_the_next_line_whole(monkeypatch, over):
+    import io
+
+    from tracer.lines import LongLine, iter_lines
+
+    monkeypatch.setattr("tracer.lines.LINE_MAX", CAP)
+    data = b"x" * (CAP + over) + b"\nnext\n"
+    got = list(iter_lines(io.BufferedReader(io.BytesIO(data))))
+    first = got[0][1]
+    assert (type(first) is LongLine) == (over > 0)
+    if over <= 0:
+        assert len(first) == CAP + over
+    assert got[1:] == [(2, b"next", True)]
