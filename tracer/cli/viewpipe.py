@@ -212,6 +212,9 @@ def run(args) -> int:
         app = McpTraceApp(s.path, follow=follow, fmt=args.input_format)
         app.run()
         for note in app.exit_notes:  # (a flow stream ending inside a flow: never shown)
+            if app.torn_end is not None and s.done.is_set():  # (the stream ended: its writer stopped)
+                flow, written = app.torn_end
+                note = f"{s.name} ended inside flow {flow:,} ({written:,} bytes of it): a flow cut short, never shown"
             sys.stderr.write(f"mcptrace: {note.replace(os.path.basename(s.path), s.name)}\n")
     finally:
         s.remove()

@@ -63,9 +63,11 @@ class FollowAndEnd:
         """A followed flow file that ends inside a flow as the viewer quits: said after the screen
         closes (McpTraceApp.exit_notes), as it was never shown."""
         view = self.view
-        torn = getattr(view.index, "torn_at_end", None) if view is not None else None
-        note = torn() if torn is not None else None
+        index = view.index if view is not None else None
+        torn = index.torn_flow() if hasattr(index, "torn_flow") else None
+        note = index.torn_at_end() if torn is not None else None
         if note is not None:
+            self.app.torn_end = torn
             self.app.exit_notes.append(note)
 
     def action_toggle_follow(self) -> None:

@@ -68,3 +68,41 @@ def test_a_followed_empty_log_says_the_viewer_waits_for_its_format_and_q_still_q
     screen = Screen(["--follow", str(path)], tmp_path)
     screen.wait_for(rb"waiting for mcp-server-alpha\.log to be written: 0 bytes, not enough yet")
     assert screen.quit() == 0  # (the wait ends with the screen: nothing holds the exit)
+
+
+def _holds(pid: int, prefix: str) -> bool:
+    """Whether process PID has a file open whose name starts with PREFIX."""
+    fds = f"/proc/{pid}/fd"
+    for fd in os.listdir(fds):
+        try:
+            if os.path.basename(os.readlink(f"{fds}/{fd}")).startswith(prefix):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_stream_of_flows_that_ended_inside_a_flow_says_the_flow_is_cut_short_when_the_viewer_quits(
+    tmp_path,
+    flows,  # noqa: F811
+):
+    import time
+
+    ends = flow_ends(flows)
+    r, w = os.pipe()
+    screen = Screen(["-"], tmp_path, stdin_fd=r)
+    os.close(r)
+    os.write(w, flows[: ends[0]])
+    screen.wait_for(rb"initialize")  # (followed: the stream had not ended when the screen opened)
+    os.write(w, flows[ends[0] : ends[2] + 30])
+    os.close(w)  # the writer stops inside the fourth flow
+    screen.wait_for(rb"flow 4 is being written \(30 bytes so far\)")
+    deadline = time.monotonic() + 120
+    while _holds(screen.pid, "mcptrace-stream-"):  # (the copy reached the stream's end: it closed it)
+        assert time.monotonic() < deadline, "the stream's copy did not end"
+        time.sleep(0.02)
+    assert screen.quit() == 0
+    assert (
+        b"standard input ended inside flow 4 (30 bytes of it): a flow cut short, never shown" in screen.text()
+    )
