@@ -25,7 +25,7 @@ from tracer.update import (
     register_request,
     updaters_for,
 )
-from tracer.update.attribution import HANDSHAKES_CAP, continued, unattributed
+from tracer.update.attribution import CONTINUING_CAP, HANDSHAKES_CAP, continued, unattributed
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
@@ -66,6 +66,7 @@ class Analyser:
         # `sessions`, so the hot path never looks for them (see _loose)
         self._loose: dict[str, Session] = {}
         self._handshakes = BoundedMap(HANDSHAKES_CAP)  # (tracer.update.attribution.continued)
+        self._continuing = BoundedMap(CONTINUING_CAP)  # conn -> its session-continued note, waiting
 
     # -- public API --------------------------------------------------------------------------
     # Every consumer is one loop over what these return (tracer.events): lint, export, the tee,
@@ -89,11 +90,7 @@ class Analyser:
             if note == "unattributed":
                 self._unattributed(rec)
             elif note == "session-continued":
-                init = continued(rec, rec.data, self.sessions, self._handshakes)
-                s = self.session(rec)
-                if init is not None and s.init is None and s.unattributed is None:
-                    s.init = init
-                    self._handshakes.put(rec.conn, init)
+                self._continued(rec, self.session(rec))
         if rtype is RecordType.HEADER:
             # another recording appended to the file (a host restarted its server): the sessions
             # of the earlier one are over, even where a connection name comes back (the proxy's
@@ -179,6 +176,22 @@ class Analyser:
             )
         return s
 
+    def _continued(self, note: Record, s: Session) -> None:
+        """A connection carries the rest of one of several sessions (tracer.http.tracks): it has
+        their handshake when they all had the same one. One still unanswered at the note (its
+        answer came later in the file) is waited for, until the next messages of the connection."""
+        if s.init is not None or s.unattributed is not None:
+            self._continuing.pop(note.conn, None)
+            return
+        init, settled = continued(note, note.data, self.sessions, self._handshakes)
+        if init is not None:
+            s.init = init
+            self._handshakes.put(note.conn, init)
+        if init is not None or settled:
+            self._continuing.pop(note.conn, None)
+        elif note.conn not in self._continuing:
+            self._continuing.put(note.conn, note)
+
     def _message(self, rec: Record) -> Analysed:
         self.messages += 1
         s = self.sessions.get(rec.conn)
@@ -186,6 +199,10 @@ class Analyser:
             s = self.session(rec)
             if s.unattributed is not None:
                 return self._loose_message(rec, s)
+        if self._continuing:  # (empty unless a continued session's handshake was still unanswered)
+            note = self._continuing.get(rec.conn)
+            if note is not None:
+                self._continued(note, s)
         common = classify_common(rec.raw)
         if common is not None:  # nearly every message: one well-formed object
             return self._one(Analysed(rec, *common), s)

@@ -160,11 +160,7 @@ class Connections:
         group = (client_ip(client), user_agent, endpoint)
         carrier = client_id or client
         if not carrier:
-            conn = self._groups.get(group)
-            if conn is None:
-                conn = self.unique(self.base(client, url))
-                self._groups.put(group, conn)
-            return conn
+            return self._unseen(group, client, url, fresh, presumes, method, rid, cancels)
         key = (carrier, endpoint)
         bound = self._tcp.get(key)
         if bound is not None and not (fresh and bound in self._owned):
@@ -173,6 +169,25 @@ class Connections:
         if conn is None:  # named after the client's address and port: one per TCP connection
             conn = self.unique(f"{client or 'client'}→{authority_path(url)}")
         self._bind(key, carrier, conn)
+        return conn
+
+    def _unseen(self, group: tuple, client: str, url: str, fresh, presumes, method, rid, cancels) -> str:
+        """A message with no client identity (a HAR entry without `connection`: mitmproxy's HAR
+        export writes none). Each one is as a request on a TCP connection of its own (what the
+        official SDK client does against a server without session ids), so the same evidence
+        places it: a second session-less `initialize` of the group starts a connection of its own
+        and a legacy message joins the handshake its ids continue (tracer.http.tracks). The rest
+        (modern, a group without a handshake) goes on the group's connection, as before."""
+        conn = self._groups.get(group)
+        if presumes and conn is not None:
+            placed = self._place(group, client, url, method, rid, cancels)
+            if placed is not None:
+                return placed
+        if conn is not None and method == "initialize" and self.tracks.known(group):
+            return self.unique(self.base(client, url))  # (another handshake of the group is on it)
+        if conn is None:
+            conn = self.unique(self.base(client, url))
+            self._groups.put(group, conn)
         return conn
 
     def _place(self, group: tuple, client: str, url: str, method, rid, cancels) -> str | None:

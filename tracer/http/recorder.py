@@ -171,13 +171,13 @@ class HttpRecorder:
             if not f.tee.ended:  # buffered SSE: replay it through the tee
                 f.tee.feed(body or b"", t_ns)
                 f.tee.end((why if why in _STREAM_ENDS else _reason(why)) if why else "end", t_ns)
-            self._forget(f)
+            self._forget(f, t_ns)
             return
         body = body or b""
         rpc = looks_jsonrpc(body)
         if not f.mcp:
             if not rpc:
-                self._forget(f)
+                self._forget(f, t_ns)
                 return
             f.mcp = True
             self.assign(f, None)
@@ -215,7 +215,7 @@ class HttpRecorder:
                     )
                 ]
             )
-        self._forget(f)
+        self._forget(f, t_ns)
 
     def failed(self, ex: Exchange, why: str, t_ns: int = 0) -> None:
         """The exchange broke before it completed (client or server went away, killed)."""
@@ -231,7 +231,7 @@ class HttpRecorder:
             self.emit(
                 [Record(RecordType.HTTP, t_ns=_now(t_ns), transport=f.transport, conn=f.conn, http=http)]
             )
-        self._forget(f)
+        self._forget(f, t_ns)
 
     # -- connections -----------------------------------------------------------------------------
 
@@ -268,10 +268,10 @@ class HttpRecorder:
         )
         if method == "initialize":
             conns.handshake(f.conn, ex.client, ex.url, ua, rid)
-        self._closed_at = 0
         if conns.notes:
             self._notes(ex)
             conns.settle()
+        self._closed_at = 0
         if method is not None:
             f.rpc_key = id_key(rid)
         self._count(f)
@@ -351,12 +351,15 @@ class HttpRecorder:
         self._sse_posts.pop(entry[2], None)
         return True
 
-    def _forget(self, f: _Flow) -> None:
+    def _forget(self, f: _Flow, t_ns: int = 0) -> None:
         f.done = True
         self._flows.pop(f.ex.id, None)
         if f.counted:
             f.counted = False
+            # (a connection it was the last exchange of ends when it did: an imported file's time)
+            self._closed_at = t_ns
             self.conns.finished(f.conn, f.rpc_key)
+            self._closed_at = 0
         if f.rpc_method == "initialize" and not f.begun and f.conn:
             self.conns.refused(f.conn, bool(f.ex.client_id or f.ex.client))
 

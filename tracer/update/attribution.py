@@ -24,6 +24,7 @@ from tracer.model import Direction, Record
 from tracer.session import BoundedMap, InitState, Session
 
 HANDSHAKES_CAP = 4096  # handshakes of ended sessions a later continued one may still name
+CONTINUING_CAP = 1024  # continued sessions waiting for a handshake's answer (the oldest give up)
 
 CANDIDATES_MAX = 64  # candidate names read from one event (untrusted input: a file may hold more)
 
@@ -67,32 +68,39 @@ def _facts(init: InitState) -> tuple:
     )
 
 
-def continued(rec: Record, data: dict, sessions: dict[str, Session], known: BoundedMap) -> InitState | None:
-    """The handshake the continued session DATA announces has, if every session it may continue
-    had the same one (KNOWN: the handshakes of those already ended, by connection)."""
+def continued(
+    rec: Record, data: dict, sessions: dict[str, Session], known: BoundedMap
+) -> tuple[InitState | None, bool]:
+    """The handshake the continued session DATA (the note REC) announces has, if every session it
+    may continue had the same one (KNOWN: the handshakes of those already ended, by connection),
+    and whether that is settled: False while one of them still awaits its answer (a file's later
+    record may hold it: then ask again)."""
     names = data.get("of")
     if type(names) is not list or not names or len(names) > CANDIDATES_MAX or data.get("partial"):
-        return None
+        return None, True
     inits = []
     for name in names:
         if type(name) is not str:
-            return None
+            return None, True
         s = sessions.get(name)
         init = s.init if s is not None else known.get(name)
         if s is not None and init is not None:
             known.put(name, init)  # (the session ends here: a later continued one may name it)
         inits.append(init)
-    if any(i is None or i.result_seq is None or i.error_seq is not None for i in inits):
-        return None
+    if any(i is None or i.error_seq is not None for i in inits):
+        return None, True
+    if any(i.result_seq is None for i in inits):
+        return None, False
     first = _facts(inits[0])
     if any(_facts(i) != first for i in inits[1:]):
-        return None
+        return None, True
     # (when one of them had not said initialized yet, where this one's went cannot be told: the
     # notification may be on another connection, so its absence is not judged here)
     said = all(i.initialized_seq is not None for i in inits)
-    return replace(
+    init = replace(
         inits[0],
         early_request=None,
         modern_before=0,
         initialized_seq=inits[0].initialized_seq if said else rec.seq,
     )
+    return init, True

@@ -86,3 +86,17 @@ def test_a_next_id_another_session_still_awaits_is_not_guessed(capture):  # noqa
     [note] = _events(path, "unattributed")
     assert "request id 3 continues 1 session-less sessions and is awaited by 1" in note.data["why"]
     assert _analysed(path)[1] == []
+
+
+def test_a_request_id_far_past_its_sessions_last_one_keeps_no_holes_and_places_nothing_by_them():
+    from tracer.http.tracks import HOLES_CAP, Tracks
+
+    tracks, group = Tracks(), ("127.0.0.1", None, "e")
+    tracks.handshake(group, "a", 1)
+    tracks.handshake(group, "b", 1)
+    tracks.sent("a", "tools/list", 2)
+    tracks.sent("a", "tools/list", 2**62)  # a hostile or odd client: no range of ids is kept
+    tracks.sent("b", "tools/list", 3 + HOLES_CAP)  # past the cap: every id below may be its own
+    assert tracks._holes == 0
+    # id 5 may be a late request of either: neither is chosen
+    assert tracks.place(group, "tools/list", 5, None, [])[0] == "alone"
