@@ -14,7 +14,7 @@ wrap + unwrap restoring the file byte for byte.
 
 A traceback, "internal error", an exception's name on stderr (`RecursionError: ...`), exit 70, a
 death by signal or a run past 240 s is flagged, with the end of its stderr. Target: 0 flagged
-(0 of 780 at 24d0171). Takes ~5 minutes on a loaded 2-core machine.
+(0 of 805 runs at 24d0171). Takes ~5 minutes on a loaded 2-core machine.
 """
 
 from __future__ import annotations
