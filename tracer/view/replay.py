@@ -333,6 +333,23 @@ def run_pipeline(capture: str, workdir: str, *, follow: bool = False, emit=None,
         writer.stop.set()
         ctl.close()
 
+    def on_signal(signum, _frame) -> None:
+        # the viewer stops us with SIGTERM (tracer.inputs.spooled.stop_process), a closed terminal
+        # with SIGHUP: the analysis is stopped and reaped first, then the signal's own action, so
+        # no process outlives the one the viewer waits for
+        ctl.close()
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, on_signal)
+
     import stat
 
     if stat.S_ISFIFO(os.fstat(0).st_mode):

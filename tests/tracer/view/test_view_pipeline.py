@@ -201,6 +201,24 @@ def test_a_killed_writer_leaves_no_analysis_process_behind(tmp_path, sig):
         f.end()
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_writer_stopped_by_a_signal_has_stopped_its_analysis_when_it_exits(tmp_path, sig):
+    # the viewer stops its analysis with SIGTERM and waits for that one process: the forked
+    # analysis must be gone by then, and the exit status still names the signal
+    # (a capture long enough that the analysis is still at work when the signal comes)
+    lines = _capture(tmp_path / "c.jsonl", 100_000)
+    f = _Followed(tmp_path / "c.jsonl", tmp_path / "work")
+    try:
+        first = json.loads(f.proc.stdout.readline())
+        assert first["rows"] < len(lines)
+        analysis = f.analysis_pid()
+        f.proc.send_signal(sig)
+        assert f.proc.wait(timeout=BOUND_S) == -sig
+        assert _gone(analysis)
+    finally:
+        f.end()
+
+
 def test_the_analysis_process_reads_nothing_from_the_viewers_pipes(tmp_path):
     # its stdin is the writer's stop pipe, its stdout not the viewer's progress channel: the
     # viewer sees the end of the reports when the writer ends, whatever the analysis does
