@@ -358,25 +358,28 @@ class CaptureWriter:
 _LINE_LIMIT = LINE_MAX + 1  # (with its newline)
 
 
-def _fitted(rec: Record, length: int, redact: bool) -> bytes:
-    """The line of a record that would be LENGTH bytes, longer than any reader reads
-    (tracer.lines): its bytes cut to fit, whole characters, the bytes not kept counted in
-    `data.cut` as the tee counts a line's past its own cap. (No real peer sends such a message;
-    a hostile one is still relayed whole.)"""
+def fitted(rec: Record, length: int, encode: Callable[[Record], bytes], limit: int = _LINE_LIMIT) -> bytes:
+    """The line ENCODE makes of a record whose line would be LENGTH bytes, longer than LIMIT (no
+    reader reads past the line cap, tracer.lines): its bytes cut to fit, whole characters, the bytes
+    not kept counted in `data.cut` as the tee counts a line's past its own cap. (No real peer sends
+    such a message; a hostile one is still relayed whole.)"""
     raw = rec.raw
     keep = len(raw)
     while True:
-        keep = keep * (LINE_MAX - 64 * 1024) // length  # (the other fields keep their size)
+        keep = keep * (limit - 64 * 1024) // length  # (the other fields keep their size)
         while 0 < keep < len(raw) and raw[keep] & 0xC0 == 0x80:  # (not inside a UTF-8 character)
             keep -= 1
         data = dict(rec.data) if rec.data is not None else {}
         cut = data.get("cut")
         data["cut"] = (cut if type(cut) is int and cut > 0 else 0) + len(raw) - keep
-        short = dataclasses.replace(rec, raw=raw[:keep], data=data)
-        line = safe_dumps(record_to_dict(short, redact=redact)) + b"\n"
-        if len(line) <= _LINE_LIMIT or keep == 0:
+        line = encode(dataclasses.replace(rec, raw=raw[:keep], data=data))
+        if len(line) <= limit or keep == 0:
             return line
         length = len(line)
+
+
+def _fitted(rec: Record, length: int, redact: bool) -> bytes:
+    return fitted(rec, length, lambda r: safe_dumps(record_to_dict(r, redact=redact)) + b"\n")
 
 
 @dataclass(slots=True)

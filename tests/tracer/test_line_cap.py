@@ -215,3 +215,22 @@ def test_a_line_at_any_length_around_the_cap_leaves_the_next_line_whole(monkeypa
     if over <= 0:
         assert len(first) == CAP + over
     assert got[1:] == [(2, b"next", True)]
+
+
+def test_a_converted_capture_line_is_never_past_the_cap_its_reader_reads(monkeypatch):
+    # (the viewer converts a HAR, a .mitm file, a host log to a capture its analysis reads back: a
+    # body of hundreds of MB, or a line escaped to six times its size, keeps what fits)
+    import io
+
+    from tracer.capture import read_capture
+    from tracer.inputs.lazy import record_line
+    from tracer.model import Direction, Record, RecordType
+
+    monkeypatch.setattr("tracer.lines.LINE_MAX", CAP)
+    raw = "é".encode() + b"\x01" * (CAP // 2)  # (six bytes a byte in JSON: three times the cap)
+    rec = Record(RecordType.MESSAGE, 7, 0, Direction.S2C, raw, "ndjson", "0", line=3)
+    line = record_line(rec)
+    assert len(line) <= CAP
+    (back,) = read_capture(io.BufferedReader(io.BytesIO(line + b"\n")))
+    assert back.type is RecordType.MESSAGE and back.seq == 7
+    assert raw.startswith(back.raw) and len(back.raw) + back.data["cut"] == len(raw)

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from tracer.capture import ReadProblem, header_record, record_to_dict
+from tracer import lines as line_cap
+from tracer.capture import ReadProblem, fitted, header_record, record_to_dict
 from tracer.index import CHUNK, IndexReset, LineIndex
 from tracer.model import Record, RecordType
 from tracer.safejson import dumps as safe_dumps
@@ -56,7 +57,15 @@ def converted_header(path: str, fmt_name: str) -> bytes:
 
 def record_line(rec: Record) -> bytes:
     """A record as a converted capture's line: as the input says it (nothing redacted), with the
-    record's line in the original file (`line`, which only the viewer reads)."""
+    record's line in the original file (`line`, which only the viewer reads). Never past the line
+    cap (tracer.lines), which the viewer's analysis reads it back with: a HAR body of hundreds of MB,
+    an NDJSON line escaped to six times its size, keeps what fits (capture.fitted)."""
+    line = _record_line(rec)
+    cap = line_cap.LINE_MAX
+    return line if len(line) <= cap else fitted(rec, len(line), _record_line, cap)
+
+
+def _record_line(rec: Record) -> bytes:
     obj = record_to_dict(rec, redact=False)
     if rec.line:
         obj["line"] = rec.line
