@@ -41,6 +41,7 @@ class McpTraceApp(App):
         self.hint = hint  # a line kept on the status bar (the proxy's URL for the host)
         self.exit_notes: list[str] = []  # lines said on stderr once the screen is closed
         self.torn_end: tuple[int, int] | None = None  # (flow, bytes of it) a followed flow file ended in
+        self.stream_ended = None  # a threading.Event set when the stream viewed (`view -`) has ended
 
     def on_mount(self) -> None:
         if self.path is not None:

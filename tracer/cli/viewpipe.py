@@ -210,6 +210,7 @@ def run(args) -> int:
 
         follow = fmt not in READ_WHOLE and not s.done.is_set()
         app = McpTraceApp(s.path, follow=follow, fmt=args.input_format)
+        app.stream_ended = s.done
         app.run()
         for note in app.exit_notes:  # (a flow stream ending inside a flow: never shown)
             if app.torn_end is not None and s.done.is_set():  # (the stream ended: its writer stopped)

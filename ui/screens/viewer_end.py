@@ -123,6 +123,9 @@ class FollowAndEnd:
         torn_flow = getattr(view.index, "torn_flow", None)
         torn = torn_flow() if torn_flow is not None else None
         note = f"flow {torn[0]:,} is being written ({torn[1]:,} bytes so far)" if torn is not None else None
+        ended = self.app.stream_ended
+        if note is not None and ended is not None and ended.is_set():  # (its writer stopped there)
+            note = f"flow {torn[0]:,} cut short ({torn[1]:,} bytes): the stream ended in it"
         if note == self.torn_said:
             return
         if note is not None:

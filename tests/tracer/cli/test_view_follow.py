@@ -97,11 +97,11 @@ def test_a_stream_of_flows_that_ended_inside_a_flow_says_the_flow_is_cut_short_w
     screen.wait_for(rb"initialize")  # (followed: the stream had not ended when the screen opened)
     os.write(w, flows[ends[0] : ends[2] + 30])
     os.close(w)  # the writer stops inside the fourth flow
-    screen.wait_for(rb"flow 4 is being written \(30 bytes so far\)")
     deadline = time.monotonic() + 120
     while _holds(screen.pid, "mcptrace-stream-"):  # (the copy reached the stream's end: it closed it)
         assert time.monotonic() < deadline, "the stream's copy did not end"
         time.sleep(0.02)
+    screen.wait_for(rb"flow 4 cut short \(30 bytes\): the stream ended in it")
     assert screen.quit() == 0
     assert (
         b"standard input ended inside flow 4 (30 bytes of it): a flow cut short, never shown" in screen.text()
