@@ -64,7 +64,12 @@ def block(index: LineIndex | RecordIndex, first: int, last: int) -> list[bytes]:
 def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
     """Analyse LINES, the rows from FIRST on, into F's rows. A row whose analysis raises is written
     as unreadable (RowFiller.unreadable) and the next one goes on. F's tables are held here for
-    the whole run: the general path changes them in place."""
+    the whole run: the general path changes them in place. Once seqs have restarted (tees sharing
+    a file, concatenated captures), every row takes the general path, whose seq -> row lookups are
+    per connection (tracer.view.rowformat.SeqMap.row): this loop's are not."""
+    if len(f.seqmap.segments) > 1:
+        general(f, first, lines)
+        return
     loads = orjson.loads
     json_error = orjson.JSONDecodeError
     capture = f.capture
@@ -91,10 +96,14 @@ def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
             rec = _fast_record(obj, row + 1, capture) if obj.__class__ is dict else None
             if rec is None:  # not a plain message record: the general path (broken lines too)
                 f.analyse_row(row, line, None if obj is _UNPARSED else obj)
+                if len(segments) > 1:  # (its message restarted the seqs)
+                    general(f, row + 1, lines[row + 1 - first :])
+                    return
                 continue
             seq = rec.seq
-            if seqs and seq <= seqs[-1]:  # (SeqMap.add)
-                segments.append(len(seqs))
+            if seqs and seq <= seqs[-1]:  # seqs restart (SeqMap.add): the rest as general() does
+                general(f, row, lines[row - first :])
+                return
             seqs.append(seq)
             seq_rows.append(row)
             try:
@@ -199,5 +208,18 @@ def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
             else:
                 store.put_packed(row, data)
         except Exception as exc:  # a record this version cannot analyse costs its row, not the rest
+            f.unreadable(row, exc)
+            if len(segments) > 1:
+                general(f, row + 1, lines[row + 1 - first :])
+                return
+    f.row = first + len(lines)
+
+
+def general(f: RowFiller, first: int, lines: list[bytes]) -> None:
+    """fill() with every row on the general path (RowFiller.analyse_row)."""
+    for row, line in enumerate(lines, first):
+        try:
+            f.analyse_row(row, line)
+        except Exception as exc:  # (as fill: a record this version cannot analyse costs its row)
             f.unreadable(row, exc)
     f.row = first + len(lines)

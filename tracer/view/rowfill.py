@@ -44,6 +44,7 @@ from tracer.view.rowstore import RowStore
 
 MAX_METHODS = 50_000  # method labels beyond this (junk from invalid traffic) are not interned
 MAX_STASH = 100_000  # requests awaiting their answer whose rows are kept to be patched
+MAX_CONNS = 100_000  # rows whose connection conn_of keeps (read again beyond)
 LAT_MAX_US = 2**31 - 1
 _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
 _MESSAGE = RecordType.MESSAGE
@@ -72,7 +73,8 @@ class RowFiller:
         self.analyser = analyser if analyser is not None else Analyser(rules)
         self.summary = SummaryBuilder()
         self.store = RowStore(workdir)
-        self.seqmap = SeqMap()
+        self.seqmap = SeqMap(self.conn_of)
+        self.conns: dict[int, str | None] = {}  # row -> its connection, as conn_of read it
         self.row = 0  # next row to analyse
         self.methods: dict[str, int] = {}
         self.method_list: list[str] = []
@@ -203,6 +205,7 @@ class RowFiller:
             fields[7] = i if i is not None else self.method_index(label)
         pending = False
         partner = a.partner_seq
+        row_of = self.seqmap.of(a.rec.conn)  # (a partner is of the message's own connection)
         if kind is Kind.RESULT or kind is Kind.ERROR:
             req = a.request
             hit = self.stash.pop((req.seq, a.rec.conn), None) if req is not None and ps in _ANSWERED else None
@@ -214,7 +217,7 @@ class RowFiller:
                 if hit is not None and partner == req.seq and len(self.seqmap.segments) == 1:
                     fields[8] = hit[1]
                 else:
-                    prow = self.seqmap.row(partner)
+                    prow = row_of(partner)
                     if prow is not None:
                         fields[8] = prow
             lat = a.latency_ns
@@ -225,11 +228,11 @@ class RowFiller:
         elif kind is Kind.REQUEST:
             pending = self.remember(a, row, a)
         elif partner is not None:
-            prow = self.seqmap.row(partner)
+            prow = row_of(partner)
             if prow is not None:
                 fields[8] = prow
         if a.op_seq is not None:
-            oprow = self.seqmap.row(a.op_seq)
+            oprow = row_of(a.op_seq)
             if oprow is not None:
                 fields[10] = oprow
         if timing is not None:
@@ -250,7 +253,7 @@ class RowFiller:
     def batch(self, row: int, a: Analysed, fields: list[Any], timing: dict[str, Any] | None) -> None:
         """A batch's row: its members' findings, its first member's pairing."""
         kind = a.kind
-        row_of = self.seqmap.row
+        row_of = self.seqmap.of(a.rec.conn)
         findings = a.findings
         nfind = len(findings)
         worst = max([f.severity for f in findings]) if nfind else 0
@@ -319,7 +322,7 @@ class RowFiller:
             fields[F_DET] = -1
         else:
             fields[F_NOTE] = -1
-            fields[F_DET] = self.store.write_details(compact(a, self.seqmap.row, timing))
+            fields[F_DET] = self.store.write_details(compact(a, self.seqmap.of(a.rec.conn), timing))
 
     def remember(self, u: Analysed, row: int, top: Analysed) -> bool:
         """Stash a request so its row can learn its partner when the answer comes (the answer's
@@ -342,7 +345,7 @@ class RowFiller:
         if resp.latency_ns is not None:
             fields[9] = _lat_us(resp.latency_ns)
         if req.op_seq is not None and fields[10] < 0:
-            oprow = self.seqmap.row(req.op_seq)
+            oprow = self.seqmap.row(req.op_seq, top.rec.conn)
             if oprow is not None:
                 fields[10] = oprow
         self.settle(fields, top, self.timings.get(req_row) if self.timings else None)
@@ -384,22 +387,44 @@ class RowFiller:
 
     def attach_end_finding(self, f: Finding) -> None:
         self.summary.add_finding(f)
-        row = self.seqmap.row(f.seq) if f.seq else None
+        row_of = self.seqmap.row
+        if len(self.seqmap.segments) > 1 and f.line > 0:  # (its message's connection: seqs restarted)
+            conn = self.conn_of(f.line - 1)
+            if conn is not None:
+                row_of = self.seqmap.of(conn)
+        row = row_of(f.seq) if f.seq else None
         if row is None:
-            self.capture_findings.append(finding_list(f, self.seqmap.row))
+            self.capture_findings.append(finding_list(f, row_of))
             return
         if row in self.deferred:
             self.write_deferred()
         store = self.store
         fields = store.get(row)
         d = self.details_of(fields, row) or {}
-        d.setdefault("f", []).append(finding_list(f, self.seqmap.row))
+        d.setdefault("f", []).append(finding_list(f, row_of))
         fields[6] = min(fields[6] + 1, 65535)
         fields[4] = max(fields[4], int(f.severity))
         fields[F_NOTE] = -1
         fields[F_DET] = store.write_details(d)
         store.put(row, fields)
         self.new_frows.append(row)
+
+    def conn_of(self, row: int) -> str | None:
+        """The connection of row ROW's record, read again from its line (SeqMap asks once seqs have
+        restarted); None when it cannot be read again."""
+        conns = self.conns
+        if row in conns:
+            return conns[row]
+        try:
+            conn = record_from_dict(
+                orjson.loads(self.index.line(row)), line=row + 1, source=self.capture
+            ).conn
+        except Exception:  # (a line that changed or went away names no connection: no guess)
+            conn = None
+        if len(conns) >= MAX_CONNS:
+            conns.clear()
+        conns[row] = conn
+        return conn
 
     def method_index(self, label: str | None) -> int:
         if not label:

@@ -14,6 +14,7 @@ import os
 import struct
 from array import array
 from bisect import bisect_left
+from collections.abc import Callable
 from typing import Any
 
 from tracer.model import Direction, Era, Finding, Kind, RecordType
@@ -69,13 +70,17 @@ def finding_list(f: Finding, row_of_seq) -> list[Any]:
 
 
 class SeqMap:
-    """seq -> row for message rows. Seqs rise within a capture; a restart (concatenated captures)
-    opens a new segment, searched newest first."""
+    """seq -> row for message rows. Seqs rise within a capture; a restart (concatenated captures, or
+    several tees appending to one file, each numbering its records from 1) opens a new segment,
+    searched newest first. Once seqs have restarted a seq can name a row of each connection:
+    row(seq, conn) then takes the newest row of that connection (CONN_OF, row -> its connection,
+    tells), else the newest of any (a link the analyser made across connections: an MRTR round)."""
 
-    def __init__(self) -> None:
+    def __init__(self, conn_of: Callable[[int], str | None] | None = None) -> None:
         self.seqs = array("q")
         self.rows = array("i")
         self.segments = [0]
+        self.conn_of = conn_of
 
     def add(self, seq: int, row: int) -> None:
         if self.seqs and seq <= self.seqs[-1]:
@@ -83,14 +88,27 @@ class SeqMap:
         self.seqs.append(seq)
         self.rows.append(row)
 
-    def row(self, seq: int | None) -> int | None:
+    def row(self, seq: int | None, conn: str | None = None) -> int | None:
         if seq is None:
             return None
         seqs = self.seqs
         hi = len(seqs)
+        # (one segment: a seq names one row, whatever its connection)
+        by_conn = conn is not None and self.conn_of is not None and len(self.segments) > 1
+        first = None
         for lo in reversed(self.segments):
             i = bisect_left(seqs, seq, lo, hi)
             if i < hi and seqs[i] == seq:
-                return self.rows[i]
+                row = self.rows[i]
+                if not by_conn or self.conn_of(row) == conn:
+                    return row
+                if first is None:
+                    first = row
             hi = lo
-        return None
+        return first
+
+    def of(self, conn: str) -> Callable[[int | None], int | None]:
+        """row(seq, CONN) as a one-argument lookup; row itself while seqs have not restarted."""
+        if len(self.segments) == 1 or self.conn_of is None:
+            return self.row
+        return lambda seq: self.row(seq, conn)
