@@ -167,3 +167,36 @@ def test_free_text_finds_messages_stored_as_text_or_base64_in_the_viewer(tmp_pat
         assert list(FilterJob(view, compile_filter("needle | ping")).run()) == [1, 2, 3]
     finally:
         view.close()
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        (
+            "live.ndjson",
+            '{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","id":1,"result":{"needle":1}}\n'
+            '{"jsonrpc":"2.0","method":"notifications/needle"}\n',
+        ),
+        (
+            "mcp.log",
+            '2025-06-13T14:44:29.945Z [info] [fs] Message from client: {"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+            '2025-06-13T14:44:29.950Z [info] [fs] Message from server: {"jsonrpc":"2.0","id":1,"result":{"needle":1}}\n'
+            '2025-06-13T14:44:29.951Z [info] [fs] Message from server: {"jsonrpc":"2.0","method":"notifications/needle"}\n',
+        ),
+    ],
+)
+def test_free_text_finds_rows_of_an_ndjson_file_or_host_log_read_lazily_in_the_viewer(tmp_path, name, text):
+    # Their rows are made on demand (tracer.inputs.lazy.RecordIndex), not lines of a capture file:
+    # the capture's block search raised AttributeError ('span'), and the viewer quit on `/needle`.
+    from tracer.view.viewdata import open_view
+    from tracer.view.viewfilter import FilterJob
+
+    path = tmp_path / name
+    path.write_text(text)
+    view = open_view(str(path))
+    view.index.build()
+    try:
+        assert list(FilterJob(view, compile_filter("needle")).run()) == [2, 3]
+        assert list(FilterJob(view, compile_filter("needle !notifications")).run()) == [2]
+    finally:
+        view.close()

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from tracer.filter import Filter, id_text
+from tracer.inputs.lazy import RecordIndex
 from tracer.view.annotations import RowSummary
 from tracer.view.viewdata import CaptureView, RowBasics, _raw_of, basics_from_line
 
@@ -195,6 +196,10 @@ class FilterJob:
             for n in flt.needles
             if n.isascii() and n.isprintable() and '"' not in n and "\\" not in n
         ]
+        if isinstance(view.index, RecordIndex):
+            # (rows made on demand, an NDJSON file or a host log: no capture file for the block
+            # search to read, so each row is matched as it is made)
+            needles = []
         row = self.start
         while row < stop and not self.cancelled.is_set():
             last = min(stop, row + BLOCK)
