@@ -223,7 +223,7 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         finished = sink.close()
         sink.finish_analysis()
         writer.close()
-    _summary(notes, sink, path, finished)
+    _summary(notes, sink, path, finished, server_stopped_reading=tee.server_stopped_reading)
     notes.close()
     return result.exit_code
 
@@ -245,7 +245,7 @@ def _record_spawn_failure(writer, why: str) -> None:
     writer.close()
 
 
-def _summary(notes, sink, path: str, finished: bool) -> None:
+def _summary(notes, sink, path: str, finished: bool, server_stopped_reading: bool = False) -> None:
     if sink.write_error is not None:
         notes.say(
             f"could not write the capture {path}: {sink.write_error.strerror or sink.write_error}; "
@@ -268,6 +268,19 @@ def _summary(notes, sink, path: str, finished: bool) -> None:
             force=True,
         )
     late, late_events = getattr(sink, "late_bytes", 0), getattr(sink, "late_events", 0)
+    # The host's bytes read after the server stopped reading reached nobody (a host that goes on
+    # writing after Ctrl-C stopped the server): not a relay going on, which is what the rest means.
+    undelivered = getattr(sink, "late_stdin_bytes", 0) if server_stopped_reading else 0
+    if undelivered:
+        notes.say(
+            f"{undelivered:,} bytes the host sent after the server had stopped reading came after the "
+            f"capture closed: they were not delivered to the server, and are not in {path}",
+            force=True,
+        )
+        late -= undelivered
+    if server_stopped_reading:  # (the tee's own notes of that input's end are part of the same story)
+        names = getattr(sink, "late_event_names", {})
+        late_events -= sum(names.get(n, 0) for n in ("server-stdin-closed", "stdin-eof"))
     if late or late_events:  # (the capture process's notes that came after it closed: never silent)
         events = f" and {late_events} event record{'s' if late_events != 1 else ''}" if late_events else ""
         notes.say(

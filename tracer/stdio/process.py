@@ -40,6 +40,7 @@ from tracer.stdio.capture import (
     INLINE_MAX,
     ROOM_POLL_MS,
     ROOM_WAIT_NS,
+    STDIN,
     CaptureOutcome,
 )
 from tracer.stdio.capture_child import (
@@ -163,6 +164,8 @@ class CaptureProcess(CaptureOutcome):
         self.late_notes = 0
         self.late_bytes = 0
         self.late_events = 0
+        self.late_stdin_bytes = 0  # (of late_bytes, the host's: undelivered if the server stopped reading)
+        self.late_event_names: Counter[str] = Counter()  # (a few names at most: the tee's own events)
 
     # -- the relay side (any thread, never blocks) ---------------------------------------------
 
@@ -336,12 +339,20 @@ class CaptureProcess(CaptureOutcome):
 
     def _late(self, note: bytes) -> None:
         """A note that will never reach the capture (the lock is held)."""
-        kind, _, n, _ = _NOTE.unpack_from(note)
+        kind, stream, n, _ = _NOTE.unpack_from(note)
         self.late_notes += 1
         if kind == _EVENT:
             self.late_events += 1
+            try:
+                name = orjson.loads(note[_NOTE.size :]).get("event")
+            except (orjson.JSONDecodeError, AttributeError):
+                name = None
+            if type(name) is str and len(self.late_event_names) < 32:
+                self.late_event_names[name] += 1
         elif kind != _EOF and kind != _CONN and n > 0:  # stream bytes (a gap's: their drop unrecorded)
             self.late_bytes += n
+            if stream == STDIN:
+                self.late_stdin_bytes += n
 
     def flush_notes(self) -> None:
         """Hand over the notes parked in memory, as far as the control pipe takes them now (the relay

@@ -216,6 +216,7 @@ class Tee:
         self.kill_after = kill_after
         self.zero_copy = zero_copy  # False: always read/write (tests compare both paths)
         self.exited = threading.Event()
+        self.server_stopped_reading = False  # its stdin broke: host bytes after that were not delivered
         self.stdout_done = threading.Event()  # the server's stdout reached EOF and was passed on
         self.caught_up = threading.Event()  # no copy waits in the relay for the capture (relay_loop)
         self.caught_up.set()
@@ -335,6 +336,7 @@ class Tee:
         self._stdin_ended(escalate_here=True)
 
     def _server_stdin_closed(self, at: int) -> None:
+        self.server_stopped_reading = True
         self.sink.event(
             "server-stdin-closed",
             offset=at,

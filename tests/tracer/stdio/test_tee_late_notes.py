@@ -15,16 +15,16 @@ from tracer.capture import CaptureWriter, header_record
 from tracer.cli.stdio import _summary
 from tracer.model import RecordType
 from tracer.stdio import splice as tee_splice
-from tracer.stdio.capture import STDOUT
+from tracer.stdio.capture import STDIN, STDOUT
 from tracer.stdio.notes import Notes
 
 LINE = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
 
 
-def _said(feed, path) -> str:
+def _said(feed, path, server_stopped_reading: bool = False) -> str:
     r, w = os.pipe()
     notes = Notes(w, capture=str(path))
-    _summary(notes, feed, str(path), True)
+    _summary(notes, feed, str(path), True, server_stopped_reading=server_stopped_reading)
     notes.close()
     os.close(w)
     with os.fdopen(r, "rb") as fh:
@@ -73,3 +73,31 @@ def test_bytes_handed_to_a_capture_process_that_was_killed_are_counted(tmp_path)
     said = _said(feed, path)
     assert "ended before it finished" in said
     assert f"{len(LINE)} bytes came after the capture closed" in said
+
+
+@pytest.mark.skipif(not tee_splice.available(), reason="the capture process needs Linux pipes")
+def test_host_bytes_after_the_server_stopped_reading_are_said_undelivered_not_a_relay_going_on(tmp_path):
+    # Ctrl-C stops the server while the host goes on writing: what the tee reads from the host then
+    # reached nobody. Saying "a process the server started may hold its pipes open" was a false cause.
+    from tracer.stdio.process import CaptureProcess
+
+    path = tmp_path / "cap.jsonl"
+    writer = CaptureWriter(path, header_record("stdio"))
+    feed = CaptureProcess(writer, live_lint=False)
+    feed.start()
+    feed.set_conn("stdio-1")
+    assert feed.close(BOUND_S)
+    writer.close()
+    request = b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n'
+    feed.event("server-stdin-closed", offset=0, note="the server stopped reading")
+    feed.inline(STDIN, time.time_ns(), request * 4)
+    feed.event("stdin-eof")
+    feed.eof(STDIN)
+    said = _said(feed, path, server_stopped_reading=True)
+    assert f"{4 * len(request)} bytes the host sent after the server had stopped reading" in said
+    assert "not delivered to the server" in said
+    assert "hold its pipes open" not in said  # (nothing else came late)
+    # a grandchild writing on after the session is still said as before, beside it
+    feed.inline(STDOUT, time.time_ns(), LINE)
+    said = _said(feed, path, server_stopped_reading=True)
+    assert f"{len(LINE)} bytes came after the capture closed" in said and "hold its pipes open" in said
