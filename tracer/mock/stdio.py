@@ -15,9 +15,14 @@ from tracer.framing import LineFramer
 from tracer.mock.engine import MockServer
 
 DRAIN_S = 2.0  # at end of input: how long answers still being sent may take before they are dropped
+# Messages read ahead of the event loop at most: a host that writes faster than the mock answers
+# waits on its pipe, as with any server, instead of growing the mock's memory without end.
+READ_AHEAD = 256
 
 
-def _read_stdin(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None]) -> None:
+def _read_stdin(
+    fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | None], room: threading.Semaphore
+) -> None:
     framer = LineFramer()
     while True:
         try:
@@ -31,6 +36,7 @@ def _read_stdin(fd: int, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[b
             loop.call_soon_threadsafe(queue.put_nowait, None)
             return
         for frame in framer.feed(chunk):
+            room.acquire()
             loop.call_soon_threadsafe(queue.put_nowait, frame.data)
 
 
@@ -38,7 +44,10 @@ async def serve_stdio(server: MockServer, stdin_fd: int, stdout: BinaryIO) -> No
     """Serve one session until stdin ends."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-    threading.Thread(target=_read_stdin, args=(stdin_fd, loop, queue), name="mock-stdin", daemon=True).start()
+    room = threading.Semaphore(READ_AHEAD)
+    threading.Thread(
+        target=_read_stdin, args=(stdin_fd, loop, queue, room), name="mock-stdin", daemon=True
+    ).start()
     session = server.session()
 
     async def emit(data: bytes) -> None:
@@ -48,6 +57,7 @@ async def serve_stdio(server: MockServer, stdin_fd: int, stdout: BinaryIO) -> No
 
     try:
         while (raw := await queue.get()) is not None:
+            room.release()
             await session.receive(raw, emit)
         await session.drain(DRAIN_S)
     except (BrokenPipeError, ConnectionError):
