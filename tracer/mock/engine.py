@@ -17,7 +17,7 @@ from typing import Any
 
 from tracer.classify import Classified, classify_raw, id_key
 from tracer.model import Analysed, Kind
-from tracer.replay.matcher import Matcher, MatchMode
+from tracer.replay.matcher import Matcher, MatchMode, method_text
 from tracer.replay.recording import Exchange, Recording
 from tracer.safejson import Unserializable, loads, wire_exact
 
@@ -147,7 +147,7 @@ class MockSession:
                 stats["served"] += 1
                 return Reply(obj, error=None, exchange=None)
             stats["unmatched"] += 1
-            self.server.log(f"no match for {method} {compact(_strip_meta(params))}: {m.message}")
+            self.server.log(f"no match for {method_text(method)} {compact(_strip_meta(params))}: {m.message}")
             return Reply(obj, error=m.error())
         ex = m.exchange
         assert ex is not None

@@ -161,7 +161,7 @@ class Matcher:
     def _expected(self, expected: Exchange, method: str, params: Any, diffs: list[Difference]) -> Match:
         where = f" (differs at {_paths(diffs)})" if diffs else ""
         msg = (
-            f"{method} does not match the next recorded {self.what} in {self.mode.value} mode: expected "
+            f"{method_text(method)} does not match the next recorded {self.what} in {self.mode.value} mode: expected "
             f"{_show(expected)}{where}"
         )
         return Match(
@@ -175,9 +175,9 @@ class Matcher:
         best = self.closest(method, params)
         code = INVALID_PARAMS if method in self._by_method else METHOD_NOT_FOUND
         if code == METHOD_NOT_FOUND:
-            head = f"Method not found: the recording has no {method} {self.what}"
+            head = f"Method not found: the recording has no {method_text(method)} {self.what}"
         else:
-            head = f"no recorded {method} {self.what} matches these params"
+            head = f"no recorded {method_text(method)} {self.what} matches these params"
         if note:
             head += f"; {note}"
         if best is None:
@@ -229,6 +229,17 @@ def _paths(diffs: list[Difference], limit: int = 3) -> str:
             parts.append(f"{d.path} (other type)")
     more = f" and {len(diffs) - limit} more" if len(diffs) > limit else ""
     return ", ".join(parts) + more
+
+
+METHOD_SHOWN = 200  # characters of a method name an answer or a log line repeats
+
+
+def method_text(method: str) -> str:
+    """A request's method as an error message or a log line names it: a hostile one of megabytes is
+    not sent back whole (one bad request costs one short error answer)."""
+    if len(method) <= METHOD_SHOWN:
+        return method
+    return f"{method[:METHOD_SHOWN]}… ({len(method) - METHOD_SHOWN:,} more characters)"
 
 
 def _show(ex: Exchange) -> str:

@@ -247,3 +247,16 @@ def test_requests_that_wait_for_a_cancel_are_bounded_per_session(monkeypatch):
     pending, answers = asyncio.run(run())
     assert pending == 3
     assert [(a["id"], a["error"]["code"]) for a in answers] == [(13, -32603), (14, -32603)]
+
+
+def test_over_stdio_a_megabyte_method_costs_one_short_error_not_its_echo(tmp_path):
+    method = "x" * 1_000_000
+    _code, out, err = serve(small_capture(tmp_path), INIT, req(5, method), req(3, "tools/list"))
+    by_id = {m["id"]: m for m in out if "id" in m}
+    answer = by_id[5]["error"]
+    assert answer["code"] == -32601 and "more characters" in answer["message"]
+    assert (
+        len(json.dumps(by_id[5])) < 10_000
+    )  # (before: the million characters came back, and went to stderr)
+    assert len(err) < 10_000
+    assert by_id[3]["result"]["tools"][0]["name"] == "slow", "served after it"
