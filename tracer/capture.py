@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from tracer import __version__
-from tracer.lines import LINE_MAX, LongLine, capped_readline, rest_of_line, skip_rest
+from tracer.lines import LINE_MAX, LongLine, capped_readline, rest_of_line, skip_rest, torn_reason
 from tracer.model import Direction, Record, RecordType
 from tracer.output import FORMAT_NAME, open_output
 from tracer.recordmodel import check_envelope, check_header, check_int64, check_t_ns
@@ -412,9 +412,7 @@ def _line_problem(line: bytes, n: int, source: str) -> ReadProblem | None:
         record_from_dict(obj, line=n, source=source)
     except (orjson.JSONDecodeError, ValueError) as exc:
         if not had_nl:
-            return ReadProblem(
-                source, n, "torn last line (the writer was stopped mid-record); ignored", torn=True
-            )
+            return ReadProblem(source, n, f"{torn_reason(line)}; ignored", torn=True)
         return ReadProblem(source, n, f"broken capture record: {exc}")
     return None  # not reached: the line failed a moment ago
 

@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from functools import partial
 from typing import IO
 
+import orjson
+
 ENV = "MCPTRACE_MAX_LINE_MB"
 LINE_MAX_DEFAULT_MB = 128
 # The smallest cap: lint --jobs' router reads 1 MiB blocks (a line within a block is never longer
@@ -136,3 +138,20 @@ def iter_lines(fh: IO[bytes], first_line: int = 1) -> Iterator[tuple[int, bytes 
             yield n, raw[:-1], True
         else:
             yield n, raw, False
+
+
+def torn_reason(line: bytes) -> str:
+    """Why an unterminated last line is not a record: a writer stopped mid-record, unless the file's
+    lines end in a carriage return alone (an editor or a tool rewrote them), which makes the whole
+    file one "line" that no stop explains."""
+    head = line.split(b"\r", 1)
+    if len(head) == 2 and head[1].strip():
+        try:
+            if type(orjson.loads(head[0])) is dict:
+                return (
+                    "the lines end in a carriage return alone (a capture's end in a line feed), so the "
+                    "file reads as one unterminated line: convert its line ends (tr '\\r' '\\n')"
+                )
+        except orjson.JSONDecodeError:
+            pass
+    return "torn last line (the writer was stopped mid-record)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,21 @@ def test_a_request_waiting_for_its_answer_reads_as_its_own_row_until_its_row_is_
             assert ann.store.get(row)[1] == KIND_CODE["request"]
     finally:
         ann.close()
+
+
+def test_a_capture_whose_lines_end_in_cr_alone_is_said_so_not_called_a_stopped_writer(tmp_path):
+    # (an editor or a tool rewrote the line ends: the file is one unterminated line, no writer was stopped)
+    path = tmp_path / "cap.jsonl"
+    lines = (CAPTURES / "sdk-stdio-legacy.jsonl").read_bytes().splitlines()[:4]
+    path.write_bytes(b"\r".join(lines) + b"\r")
+    work = tmp_path / "w"
+    work.mkdir()
+    ann = Annotations(str(path), workdir=str(work))
+    for m in _annotate(path, work):
+        ann._apply(m)
+    why = ann.details(ann.row(0))["broken"]
+    assert "carriage return alone" in why and "stopped" not in why
+    lint = subprocess.run(
+        [sys.executable, "-m", "tracer", "lint", "--no-config", str(path)], capture_output=True, text=True
+    )
+    assert lint.returncode == 3 and "carriage return alone" in lint.stderr + lint.stdout
