@@ -140,6 +140,15 @@ def iter_lines(fh: IO[bytes], first_line: int = 1) -> Iterator[tuple[int, bytes 
             yield n, raw, False
 
 
+class LongRow(bytes):
+    """A row whose line is past the line cap, in place of its bytes: its first bytes,
+    which no parser takes for a record, so the row is a broken one that says why (as lint says of
+    the line) and the analysis never holds the line."""
+
+    def message(self) -> str:
+        return LongLine(self, LINE_MAX).message()
+
+
 def torn_reason(line: bytes) -> str:
     """Why an unterminated last line is not a record: a writer stopped mid-record, unless the file's
     lines end in a carriage return alone (an editor or a tool rewrote them), which makes the whole

@@ -19,6 +19,7 @@ import orjson
 
 from tracer.capture import _fast_record  # (record_from_dict's own first step: the same record)
 from tracer.index import LineIndex
+from tracer.lines import EVIDENCE_BYTES, LINE_MAX, LongRow
 from tracer.model import Kind
 from tracer.pairing import PairStatus
 from tracer.view.details import compact
@@ -43,7 +44,9 @@ def block(index: LineIndex | RecordIndex, first: int, last: int) -> list[bytes]:
     its newlines as the index found them (bytes.split: no step per line in Python)."""
     if type(index) is LineIndex:
         ends = index.ends
-        start = index.span(first)[0]
+        start, first_end = index.span(first)
+        if first_end - start > LINE_MAX:  # (only a block's first row can be: BLOCK_BYTES is smaller)
+            return [LongRow(os.pread(index.fd, EVIDENCE_BYTES, start))]
         lim = min(last, len(ends))
         if first < lim:  # (else the one row left is the unterminated last line)
             last = max(first + 1, bisect_right(ends, start + BLOCK_BYTES, first, lim))

@@ -14,7 +14,7 @@ import orjson
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import record_from_dict
 from tracer.inputs.lazy import open_rows
-from tracer.lines import torn_reason
+from tracer.lines import LongRow, torn_reason
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
 from tracer.summary import SummaryBuilder
@@ -110,7 +110,10 @@ class RowFiller:
                 return
             torn = row >= len(self.index.ends)  # the unterminated last line of a final index
             fields[0] = RTYPE_CODE["broken"]
-            why = torn_reason(line) if torn else f"broken capture record: {exc}"
+            if type(line) is LongRow:
+                why = line.message()
+            else:
+                why = torn_reason(line) if torn else f"broken capture record: {exc}"
             fields[F_DET] = self.store.write_details({"broken": why})
             self.store.put(row, fields)
             return

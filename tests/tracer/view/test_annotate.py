@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +220,29 @@ def test_a_capture_whose_lines_end_in_cr_alone_is_said_so_not_called_a_stopped_w
         [sys.executable, "-m", "tracer", "lint", "--no-config", str(path)], capture_output=True, text=True
     )
     assert lint.returncode == 3 and "carriage return alone" in lint.stderr + lint.stdout
+
+
+@pytest.mark.parametrize("mode", [[], ["--one-process"]], ids=["two processes", "one process"])
+def test_a_line_past_the_line_cap_is_a_broken_row_that_says_so_and_is_never_held(tmp_path, mode):
+    # as lint reports the line (tracer.lines): the viewer's analysis read it whole, four times its size
+    lines = (CAPTURES / "sdk-stdio-legacy.jsonl").read_bytes().splitlines(keepends=True)
+    long = b'{"type":"message","seq":99,"t_ns":5,"dir":"c2s","text":"' + b"a" * (9 << 20) + b'"}\n'
+    path = tmp_path / "cap.jsonl"
+    path.write_bytes(b"".join([*lines[:3], long, *lines[3:]]))
+    work = tmp_path / "w"
+    work.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-m", "tracer.view.annotate", str(path), str(work), *mode],
+        capture_output=True,
+        env={**os.environ, "MCPTRACE_MAX_LINE_MB": "8"},
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    ann = Annotations(str(path), workdir=str(work))
+    progress = [json.loads(x) for x in run.stdout.splitlines()]
+    for m in progress:
+        ann._apply(m)
+    assert progress[-1]["done"] and progress[-1]["rows"] == len(lines) + 1
+    assert ann.row(3).rtype == "broken"
+    assert ann.details(ann.row(3))["broken"].startswith("a line longer than 8 MiB (the line cap")
+    assert ann.row(4).rtype == "message"  # (and reading went on after it)
