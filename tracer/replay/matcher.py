@@ -237,6 +237,8 @@ METHOD_SHOWN = 200  # characters of a method name an answer or a log line repeat
 def method_text(method: str) -> str:
     """A request's method as an error message or a log line names it: a hostile one of megabytes is
     not sent back whole (one bad request costs one short error answer)."""
+    if type(method) is not str:  # (a classified request's is a str; any other caller's may not be)
+        return wire_exact.compact(method, METHOD_SHOWN)
     if len(method) <= METHOD_SHOWN:
         return method
     return f"{method[:METHOD_SHOWN]}… ({len(method) - METHOD_SHOWN:,} more characters)"
