@@ -50,6 +50,22 @@ FLUSH_SECONDS = 0.1
 POLL_SECONDS = 0.2
 
 
+def next_block(index, first: int, upto: int, flushed: int) -> list[bytes]:
+    """The lines analysed next, from row FIRST (below UPTO; rows below FLUSHED are written): a run
+    (tracer.view.hotrows) up to the next flush check, FLUSH_ROWS unwritten rows, then every
+    CHECK_ROWS. One decision for both ways of analysing (tracer.view.pipeline too): their blocks,
+    and so their reports, are the same."""
+    waiting = first - flushed
+    return block(
+        index, first, min(upto, first + (FLUSH_ROWS - waiting if waiting < FLUSH_ROWS else CHECK_ROWS))
+    )
+
+
+def flush_due(unwritten: int, last_flush: float) -> bool:
+    """At a flush check: FLUSH_SECONDS have passed since the last flush, or too many rows wait."""
+    return time.monotonic() - last_flush >= FLUSH_SECONDS or unwritten >= 16 * FLUSH_ROWS
+
+
 class Annotator(RowFiller):
     """The analysis process's loop: rows as the capture grows, progress on its way out."""
 
@@ -99,22 +115,14 @@ class Annotator(RowFiller):
         store = self.store
         stop = self.stop
         while self.row < upto:
-            # rows in runs (tracer.view.hotrows) up to the next flush check: FLUSH_ROWS unwritten
-            # rows, then every CHECK_ROWS until FLUSH_SECONDS have passed since the last flush
             first = self.row
-            waiting = first - store.flushed
-            lines = block(
-                self.index,
-                first,
-                min(upto, first + (FLUSH_ROWS - waiting if waiting < FLUSH_ROWS else CHECK_ROWS)),
-            )
+            lines = next_block(self.index, first, upto, store.flushed)
             if not lines:
                 return
             fill(self, first, lines)
             unwritten = self.row - store.flushed
             if unwritten >= FLUSH_ROWS:
-                now = time.monotonic()
-                if now - self._last_flush >= FLUSH_SECONDS or unwritten >= 16 * FLUSH_ROWS:
+                if flush_due(unwritten, self._last_flush):
                     self.flush()
                 if stop.is_set():
                     return

@@ -42,7 +42,6 @@ from tracer.pairing import PairStatus
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 from tracer.summary import session_facts
 from tracer.view import annotate as _ann
-from tracer.view.hotrows import block
 from tracer.view.rowfill import MAX_STASH
 
 HEAD = struct.Struct("<cI")
@@ -131,23 +130,16 @@ class Analysis:
             self.index.close()
 
     def process(self, upto: int) -> None:
-        flush_rows, check_rows = _ann.FLUSH_ROWS, _ann.CHECK_ROWS
         while self.row < upto:
             first = self.row
-            waiting = first - self.flushed
-            lines = block(
-                self.index,
-                first,
-                min(upto, first + (flush_rows - waiting if waiting < flush_rows else check_rows)),
-            )
+            lines = _ann.next_block(self.index, first, upto, self.flushed)
             if not lines:
                 return
             self.send(("rows", first, len(lines), self.analyse(first, lines)))
             self.row = first + len(lines)
             unwritten = self.row - self.flushed
-            if unwritten >= flush_rows:
-                now = time.monotonic()
-                if now - self._last_flush >= _ann.FLUSH_SECONDS or unwritten >= 16 * flush_rows:
+            if unwritten >= _ann.FLUSH_ROWS:
+                if _ann.flush_due(unwritten, self._last_flush):
                     self.flush()
                 if self.stop.is_set():
                     return
