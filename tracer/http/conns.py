@@ -184,6 +184,9 @@ class Connections:
             if placed is not None:
                 return placed
         if conn is not None and method == "initialize" and self.tracks.known(group):
+            again = self.tracks.reinitialized(group, rid)  # (a session initializing again: MCP402's)
+            if again is not None:
+                return again
             return self.unique(self.base(client, url))  # (another handshake of the group is on it)
         if conn is None:
             conn = self.unique(self.base(client, url))
