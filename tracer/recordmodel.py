@@ -122,6 +122,7 @@ DATA_MEMBERS: dict[str, frozenset] = {
     "retry_seen": _BOOL,
     "unterminated": _STR,
     "tool": _STR,
+    "redacted": _INT,  # (a message or stderr line: occurrences of a known credential hidden in it)
 }
 
 

@@ -451,16 +451,7 @@ def env_secrets(environ: Any) -> list[str]:
     ]
 
 
-def hide_known(raw: bytes, secrets: tuple[bytes, ...]) -> bytes:
-    """RAW with every occurrence of a known secret (longest first) replaced by `<redacted>`."""
-    for secret in secrets:
-        if secret in raw:
-            raw = raw.replace(secret, b"<redacted>")
-    return raw
-
-
 def known_secrets(*groups: list[str]) -> tuple[bytes, ...]:
-    """Secrets as the bytes `hide_known` looks for, longest first (a key that contains another
-    is hidden whole), each once."""
+    """Secrets as bytes, longest first, each once (tracer.redact_echo hides them where echoed)."""
     seen = {s.encode("utf-8", "surrogateescape") for group in groups for s in group if s}
     return tuple(sorted(seen, key=len, reverse=True))

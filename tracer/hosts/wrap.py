@@ -100,7 +100,7 @@ def _write_ledger(config: Path, entries: dict) -> None:
 
 def proxied(doc: Document, e: Entry) -> dict | None:
     """The ledger record of a remote entry that `wrap --remote` pointed at a local proxy (still so)."""
-    rec = _read_ledger(doc.path).get(e.key)
+    rec = _read_ledger(doc.path).get(_ledger_keys(doc).get(id(e), e.key))
     if rec and "url" in rec and e.url_span is not None and e.url_span.text(doc.text) == rec["url"][1]:
         return rec
     return None
@@ -154,8 +154,23 @@ def _commit(doc: Document, new_text: str, out: Outcome) -> None:
     out.written = True
 
 
-def _chosen(doc: Document, names: list[str] | None) -> list[Entry]:
-    return [e for e in doc.entries if names is None or e.name in names]
+def _ledger_keys(doc: Document) -> dict[int, str]:
+    """Each entry's key in the ledger (by `id` of the entry): its path; and, for a second entry of
+    the same name in one container (JSON allows it, the host uses the last), the path with a NUL
+    and its rank, so each one's replaced text is remembered and unwrap restores every one byte for
+    byte. (The first keeps the plain path: ledgers written before read as they were.)"""
+    seen: dict[str, int] = {}
+    out: dict[int, str] = {}
+    for e in doc.entries:
+        n = seen[e.key] = seen.get(e.key, 0) + 1
+        out[id(e)] = e.key if n == 1 else f"{e.key}\x00{n}"
+    return out
+
+
+def _chosen(doc: Document, names: list[str] | None) -> list[tuple[Entry, str]]:
+    """The entries NAMES chooses (all for None), each with its ledger key."""
+    keys = _ledger_keys(doc)
+    return [(e, keys[id(e)]) for e in doc.entries if names is None or e.name in names]
 
 
 def _proxy_url(url: str, port: int) -> str:
@@ -179,9 +194,9 @@ def wrap(
     ledger = _read_ledger(doc.path)
     edits: list[Edit] = []
     records: dict[str, dict] = {}
-    for e in _chosen(doc, names):
+    for e, key in _chosen(doc, names):
         if e.kind == "remote":
-            _wrap_remote(doc, e, remote, ledger, edits, records, out, ports)
+            _wrap_remote(doc, e, key, remote, ledger, edits, records, out, ports)
             continue
         if e.problem:
             out.lines.append(f"{e.name}: left as it is ({e.problem})")
@@ -205,7 +220,7 @@ def wrap(
                 ins = "\n" + ins
             rec["args_inserted"] = ins
             edits.append(Edit(e.args_insert_at, e.args_insert_at, ins))
-        records[e.key] = rec
+        records[key] = rec
         out.lines.append(
             f"{e.name}: wrapped: {exe} stdio --name {e.name} -- {' '.join([e.command, *e.args])}"
         )
@@ -224,6 +239,7 @@ def wrap(
 def _wrap_remote(
     doc: Document,
     e: Entry,
+    key: str,
     remote: bool,
     ledger: dict,
     edits: list[Edit],
@@ -231,7 +247,7 @@ def _wrap_remote(
     out: Outcome,
     ports: Iterator[int],
 ) -> None:
-    rec = ledger.get(e.key)
+    rec = ledger.get(key)
     if rec and "url" in rec and e.url_span is not None and e.url_span.text(doc.text) == rec["url"][1]:
         out.lines.append(f"{e.name}: already pointed at the proxy ({e.url}); run: {rec.get('run', '')}")
         return
@@ -249,7 +265,7 @@ def _wrap_remote(
         return
     text = doc.dumps(local)
     edits.append(Edit(e.url_span.start, e.url_span.end, text))
-    records[e.key] = {"url": [e.url_span.text(doc.text), text], "run": run}
+    records[key] = {"url": [e.url_span.text(doc.text), text], "run": run}
     out.lines.append(
         f"{e.name}: now {local} (was {e.url}); keep the proxy running while the host uses it: {run}"
     )
@@ -260,12 +276,12 @@ def unwrap(doc: Document, names: list[str] | None = None, *, dry_run: bool = Fal
     ledger = _read_ledger(doc.path)
     edits: list[Edit] = []
     done: list[str] = []
-    for e in _chosen(doc, names):
-        rec = ledger.get(e.key) or {}
+    for e, key in _chosen(doc, names):
+        rec = ledger.get(key) or {}
         if e.kind == "remote" and "url" in rec and e.url_span is not None:
             if e.url_span.text(doc.text) == rec["url"][1]:
                 edits.append(Edit(e.url_span.start, e.url_span.end, rec["url"][0]))
-                done.append(e.key)
+                done.append(key)
                 out.lines.append(f"{e.name}: URL restored")
             continue
         if not e.wrapped:
@@ -285,7 +301,7 @@ def unwrap(doc: Document, names: list[str] | None = None, *, dry_run: bool = Fal
                 f"{e.name}: unwrapped from its arguments (the entry changed since wrap, or "
                 f"mcptrace has no record of it: its original formatting is not restored)"
             )
-        done.append(e.key)
+        done.append(key)
     if not edits:
         out.lines.append("nothing to unwrap")
         return out

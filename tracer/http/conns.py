@@ -166,6 +166,8 @@ class Connections:
         if bound is not None and not (fresh and bound in self._owned):
             return bound
         conn = self._place(group, client, url, method, rid, cancels) if bound is None and presumes else None
+        if conn is None and bound is None and method == "initialize":
+            conn = self.tracks.reinitialized(group, rid)  # (a session initializing again: MCP402's)
         if conn is None:  # named after the client's address and port: one per TCP connection
             conn = self.unique(f"{client or 'client'}→{authority_path(url)}")
         self._bind(key, carrier, conn)
@@ -184,6 +186,9 @@ class Connections:
             if placed is not None:
                 return placed
         if conn is not None and method == "initialize" and self.tracks.known(group):
+            again = self.tracks.reinitialized(group, rid)  # (a session initializing again: MCP402's)
+            if again is not None:
+                return again
             return self.unique(self.base(client, url))  # (another handshake of the group is on it)
         if conn is None:
             conn = self.unique(self.base(client, url))

@@ -49,6 +49,7 @@ from tracer.http.headers import (
 from tracer.http.sse_tee import SseTee
 from tracer.model import Direction, Record, RecordType
 from tracer.redact import redact_headers, redact_url
+from tracer.redact_echo import EchoGuard, header_secrets, url_secrets
 
 MAX_HTTP_BODY = 64 * 1024  # bytes of a non-JSON-RPC body kept in an `http` record
 
@@ -89,6 +90,9 @@ class _Flow:
     begun: bool = False  # an `initialize` it carries got a result (a session began)
 
 
+_BODIES = (RecordType.MESSAGE, RecordType.HTTP)
+
+
 def _now(t_ns: int) -> int:
     return t_ns or time.time_ns()
 
@@ -98,8 +102,11 @@ _client_ip = client_ip
 
 class HttpRecorder:
     def __init__(self, emit: Emit, *, redact: bool = True):
-        self.emit = emit
+        self._sink = emit
         self.redact = redact
+        # the credential values seen in headers and URLs (bounded): hidden wherever a peer echoes
+        # them, in a body, an SSE event or another header (tracer.redact_echo)
+        self.echo = EchoGuard()
         self._flows: dict[str, _Flow] = {}
         self.conns = Connections(self._connection_closed)
         self._closed_at = 0  # when the TCP connection being closed closed (0: now)
@@ -107,12 +114,26 @@ class HttpRecorder:
         self._sse_posts: dict[str, str] = {}  # HTTP+SSE: announced POST URL -> connection
         self._sse_streams: dict[str, tuple[str, str, str]] = {}  # conn -> (client ip, GET URL, POST URL)
 
+    def emit(self, recs: list[Record]) -> object:
+        """Records out, with the known credentials hidden in their bytes (a record that had one
+        says how many: `data.redacted`)."""
+        if self.redact and self.echo.forms:
+            for rec in recs:
+                if rec.raw and rec.type in _BODIES:
+                    raw, n = self.echo.hide(rec.raw)
+                    if n:
+                        rec.raw = raw
+                        rec.data = {**(rec.data or {}), "redacted": n}
+        return self._sink(recs)
+
     # -- the exchange, step by step --------------------------------------------------------------
 
     def request(self, ex: Exchange) -> None:
         f = self._flows.get(ex.id)
         if f is None:
             f = self._flows[ex.id] = _Flow(ex)
+        if self.redact:  # (before its own body: a client may send the key there too)
+            self.echo.learn(header_secrets(ex.req_headers) + url_secrets(ex.url))
         body = ex.req_body or b""
         rpc = looks_jsonrpc(body)
         sse_conn = self._sse_conn_for(ex, rpc)
@@ -145,6 +166,8 @@ class HttpRecorder:
         if f is None:
             f = self._flows[ex.id] = _Flow(ex)
         headers = ex.resp_headers or []
+        if self.redact:  # (a Set-Cookie value)
+            self.echo.learn(header_secrets(headers))
         sid = header(headers, "mcp-session-id")
         if not f.mcp and (sid is not None or header(headers, "mcp-protocol-version") is not None):
             f.mcp = True
@@ -367,7 +390,13 @@ class HttpRecorder:
 
     def _headers(self, headers: list | None) -> list:
         out = [[k, v] for k, v in (headers or [])]
-        return redact_headers(out) if self.redact else out
+        if not self.redact:
+            return out
+        out = redact_headers(out)
+        if self.echo.forms:  # (a header that echoes a credential: an error description quoting it)
+            hide = self.echo.hide_text
+            out = [[k, hide(v)] for k, v in out]
+        return out
 
     def record_url(self, url: str) -> str:
         """A URL as records carry it: credentials in its query and userinfo redacted (session ids stay:

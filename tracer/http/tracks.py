@@ -64,6 +64,7 @@ class Track:
     of: tuple[str, ...] = ()  # a continued session: the connections it may be the rest of
     holes: set[int] | None = None  # ids below `tip` not sent yet (None: none)
     blur: bool = False  # which ids below `tip` it has not sent is not known (past the caps)
+    init_id: int | None = None  # the integer id of its `initialize`
 
     def late(self, n: int) -> bool:
         """Whether N is below this track's last id and may still be one of its own."""
@@ -113,7 +114,28 @@ class Tracks:
     def handshake(self, group: tuple, conn: str, init_id: object) -> None:
         """An `initialize` went out on CONN: a new session of GROUP (or CONN's again)."""
         self.drop(conn)
-        self._add(group, Track(conn, int_id(init_id), True))
+        n = int_id(init_id)
+        self._add(group, Track(conn, n, True, init_id=n))
+
+    def reinitialized(self, group: tuple, rid: object) -> str | None:
+        """The connection of the session that sends this `initialize` again, or None (a new
+        client's). A client that re-initializes numbers it as its next request (the official SDKs
+        keep one counter per session), while a new client starts its own count at its first id:
+        so an integer id that continues exactly one track's requests, a track that has sent some
+        since its own `initialize` (a new client starting one past another's `initialize` id is
+        not taken for it), with no track still awaiting that id, is that track's session."""
+        tracks = self._groups.get(group)
+        n = int_id(rid)
+        if not tracks or n is None:
+            return None
+        fits = [
+            t
+            for t in tracks
+            if t.conn is not None and t.tip == n - 1 and t.init_id is not None and t.tip > t.init_id
+        ]
+        if len(fits) != 1 or any(t.late(n) or (t.tip is None and t is not fits[0]) for t in tracks):
+            return None
+        return fits[0].conn
 
     def sent(self, conn: str, method: str | None, rid: object) -> None:
         """CONN's session sent a message (whichever way it was placed): its track follows."""

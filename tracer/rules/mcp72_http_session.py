@@ -200,13 +200,30 @@ def session_id_not_on_initialize(rec: Record, m: Analysed | None, s):
 
     "A server ... MAY assign a session ID at initialization time, by including it in an
     MCP-Session-Id header on the HTTP response containing the InitializeResult." Example: the first
-    session id appears on a `tools/list` answer.
+    session id appears on a `tools/list` answer, or on a GET answered 400 before any initialize.
     """
     cur = _cur(rec, s)
     st = state(s)
-    if cur is None or not cur.head or st is None or st.session_seq != rec.seq or st.session_with_initialize:
+    if cur is None or not cur.head or st is None or st.session_seq is None or st.session_with_initialize:
         return None
     f = cur.flow
+    init = s.init
+    if st.session_seq == rec.seq:
+        if init is None or init.result_seq is None:
+            # Before any initialize was answered the session's version is unknown (a GET, a 400:
+            # no message says it), so the rule could not be run here at all: the initialize
+            # answer reports it, once the version is known (below), whether or not it could.
+            return None
+        return Hit(
+            f"the first Mcp-Session-Id came with the answer to {f.rpc_method or f.method}, not to initialize"
+        )
+    if f.rpc_method != "initialize" or st.session_seq > rec.seq:
+        return None
+    if init is not None and init.result_seq is not None and init.result_seq != rec.seq:
+        return None  # (a later initialize: the first one's answer reported it)
+    if type(f.status) is not int or not 200 <= f.status < 300:
+        return None
     return Hit(
-        f"the first Mcp-Session-Id came with the answer to {f.rpc_method or f.method}, not to initialize"
+        f"the first Mcp-Session-Id came at seq {st.session_seq}, before initialize was answered, not with its answer",
+        related_seq=st.session_seq,
     )

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from tracer.capture import CaptureWriter
 from tracer.framing import Frame, LineFramer
 from tracer.model import Direction, Finding, Record, RecordType
-from tracer.redact import hide_known
+from tracer.redact_echo import hide_echoed, secret_forms
 from tracer.stdio.encode import encode_line, is_utf8, looks_suspicious
 from tracer.stdio.runs import RUN_MIN, StreamFramer, make_run
 from tracer.stdio.splice import read_exactly
@@ -52,16 +52,6 @@ NO_LINGER_TEED = 64 * 1024  # ...unless a big tee'd chunk is waiting: its pipe m
 # normal priority waits for a CPU on a loaded machine, short enough that a stalled one is a hiccup.
 ROOM_WAIT_NS = 500_000_000
 ROOM_POLL_MS = 10  # (meanwhile, notes the control pipe could not take are handed over this often)
-
-
-def _json_like(line: bytes) -> bool:
-    """Whether a line is shaped as JSON text, an object or an array (a message, or a batch): its
-    ends only, so a long line costs no more than a short one. (Bulk runs take only such lines.)"""
-    head, tail = line[:16].lstrip(), line[-16:].rstrip()
-    return bool(head) and bool(tail) and (head[0], tail[-1]) in _JSON_ENDS
-
-
-_JSON_ENDS = frozenset({(0x7B, 0x7D), (0x5B, 0x5D)})  # {...} and [...]
 
 
 class CaptureOutcome:
@@ -107,11 +97,11 @@ class CaptureSink(CaptureOutcome):
         # Bulk runs of plain lines (tracer.stdio.runs) go only to a plain capture writer: a wrapped one
         # (the live OTLP export) needs every record as a Record.
         self._runs = isinstance(writer, CaptureWriter)
-        # credentials of the server's command line and environment, hidden where the server echoes
-        # them: on stderr, and in a stdout (or stdin) line that is no JSON, a banner or a log line a
-        # server prints there by mistake (tracer.stdio.tee.open_capture sets them; a JSON line, a
-        # message, is never altered: its bytes are the truth the rules judge)
-        self._hidden: tuple[bytes, ...] = getattr(writer, "stderr_secrets", ())
+        # credentials of the server's command line and environment, hidden wherever the server
+        # echoes them: on stderr, in a banner on stdout, in a JSON log line or a message (a tool
+        # result quoting the key), kept well-formed and marked (tracer.redact_echo; set by
+        # tracer.stdio.tee.open_capture; --no-redact sets none)
+        self._hidden: tuple[bytes, ...] = secret_forms(getattr(writer, "stderr_secrets", ()))
         self._suspect = False  # a line the live check has not seen yet may open a multi-line group
         self._pos = [0, 0, 0]  # stream offset of the next byte the writer will see
         self._caps: list[tuple[int, int] | None] = [None, None, None]  # per stream: tee'd copies (tee_splice)
@@ -346,7 +336,12 @@ class CaptureSink(CaptureOutcome):
             recs = []
         size = last - first  # the whole lines after the first newline (not copied for a run)
         run = None
-        if framer.at_line_start and size <= framer.max_line and not self._group_open():
+        if (
+            framer.at_line_start
+            and size <= framer.max_line
+            and not self._group_open()
+            and not self._echoes(payload)
+        ):
             run = make_run(
                 payload, first + 1, last + 1, self._pos[stream], t_ns, 0, stream, "stdio", self.conn
             )
@@ -361,6 +356,11 @@ class CaptureSink(CaptureOutcome):
         self._pos[stream] += len(tail)
         framer.feed(tail)  # (no newline in it: kept for the next chunk)
         return recs
+
+    def _echoes(self, payload: bytes) -> bool:
+        """Whether a known credential shows up in the chunk: its lines then take the per-line path,
+        which hides it (a run stores its lines as they are)."""
+        return any(form in payload for form in self._hidden)
 
     def _group_open(self) -> bool:
         """Whether the live check has a multi-line message open (see `_worth_analysing`)."""
@@ -383,11 +383,14 @@ class CaptureSink(CaptureOutcome):
             rtype = RecordType.MESSAGE
         # positional: this runs once per line (type, seq, t_ns, dir, raw, transport, conn, offset, eol)
         data = fr.data
-        if self._hidden and (stream == STDERR or not _json_like(data)):
-            data = hide_known(data, self._hidden)
+        hidden = 0
+        if self._hidden:
+            data, hidden = hide_echoed(data, self._hidden)
         rec = Record(rtype, 0, t_ns, _DIRS[stream], data, "stdio", self.conn, fr.offset, fr.eol)
-        if fr.cut:
-            rec.data = {"cut": fr.cut}
+        if fr.cut or hidden:
+            rec.data = {"cut": fr.cut} if fr.cut else {}
+            if hidden:  # (the stored bytes are not the wire's: say so)
+                rec.data["redacted"] = hidden
         if stream != STDERR and self._analyser is not None and not self._suspect:
             self._suspect = looks_suspicious(rec)
         return rec

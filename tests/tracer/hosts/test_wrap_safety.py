@@ -242,3 +242,24 @@ def test_a_codex_toml_nested_past_the_parsers_limit_is_a_bad_file_not_an_interna
     out, err = capsys.readouterr()
     assert "internal error" not in err and "Traceback" not in out + err
     assert path.read_bytes() == before
+
+
+def test_a_config_with_two_servers_of_one_name_is_unwrapped_byte_for_byte(home, capsys):
+    """JSON allows a name twice in `mcpServers` (the host uses the last); wrap wraps both, and
+    unwrap must put back each one's own text, not rebuild the first from its arguments."""
+    path = home / ".config" / "Claude" / "claude_desktop_config.json"
+    path.parent.mkdir(parents=True)
+    original = (
+        b'{\n  "mcpServers": {\n'
+        b'    "sdk": {"command": "python3",   "args": ["old_server.py" ,"--verbose"]},\n'
+        b'    "sdk": {\n      "command": "python3",\n      "args": [ "server.py" ]\n    }\n'
+        b"  }\n}\n"
+    )
+    path.write_bytes(original)
+    assert main(["wrap", "--host", "claude-desktop"]) == 0
+    assert path.read_bytes().count(b'"stdio"') == 2
+    capsys.readouterr()
+    assert main(["unwrap", "--host", "claude-desktop"]) == 0
+    out = capsys.readouterr().out
+    assert path.read_bytes() == original
+    assert out.count("sdk: unwrapped") == 2 and "from its arguments" not in out

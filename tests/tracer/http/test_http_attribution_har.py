@@ -108,3 +108,34 @@ def test_a_continued_session_waits_for_a_handshake_answered_later_in_the_file(tm
     recs = _read(tmp_path, entries)
     assert [r for r in recs if r.type is RecordType.EVENT and r.data.get("event") == "session-continued"]
     assert "MCP417" in _found(recs)
+
+
+def _initialize_again(ms: int, n: int) -> dict:
+    res = json.dumps(initialize_result(n))
+    return entry(_at(ms), "POST", initialize(n), 200, JSON, {"mimeType": "application/json", "text": res})
+
+
+def test_a_session_less_client_that_initializes_again_in_a_har_without_connection_ids_is_flagged(tmp_path):
+    # the client numbers its second initialize as its next request (4, after 1-3), as one
+    # client's counter does: the same session initializing again (MCP402), not a second client
+    entries = [*_handshake(0), _call(60, 2), _call(90, 3), _initialize_again(120, 4), _call(150, 5)]
+    recs = _read(tmp_path, entries)
+    assert list(_by_conn(recs).values()) == [[1, "notifications/initialized", 2, 3, 4, 5]]
+    assert _found(recs) == ["MCP402"]  # (before: a connection of its own, and MCP407 on it)
+
+
+def test_a_second_client_whose_first_id_continues_another_is_not_taken_for_it(tmp_path):
+    # A initialized with id 1 and sent nothing since; B starts its count at 2: no request of A's
+    # says its counter went on, so B is a session of its own (no MCP402)
+    entries = [*_handshake(0), _initialize_again(60, 2), _call(90, 3)]
+    recs = _read(tmp_path, entries)
+    assert len(_by_conn(recs)) == 2
+    assert "MCP402" not in _found(recs)
+
+
+def test_concurrent_session_less_clients_each_starting_at_id_1_raise_no_second_initialize(tmp_path):
+    entries = [*_handshake(0), _call(60, 2), *_handshake(80), _call(140, 3), _call(150, 2), *_handshake(160)]
+    entries += [_call(220, 4), _call(230, 3), _call(240, 2)]
+    recs = _read(tmp_path, entries)
+    assert len(_by_conn(recs)) == 3
+    assert "MCP402" not in _found(recs)

@@ -1,7 +1,8 @@
 """Credentials a stdio server is given (its command line, its environment) stay out of the capture
 when the server prints them on stderr, as servers do in a start-up banner or a usage error
 (`error: unrecognized arguments: --api-key=...`). The header's command was redacted already; the
-stderr records kept them. The relay to the host and the message bodies are never altered."""
+stderr records kept them. The relay to the host is never altered; in the capture, a credential is
+hidden wherever the server echoes it, a JSON message included (kept well-formed, and marked)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,10 @@ def test_secrets_the_server_echoes_on_stderr_are_redacted_in_the_capture_not_in_
         assert secret not in capture
     assert all(secret in run.stderr for secret in SECRETS)  # the host sees what the server wrote
     assert run.stdout == PING
-    # a message body is the raw bytes, never altered (the capture-format help says so)
-    (c2s,) = [r["text"] for r in records if r["type"] == "message" and r["dir"] == "c2s"]
-    assert c2s.encode() + b"\n" == PING
+    # the message naming the API key keeps its bytes but for the key, and says so
+    (c2s,) = [r for r in records if r["type"] == "message" and r["dir"] == "c2s"]
+    assert c2s["text"].encode() + b"\n" == PING.replace(b"sk-live-0123456789", b"<redacted>")
+    assert c2s["data"] == {"redacted": 1}
 
 
 def test_no_redact_keeps_what_the_server_printed(tmp_path):
@@ -75,7 +77,7 @@ def test_a_secret_on_a_stdout_line_that_is_no_json_is_hidden_and_paths_of_creden
     key_file = tmp_path / "deploy.key"
     env = {**os.environ, "GITHUB_TOKEN": SECRETS[2].decode(), "DEPLOY_KEY_FILE": str(key_file)}
     env["SSH_AUTH_SOCK"] = "/tmp/ssh-XYZ123/agent.4242"
-    ping = PING.replace(b"sk-live-0123456789", SECRETS[2])  # a message naming the token: never altered
+    ping = PING.replace(b"sk-live-0123456789", SECRETS[2])  # a message naming the token
     run = subprocess.run(
         [
             sys.executable,
@@ -100,6 +102,79 @@ def test_a_secret_on_a_stdout_line_that_is_no_json_is_hidden_and_paths_of_creden
     assert run.stdout == banner + ping  # the host gets every byte the server wrote
     records = [json.loads(line) for line in cap.read_bytes().splitlines()]
     s2c = [r["text"] for r in records if r["type"] == "message" and r["dir"] == "s2c"]
-    assert s2c == [f"ready, token <redacted> key file {key_file}", ping.decode().rstrip("\n")]
+    assert s2c == [
+        f"ready, token <redacted> key file {key_file}",
+        PING.decode().rstrip("\n").replace("sk-live-0123456789", "<redacted>"),
+    ]
     (stderr,) = [r["text"] for r in records if r["type"] == "stderr"]
     assert stderr == "agent at /tmp/ssh-XYZ123/agent.4242"
+
+
+# A real server that logs JSON on stdout (as structured loggers do) naming its key, answers a
+# tools/call with a result quoting the key (json.dumps escapes its "/" and its quote), and then
+# writes a block of 400 messages at once (the capture's bulk path), one of them naming the key.
+ECHO_SERVER = (
+    "import json, os, sys\n"
+    "key, pw = os.environ['OPENAI_API_KEY'], os.environ['DB_PASSWORD']\n"
+    "out = sys.stdout\n"
+    "out.write(json.dumps({'level': 'info', 'msg': 'using key ' + key}) + '\\n'); out.flush()\n"
+    "for line in sys.stdin:\n"
+    "    req = json.loads(line)\n"
+    "    text = 'configured with ' + key + ' and ' + pw\n"
+    "    res = {'content': [{'type': 'text', 'text': text}]}\n"
+    "    out.write(json.dumps({'jsonrpc': '2.0', 'id': req['id'], 'result': res}) + '\\n'); out.flush()\n"
+    "block = [json.dumps({'jsonrpc': '2.0', 'method': 'notifications/message',\n"
+    "    'params': {'level': 'info', 'data': 'n%d' % i + (' key ' + key if i == 200 else '')}}) for i in range(400)]\n"
+    "out.write('\\n'.join(block) + '\\n'); out.flush()\n"
+)
+KEY = "sk-proj/abc123DEF456"  # (a "/" some encoders escape)
+PASSWORD = 'pa"ss word-9876'  # (a quote every encoder escapes)
+CALL = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{}}}\n'
+
+
+def _echo_tee(tmp_path, *flags: str) -> tuple[subprocess.CompletedProcess, list[dict], bytes]:
+    cap = tmp_path / "cap.jsonl"
+    env = {**os.environ, "OPENAI_API_KEY": KEY, "DB_PASSWORD": PASSWORD}
+    cmd = [sys.executable, "-m", "tracer", "stdio", "-q", "-o", str(cap), *flags, "--"]
+    run = subprocess.run(
+        [*cmd, sys.executable, "-c", ECHO_SERVER], input=CALL, capture_output=True, env=env, timeout=BOUND_S
+    )
+    assert run.returncode == 0, run.stderr
+    raw = cap.read_bytes()
+    return run, [json.loads(line) for line in raw.splitlines()], raw
+
+
+def test_a_key_in_a_json_log_line_or_a_tool_result_is_hidden_and_the_message_stays_valid_json(tmp_path):
+    run, records, raw = _echo_tee(tmp_path)
+    assert (
+        KEY.encode() in run.stdout and KEY.replace("/", "\\/").encode() not in run.stdout
+    )  # relay as written
+    for secret in (KEY, json.dumps(KEY)[1:-1], PASSWORD, json.dumps(PASSWORD)[1:-1]):
+        assert secret.encode() not in raw
+    s2c = [r for r in records if r["type"] == "message" and r["dir"] == "s2c"]
+    assert len(s2c) == 402  # the log line, the answer, the block: nothing lost
+    log, answer = json.loads(s2c[0]["text"]), json.loads(s2c[1]["text"])  # still JSON
+    assert log == {"level": "info", "msg": "using key <redacted>"}
+    assert answer["result"]["content"][0]["text"] == "configured with <redacted> and <redacted>"
+    assert (s2c[0]["data"], s2c[1]["data"]) == ({"redacted": 1}, {"redacted": 2})
+    noted = [r for r in s2c[2:] if "data" in r]
+    assert [json.loads(r["text"])["params"]["data"] for r in noted] == ["n200 key <redacted>"]
+    assert noted[0]["data"] == {"redacted": 1}
+    assert [json.loads(r["text"])["params"]["data"] for r in s2c[2:]][:2] == ["n0", "n1"]
+
+
+def test_a_key_echoed_in_a_message_is_kept_with_no_redact(tmp_path):
+    _, records, raw = _echo_tee(tmp_path, "--no-redact")
+    assert KEY.encode() in raw
+    assert not any("data" in r for r in records if r["type"] == "message")
+
+
+def test_lint_of_a_capture_with_a_hidden_key_reads_the_marked_records_without_a_broken_record(tmp_path):
+    _echo_tee(tmp_path)
+    lint = subprocess.run(
+        [sys.executable, "-m", "tracer", "lint", "--format", "json", str(tmp_path / "cap.jsonl")],
+        capture_output=True,
+        timeout=BOUND_S,
+    )
+    assert b"broken capture record" not in lint.stdout + lint.stderr
+    assert lint.returncode in (0, 1), lint.stderr

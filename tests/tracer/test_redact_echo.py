@@ -1,0 +1,88 @@
+"""Known credentials hidden wherever they are echoed (tracer.redact_echo): in place when the JSON
+stays JSON, re-written compact when it would not, counted; and total on anything a peer sends."""
+
+from __future__ import annotations
+
+import json
+
+from tracer.http.recorder import Exchange, HttpRecorder
+from tracer.model import Record
+from tracer.redact_echo import MAX_KNOWN, EchoGuard, header_secrets, hide_echoed, secret_forms, url_secrets
+
+
+def test_a_key_inside_a_json_string_is_hidden_in_place_keeping_every_other_byte():
+    forms = secret_forms([b"sk-live/abc12345"])
+    line = b'{"level": "info",  "msg": "using key sk-live\\/abc12345"}'
+    assert hide_echoed(line, forms) == (b'{"level": "info",  "msg": "using key <redacted>"}', 1)
+
+
+def test_a_key_that_would_break_the_json_is_hidden_in_a_compact_rewrite_that_still_parses():
+    forms = secret_forms([b'a"b,"c":1234567', b"98765432"])
+    line = json.dumps({"x": 'a"b,"c":1234567', "pin": 98765432, "n": 1}).encode()
+    out, n = hide_echoed(line, forms)
+    assert json.loads(out) == {"x": "<redacted>", "pin": "<redacted>", "n": 1} and n == 2
+
+
+def test_a_line_that_is_no_json_is_hidden_as_text_and_a_line_without_a_key_is_untouched():
+    forms = secret_forms([b"ghp_0123456789abcdef"])
+    assert hide_echoed(b"{not json ghp_0123456789abcdef", forms) == (b"{not json <redacted>", 1)
+    line = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    assert hide_echoed(line, forms) == (line, 0)
+
+
+def test_hostile_bytes_never_raise():
+    forms = secret_forms([b"secret-value-1", b"\xff\xfe-not-utf8-secret"])
+    for raw in (
+        b"",
+        b"\xff" * 10,
+        b"[" * 100_000 + b"secret-value-1",
+        b'{"a":"secret-value-1"' + b"\x00",
+        b"\xff\xfe-not-utf8-secret",
+    ):
+        out, n = hide_echoed(raw, forms)
+        assert b"secret-value-1" not in out and isinstance(n, int)
+
+
+def test_credential_values_are_learned_from_headers_and_urls_but_not_session_ids():
+    got = header_secrets(
+        [
+            ["Authorization", "Bearer tok-1234567890"],
+            ["Cookie", "a=cookie-value-1; b=1"],
+            ["Mcp-Session-Id", "s" * 20],
+            ["X-Api-Key", 12],
+            "junk",
+            ["Accept", "application/json"],
+        ]
+    )
+    assert got == ["Bearer tok-1234567890", "tok-1234567890", "cookie-value-1"]
+    assert url_secrets("https://u:pw%40word99@h/mcp?api_key=k%2F12345678&sessionId=abcdefghijk&x=1") == [
+        "pw%40word99",
+        "k%2F12345678",
+        "pw@word99",
+        "k/12345678",
+    ]
+    assert header_secrets(None) == header_secrets("x") == url_secrets(None) == []
+
+
+def test_the_guard_remembers_a_bounded_number_of_values():
+    guard = EchoGuard()
+    guard.learn(f"token-number-{i:06d}" for i in range(MAX_KNOWN * 10))
+    assert guard.hide(b"token-number-000000")[1] == 0  # forgotten
+    assert guard.hide(f"token-number-{MAX_KNOWN * 10 - 1:06d}".encode())[1] == 1
+
+
+def test_the_recorder_hides_a_bearer_token_a_non_credential_header_repeats():
+    out: list[Record] = []
+    rec = HttpRecorder(out.extend, redact=True)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    ex = Exchange(
+        "f1", "127.0.0.1:5000", "POST", "http://h/mcp", [["Authorization", "Bearer tok-ABCDEF123"]], body
+    )
+    rec.request(ex)
+    ex.status = 401
+    ex.resp_headers = [
+        ["WWW-Authenticate", 'Bearer error="invalid_token", error_description="tok-ABCDEF123 expired"']
+    ]
+    rec.response(ex, b"token tok-ABCDEF123 is expired")
+    assert b"tok-ABCDEF123" not in out[-1].raw and out[-1].data == {"redacted": 1}
+    assert "tok-ABCDEF123" not in json.dumps(out[-1].http)

@@ -1,0 +1,209 @@
+"""Known credentials wherever a peer echoes them: in a message, a log line, an HTTP body.
+
+tracer.redact hides a credential by where it is: a header, a flag, a URL parameter named like one.
+A peer can still repeat that value anywhere else: a tool result quoting the server's API key, a JSON
+log line a server prints on stdout (`{"level":"info","msg":"using key sk-..."}`), an error body
+repeating the bearer token. Secrets never reach a capture unless the user opts in (`--no-redact`),
+so a door that knows a credential's value (the tee: the server's command line and environment; the
+proxy: the credential headers and URL parameters it has seen) hides it wherever it shows up.
+
+The stored bytes stay as close to the wire as they can: each occurrence of the value, as it is or as
+a JSON string escapes it, becomes `<redacted>` in place. That keeps a JSON text valid when the value
+sat inside a string (`<redacted>` needs no escaping). When it would not (the value spanned a quote,
+or was a number), the message is parsed, the value replaced in its strings and numbers, and written
+back compact: well-formed, at the cost of its spacing. The record then says how many occurrences
+were hidden (`data.redacted`): a reader knows these bytes are not exactly the wire's.
+
+Total: any bytes give an answer, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import unquote
+
+from tracer.redact import REDACTED, is_secret, is_session
+
+_HIDDEN = REDACTED.encode()
+# A value shorter than this is not looked for in bodies: "1" or "yes" would blank out words.
+MIN_ECHOED = 8
+# Credential values one recorder remembers (the most recent): a proxy sees few, and a flood of
+# distinct tokens must not grow its memory.
+MAX_KNOWN = 64
+
+
+def secret_forms(secrets: Iterable[bytes]) -> tuple[bytes, ...]:
+    """Each secret as the bytes a peer may have written it with: as it is, and as JSON encoders
+    escape it in a string (non-ASCII as \\uXXXX, "/" as "\\/", Go's "<>&" as \\u003c...); longest
+    first, so a secret holding another is hidden whole."""
+    forms: set[bytes] = set()
+    for s in secrets:
+        if not s:
+            continue
+        forms.add(s)
+        try:
+            text = s.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        for ascii_only in (False, True):
+            esc = json.dumps(text, ensure_ascii=ascii_only)[1:-1]
+            forms.add(esc.encode("utf-8", "surrogatepass"))
+            forms.add(esc.replace("/", "\\/").encode("utf-8", "surrogatepass"))
+            html = esc.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            forms.add(html.encode("utf-8", "surrogatepass"))
+    forms.discard(b"")
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def hide_echoed(raw: bytes, forms: tuple[bytes, ...]) -> tuple[bytes, int]:
+    """RAW with every occurrence of FORMS (`secret_forms`) hidden, and how many were. A JSON text
+    stays a JSON text (see the module's docstring)."""
+    count = 0
+    out = raw
+    for form in forms:
+        if form in out:
+            count += out.count(form)
+            out = out.replace(form, _HIDDEN)
+    if not count or raw.lstrip()[:1] not in (b"{", b"["):
+        return out, count
+    if _parses(out) or not _parses(raw):
+        return out, count  # (still JSON; or never was: a log line, hidden as text)
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return out, count
+    texts = [_text(f) for f in forms]
+    hits = [0]
+    clean = _scrub(value, [t for t in texts if t], hits, 0)
+    try:
+        rewritten = json.dumps(clean, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
+    except (ValueError, RecursionError):
+        return out, count
+    return rewritten, max(hits[0], 1)
+
+
+def _text(form: bytes) -> str:
+    try:
+        return form.decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _scrub(value: Any, texts: list[str], hits: list[int], depth: int) -> Any:
+    if depth > 200:
+        return value
+    if isinstance(value, str):
+        for t in texts:
+            if t in value:
+                hits[0] += value.count(t)
+                value = value.replace(t, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {
+            _scrub(k, texts, hits, depth + 1): _scrub(v, texts, hits, depth + 1) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrub(v, texts, hits, depth + 1) for v in value]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        shown = json.dumps(value)
+        if any(t in shown for t in texts):  # a numeric credential (a PIN) as a JSON number
+            hits[0] += 1
+            return REDACTED
+    return value
+
+
+def header_secrets(headers: Any) -> list[str]:
+    """The credential values in HEADERS (`[name, value]` pairs or a dict) that the capture hides
+    there: a token after its scheme (`Bearer X`), each cookie's value, a whole API-key value.
+    Session ids are not among them (they are stored hashed, not hidden)."""
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    if not isinstance(pairs, Iterable) or isinstance(pairs, str | bytes):
+        return []
+    found: list[str] = []
+    for pair in pairs:
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            continue
+        name, value = pair
+        if type(name) is not str or type(value) is not str or not is_secret(name) or is_session(name):
+            continue
+        low = name.lower()
+        if low in ("cookie", "set-cookie"):
+            parts = value.split(";") if low == "cookie" else value.split(";", 1)[:1]
+            found.extend(p.partition("=")[2].strip() for p in parts)
+            continue
+        found.append(value.strip())
+        scheme, sep, rest = value.strip().partition(" ")
+        if sep and scheme.isalpha():
+            found.append(rest.strip())
+    return [v for v in found if len(v) >= MIN_ECHOED and v != REDACTED and REDACTED not in v]
+
+
+def url_secrets(url: Any) -> list[str]:
+    """The credential values of a URL that the capture hides there: the userinfo's password (or a
+    lone user, a token) and credential-named query or fragment parameters (not session ids), both
+    as written and URL-decoded."""
+    if type(url) is not str:
+        return []
+    found: list[str] = []
+    _scheme, sep, rest = url.partition("://")
+    if sep:
+        auth = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        if "@" in auth:
+            user, colon, pw = auth.rpartition("@")[0].partition(":")
+            found.append(pw if colon else user)
+    base, _, fragment = url.partition("#")
+    query = base.split("?", 1)[1] if "?" in base else ""
+    for part in (query + "&" + fragment).split("&"):
+        name, eq, value = part.partition("=")
+        plain = unquote(name)
+        if eq and is_secret(plain) and not is_session(plain):
+            found.append(value)
+    found += [unquote(v) for v in found]
+    return [v for v in dict.fromkeys(found) if len(v) >= MIN_ECHOED and v != REDACTED]
+
+
+class EchoGuard:
+    """The credential values one recorder has seen (the most recent MAX_KNOWN), hidden wherever
+    they come back. Learning a value already known costs one dict look-up."""
+
+    __slots__ = ("_known", "forms")
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, None] = {}
+        self.forms: tuple[bytes, ...] = ()
+
+    def learn(self, values: Iterable[str]) -> None:
+        changed = False
+        for v in values:
+            b = v.encode("utf-8", "surrogateescape")
+            if b in self._known:
+                continue
+            if len(self._known) >= MAX_KNOWN:
+                del self._known[next(iter(self._known))]
+            self._known[b] = None
+            changed = True
+        if changed:
+            self.forms = secret_forms(self._known)
+
+    def hide(self, raw: bytes) -> tuple[bytes, int]:
+        return hide_echoed(raw, self.forms) if self.forms else (raw, 0)
+
+    def hide_text(self, text: Any) -> Any:
+        """A header value with the known values hidden (anything that is no string as it is)."""
+        if not self.forms or type(text) is not str:
+            return text
+        raw = text.encode("utf-8", "surrogateescape")
+        out, n = hide_echoed(raw, self.forms)
+        return out.decode("utf-8", "surrogateescape") if n else text
