@@ -62,6 +62,7 @@ class McpCapture:
         self._thread: CaptureThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._live: set[str] = set()  # (event loop side) flows being recorded
+        self._cut: set[str] | None = None  # (event loop side) after done(): the flows it closed
         self._pending: list[tuple[Callable, tuple]] = []  # (event loop side) snapshots not handed over
         self._soon = False  # (event loop side) a hand-over at the end of this turn is due
         self._timer: asyncio.TimerHandle | None = None  # (event loop side) a hand-over within BATCH_S
@@ -203,12 +204,18 @@ class McpCapture:
     def request(self, flow: http.HTTPFlow) -> None:
         if not self._wanted(flow):
             return
+        if self._cut is not None:  # (past done(): it would cross unrecorded)
+            _stop(flow)
+            return
         self._live.add(flow.id)
         if self._annotate:
             self.annotator.track(flow)
         self._do_later(self._on_request, request_facts(flow))
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
+        if self._cut is not None and flow.id in self._cut:
+            _stop(flow)
+            return
         if flow.id not in self._live or flow.response is None:
             return
         facts = response_facts(flow)
@@ -224,6 +231,9 @@ class McpCapture:
             flow.response.stream = self._tee_stream(tee, flow.response.stream)
 
     def response(self, flow: http.HTTPFlow) -> None:
+        if self._cut is not None and flow.id in self._cut:
+            _stop(flow)
+            return
         if flow.id not in self._live:
             return
         self._live.discard(flow.id)
@@ -251,8 +261,12 @@ class McpCapture:
         closed into the capture first (a stream's `stream-closed` event, a request still waiting
         for its answer an `http` record, both with reason `capture-stopped`), then the file is
         closed. mitmproxy may still report those flows' errors afterwards: they are past the end.
-        The recording thread finishes everything handed to it before."""
-        self._live.clear()
+        The recording thread finishes everything handed to it before.
+        From here on nothing the capture would not hold reaches the host: mitmproxy keeps its
+        connections going until the process ends, and an answer on its way then reached the host
+        after its exchange was closed as capture-stopped (8 of 525 answers, 24 SDK clients, at a
+        SIGTERM): those flows' bytes are no longer handed on, and a new request is refused."""
+        self._cut, self._live = self._live, set()
         self._do(self._on_done)
         if self._thread is not None:
             self._flush()
@@ -264,6 +278,8 @@ class McpCapture:
         do, on_chunk, now = self._do_later, self._on_chunk, time.time_ns
 
         def stream(chunk: bytes):
+            if self._cut is not None:  # (past done(): see there)
+                return
             t_ns = now()
             try:
                 yield from _handed_on(inner(chunk) if inner is not None else chunk)
@@ -279,6 +295,8 @@ class McpCapture:
         inner = previous if callable(previous) else None
 
         def stream(chunk: bytes):
+            if self._cut is not None:  # (past done(): see there)
+                return
             try:
                 yield from _handed_on(inner(chunk) if inner is not None else chunk)
             finally:  # (parsed once the chunk is on its way, or once mitmproxy dropped it unread)
@@ -374,6 +392,11 @@ class McpCapture:
                     if not self._listener_failed:
                         self._listener_failed = True
                         log.warning("mcptrace: a capture listener failed: %s", exc)
+
+
+def _stop(flow: http.HTTPFlow) -> None:
+    if flow.killable:
+        flow.kill()
 
 
 def _handed_on(out: Any):

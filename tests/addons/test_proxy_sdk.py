@@ -10,6 +10,7 @@ import json
 import pytest
 
 from tests.proxy_peers import capture_records, lint_findings, mcptrace_proxy
+from tests.real_findings import answer_after_cancel
 from tests.sdk_peers import run_clients, sdk_http_server
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind, RecordType
@@ -83,6 +84,8 @@ def test_the_capture_lints_without_false_positives(proxied_run):
     findings = lint_findings(cap)
     by_seq = {r.seq: r for r in capture_records(cap)}
     for f in findings:
+        if answer_after_cancel(f, by_seq):
+            continue  # real; timing decides whether it is recorded (seen under load)
         # The one finding: the client opts in to log messages (deprecated Logging, SEP-2577), an
         # informational note about what the fixture client really sends.
         assert f.rule == "MCP905" and f.severity.label == "info", f

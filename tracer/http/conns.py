@@ -16,7 +16,7 @@ A request and its answers always share one. Beyond that, in this order:
   continuity, the request a cancel names), else it is said not to be attributable
   (tracer.http.tracks);
 - without any client identity (a HAR file) session-less traffic is grouped by (client address,
-  User-Agent, endpoint).
+  User-Agent, endpoint), but for modern requests, each on a connection of its own.
 Modern Streamable HTTP is stateless: facts about the server (its tools) belong to the endpoint and
 are shared across connections by the analysis (tracer.http.state), not by merging connections.
 
@@ -178,8 +178,17 @@ class Connections:
         export writes none). Each one is as a request on a TCP connection of its own (what the
         official SDK client does against a server without session ids), so the same evidence
         places it: a second session-less `initialize` of the group starts a connection of its own
-        and a legacy message joins the handshake its ids continue (tracer.http.tracks). The rest
-        (modern, a group without a handshake) goes on the group's connection, as before."""
+        and a legacy message joins the handshake its ids continue (tracer.http.tracks). A modern
+        request stands alone, so it too is on a connection of its own. The rest (a group without
+        a handshake) goes on the group's connection, as before."""
+        if fresh and method != "initialize":
+            # a modern request stands alone (stateless): on the group's connection, the entries of
+            # concurrent clients, whose ids collide, were judged as one session's (24 SDK clients
+            # in stock mitmdump's HAR: 278 false MCP202/MCP204); it ends with its exchange, as the
+            # TCP connection of its own it is read as (memory stays bounded)
+            conn = self.unique(self.base(client, url))
+            self._closing[conn] = "entry"
+            return conn
         conn = self._groups.get(group)
         if presumes and conn is not None:
             placed = self._place(group, client, url, method, rid, cancels)

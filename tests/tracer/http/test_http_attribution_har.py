@@ -139,3 +139,46 @@ def test_concurrent_session_less_clients_each_starting_at_id_1_raise_no_second_i
     recs = _read(tmp_path, entries)
     assert len(_by_conn(recs)) == 3
     assert "MCP402" not in _found(recs)
+
+
+MODERN = [["mcp-protocol-version", "2026-07-28"], ["mcp-method", "tools/call"], ["mcp-name", "echo"]]
+
+
+def _modern_echo(ms: int, n: int, text: str, time_ms: float) -> dict:
+    # the official SDK 2.3 client's and server's bytes (modern era, stateless_http=True)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": f"client-{text}", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    req = {"jsonrpc": "2.0", "id": n, "method": "tools/call"}
+    req["params"] = {"name": "echo", "arguments": {"text": text}, "_meta": meta}
+    res = {"jsonrpc": "2.0", "id": n}
+    res["result"] = {
+        "content": [{"text": text, "type": "text"}],
+        "isError": False,
+        "resultType": "complete",
+        "structuredContent": {"result": text},
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcptrace-fixture", "version": "1.0.0"}},
+    }
+    content = {"mimeType": "application/json", "text": json.dumps(res)}
+    return entry(_at(ms), "POST", req, 200, JSON, content, MODERN, time_ms=time_ms)
+
+
+def test_concurrent_modern_clients_of_a_har_without_connection_ids_are_not_judged_as_one_session(tmp_path):
+    # Modern requests stand alone (stateless). Two SDK clients' calls, both id 2, overlapping in
+    # time (what stock mitmdump's hardump wrote for 24 concurrent modern SDK clients: /tmp/S9/har.sh).
+    # Before, every modern entry went on one connection: 278 false MCP202/MCP204 for those 24
+    # clients, here MCP202 (id 2 reused while pending) and MCP204 (id 2 answered twice)
+    recs = _read(tmp_path, [_modern_echo(0, 2, "a", 400.0), _modern_echo(100, 2, "b", 20.0)])
+    assert _found(recs) == []
+    msgs, _ = analyse_all(recs)
+    sent = {
+        (m.rec.conn, m.seq): m.obj["params"]["arguments"]["text"] for m in msgs if m.kind.value == "request"
+    }
+    answered = {
+        m.obj["result"]["content"][0]["text"]: sent[m.rec.conn, m.partner_seq]
+        for m in msgs
+        if m.kind.value == "result"
+    }
+    assert answered == {"a": "a", "b": "b"}, "each answer pairs with its own request"
