@@ -34,7 +34,8 @@ from tracer.stdio.heap import TRIM_AFTER_BYTES
 
 MIN_SIZE = 1024 * 1024  # (a smaller budget: no ring; the relay keeps its copies as before)
 FLOOD_FACTOR = 4  # the ring's length, in capture budgets (`--queue-mb`)
-MEM_SHARE = 8  # ...and at most this fraction of the memory available when the tee starts
+MEM_SHARE = 32  # ...and at most this share of the memory available when the tee starts (ten tees flooding
+# at once: under a third of it)
 IDLE_TRIM_MS = 100  # an empty ring that got no copy for this long gives its pages back
 
 
