@@ -23,6 +23,8 @@
 (f) `--only f --against TREE`: the captures of this tree and of TREE for the same inputs (floods
     through `cat`, and a corpus with CRLF, invalid UTF-8, blank, pretty-printed and 200 KB lines),
     compared record for record in each direction (seq, times and the pid in `conn` aside).
+(g) memory: one tee's RSS, its capture process's and its ring's pages, at rest, at the peak of a
+    flood of `--mb` each way, and after it (tests/bench/tee_memory.py).
 
 Runs alternate direct/tee several times and report medians. Not a test: no assertion, figures only.
 """
@@ -430,7 +432,7 @@ def bench_flood(sizes: list[int], rounds: int, tmp: Path, against: Path | None =
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["a", "b", "c", "d", "e", "f"])
+    ap.add_argument("--only", choices=["a", "b", "c", "d", "e", "f", "g"])
     ap.add_argument(
         "--against",
         type=Path,
@@ -469,6 +471,10 @@ def main() -> int:
             bench_capture_cpu(
                 50_000_000, max(rounds, 5), tmp, args.against.resolve() if args.against else None
             )
+        if args.only in (None, "g"):
+            from tests.bench.tee_memory import bench_memory
+
+            bench_memory(mb * 1_000_000, rounds, tmp, args.against.resolve() if args.against else None)
         if args.only == "f" or (args.only is None and args.against):
             if not args.against:
                 ap.error("(f) compares with another tree: --against TREE")

@@ -65,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=64.0,
         metavar="MB",
-        help="bytes the capture may fall behind the relay; beyond, the relay waits for the capture "
+        help="bytes the capture process may hold behind the relay (a flood's copies wait for it in a "
+        "ring of up to 4x that, given back once the flood is over); beyond, the relay waits for the capture "
         "as long as it keeps taking copies, and drops (and records) chunks only when it took none "
         "for 0.5 s (default: 64)",
     )

@@ -316,6 +316,9 @@ class CaptureSink(CaptureOutcome):
                     self._room.notify_all()  # (a relay may wait for room: `_wait_room`)
             if stop:
                 return
+            # (hold nothing of this batch while the next is awaited: after a flood the capture process
+            # trims its heap, and a last batch kept alive here, megabytes, could not be given back)
+            batch = recs = payload = item = None
 
     def _feed_bulk(self, stream: int, payload: bytes, t_ns: int, recs: list) -> list:
         """Frame a big chunk: the line it completes per line, then its whole lines as one run (`make_run`)

@@ -18,9 +18,9 @@ import time
 import orjson
 
 from tracer.stdio.capture import CaptureSink
-from tracer.stdio.heap import TRIM_AFTER_BYTES, keep_freed_memory
+from tracer.stdio.heap import TRIM_AFTER_BYTES, TRIM_IDLE_FROM, keep_freed_memory
 from tracer.stdio.priority import background, hurried
-from tracer.stdio.ring import RingReader
+from tracer.stdio.ring import IDLE_TRIM_MS, RingReader
 from tracer.stdio.splice import read_exactly, readable
 
 # The notes the relay writes on the control pipe, a fixed size each:
@@ -96,9 +96,12 @@ def _child(
             return STEP_BACK_MS
         if hurried():
             background(True)
-        if sink.bytes_seen - trimmed_at >= TRIM_AFTER_BYTES:
+        seen = sink.bytes_seen - trimmed_at
+        if seen >= TRIM_AFTER_BYTES or (for_a_while and seen >= TRIM_IDLE_FROM):
             trimmed_at = sink.bytes_seen
             trim()
+        elif seen >= TRIM_IDLE_FROM:
+            return IDLE_TRIM_MS  # (a smaller flood is over too once no note came for that long)
         return None
 
     _read_notes(ctl, caps, sink, server.note, quiet, ring)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8  # mallopt(3) parameters
 MMAP_FROM = 16 * 1024 * 1024
 TRIM_AFTER_BYTES = 64 * 1024 * 1024  # moved since the last trim: worth giving the memory back
+TRIM_IDLE_FROM = 1024 * 1024  # ...and this much once the flood is over (an idle tee keeps no flood's heap)
 
 
 def keep_freed_memory(budget: int) -> Callable[[], None]:

@@ -50,6 +50,7 @@ from collections import deque
 from tracer.stdio import splice as tee_splice
 from tracer.stdio.capture import INLINE_MAX, ROOM_POLL_MS, ROOM_WAIT_NS
 from tracer.stdio.heap import TRIM_AFTER_BYTES
+from tracer.stdio.ring import IDLE_TRIM_MS
 
 SPIN_NS = 200_000  # covers a quick server's answer and a host's next request; see the docstring
 # Spin only after chunks this small: messages going back and forth. A bigger one means a flood
@@ -190,7 +191,15 @@ def relay_ways(
         if not events:
             if spin.until and clock() < spin.until:
                 continue
-            events = poll()
+            if ring is not None and ring.untrimmed and not ring.used:
+                # (a flood's pages in an empty ring: given back once no copy came for a while, so an
+                # idle tee holds none, while a flood's pauses do not cost it fresh pages each lap)
+                events = poll(IDLE_TRIM_MS)
+                if not events:
+                    ring.trim(idle=True)
+                    continue
+            else:
+                events = poll()
         for fd, revents in events:
             w = readers.get(fd)
             if w is None:

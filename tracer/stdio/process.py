@@ -10,7 +10,7 @@ latency and of most of its throughput cost). Here the relay process only moves b
 The relay writes a fixed-size note per chunk (before forwarding it, so the capture keeps causal
 order across streams) without ever blocking: a full control pipe parks notes in a list flushed on
 the next chunk. When a capture pipe is full (a burst, or the capture process not scheduled yet)
-the relay loop splices the chunk into the ring (tracer.stdio.ring, `--queue-mb` long), which this
+the relay loop splices the chunk into the ring (tracer.stdio.ring, 4x `--queue-mb` long), which this
 process reads in note order; the per-direction relays (sockets, terminals) copy it into memory
 instead, within the budget, and a spill thread feeds it to the pipe as room comes. Over that budget the relay waits for the capture as long as it
 takes copies (`wait_room`, as tracer.stdio.loop does); only a capture that takes nothing for
@@ -57,7 +57,7 @@ from tracer.stdio.capture_child import (
 )
 from tracer.stdio.heap import keep_freed_memory
 from tracer.stdio.priority import background
-from tracer.stdio.ring import Ring, RingReader
+from tracer.stdio.ring import Ring, RingReader, ring_size
 from tracer.stdio.splice import count_newlines, readable
 
 _SETPIPE = getattr(fcntl, "F_SETPIPE_SZ", 1031)
@@ -100,7 +100,7 @@ class CaptureProcess(CaptureOutcome):
         ring: bool = True,
     ):
         # (made before the fork, as the pipes: the capture process reads the ring the relay fills)
-        self.ring = Ring.create(budget) if ring else None
+        self.ring = Ring.create(ring_size(budget)) if ring else None
         ring_fds = (self.ring.fd, self.ring.taken_fd) if self.ring is not None else ()
         self._caps = [_pipe(max(4096, min(budget, CAP_PIPE_MAX))) for _ in range(3)]
         ctl_r, ctl_w = _pipe(CAP_PIPE_MAX)

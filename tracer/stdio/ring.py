@@ -17,6 +17,13 @@ Positions are implicit: the relay writes the ring in order and the capture proce
 order of the notes (tracer.stdio.capture_child: a _RING note is "the next n bytes of the ring"), so
 both keep the same offset without sending it. The relay reuses bytes only once the capture process
 said it took them. When the ring drains after a flood its pages go back to the system (`trim`).
+
+The ring is longer than the capture process's queue (`ring_size`: FLOOD_FACTOR x `--queue-mb`): a
+memfd holds pages only where bytes were written, so its length costs nothing until a flood needs
+it, and the relay loop gives every page back once the ring has been empty for IDLE_TRIM_MS. Why
+longer: 100 MB each way are 200 MB of copies; with a 64 MB ring and a 64 MB queue the relay waited
+for the capture process for the rest and went at its pace (0.33-0.36x `cat`). A flood then waits
+here, in the kernel's page cache, while the capture catches up, and the relay goes at its own.
 """
 
 from __future__ import annotations
@@ -26,6 +33,25 @@ import os
 from tracer.stdio.heap import TRIM_AFTER_BYTES
 
 MIN_SIZE = 1024 * 1024  # (a smaller budget: no ring; the relay keeps its copies as before)
+FLOOD_FACTOR = 4  # the ring's length, in capture budgets (`--queue-mb`)
+MEM_SHARE = 32  # ...and at most this share of the memory available when the tee starts (ten tees flooding
+# at once: under a third of it)
+IDLE_TRIM_MS = 100  # an empty ring that got no copy for this long gives its pages back
+
+
+def ring_size(budget: int) -> int:
+    """The ring's length for a capture budget: FLOOD_FACTOR budgets, within 1/MEM_SHARE of the
+    memory available now (never below one budget, the length it had before)."""
+    size = FLOOD_FACTOR * budget
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    size = min(size, int(line.split()[1]) * 1024 // MEM_SHARE)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(budget, size)
 
 
 class Ring:
@@ -88,9 +114,10 @@ class Ring:
         self.untrimmed += done
         return done
 
-    def trim(self) -> None:
-        """Give the ring's pages back once it is empty after a flood (it keeps them between laps)."""
-        if self.used or self.untrimmed < TRIM_AFTER_BYTES:
+    def trim(self, idle: bool = False) -> None:
+        """Give the ring's pages back once it is empty after a flood (it keeps them between laps of a
+        flood); `idle`: the flood is over (no copy for IDLE_TRIM_MS), whatever it left."""
+        if self.used or not self.untrimmed or (self.untrimmed < TRIM_AFTER_BYTES and not idle):
             return
         self.untrimmed = 0
         try:
