@@ -284,9 +284,11 @@ def _summary(notes, sink, path: str, finished: bool, server_stopped_reading: boo
         late_events -= sum(names.get(n, 0) for n in ("server-stdin-closed", "stdin-eof"))
     if late or late_events:  # (the capture process's notes that came after it closed: never silent)
         events = f" and {late_events} event record{'s' if late_events != 1 else ''}" if late_events else ""
+        # (a capture that could not be written, its process killed: that is the cause, said above)
+        why = "the capture could not be written" if sink.write_error is not None else None
         notes.say(
             f"{late:,} bytes{events} came after the capture closed and are not in {path} (the relay "
-            f"went on: a process the server started may hold its pipes open)",
+            f"went on: {why or 'a process the server started may hold its pipes open'})",
             force=True,
         )
     if sink.findings:

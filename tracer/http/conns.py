@@ -16,7 +16,8 @@ A request and its answers always share one. Beyond that, in this order:
   continuity, the request a cancel names), else it is said not to be attributable
   (tracer.http.tracks);
 - without any client identity (a HAR file) session-less traffic is grouped by (client address,
-  User-Agent, endpoint), but for modern requests, each on a connection of its own.
+  User-Agent, endpoint), modern requests apart, and one whose id is in progress there on a
+  connection of its own (another client's).
 Modern Streamable HTTP is stateless: facts about the server (its tools) belong to the endpoint and
 are shared across connections by the analysis (tracer.http.state), not by merging connections.
 
@@ -110,6 +111,9 @@ class Connections:
         self._open: dict[tuple, dict[str, int]] = {}  # request id key -> conns it is in progress on
         self._track_group: dict[str, tuple] = {}  # a track's conn (live or ended) -> its group
         self.notes: list[tuple[str, dict]] = []  # (conn, event data) to record before the message
+        self._modern: BoundedMap = BoundedMap(SESSIONS_CAP)  # group -> its modern requests' conn (HAR)
+        # such a conn -> ids of its requests in progress (forgotten with its `_modern` entry)
+        self._busy: BoundedMap = BoundedMap(SESSIONS_CAP)
 
     def unique(self, base: str) -> str:
         """BASE, else BASE#2, BASE#3...: the first name not taken. The search starts after the
@@ -179,16 +183,10 @@ class Connections:
         official SDK client does against a server without session ids), so the same evidence
         places it: a second session-less `initialize` of the group starts a connection of its own
         and a legacy message joins the handshake its ids continue (tracer.http.tracks). A modern
-        request stands alone, so it too is on a connection of its own. The rest (a group without
-        a handshake) goes on the group's connection, as before."""
+        request: `_modern_conn`. The rest (a group without a handshake) goes on the group's
+        connection, as before."""
         if fresh and method != "initialize":
-            # a modern request stands alone (stateless): on the group's connection, the entries of
-            # concurrent clients, whose ids collide, were judged as one session's (24 SDK clients
-            # in stock mitmdump's HAR: 278 false MCP202/MCP204); it ends with its exchange, as the
-            # TCP connection of its own it is read as (memory stays bounded)
-            conn = self.unique(self.base(client, url))
-            self._closing[conn] = "entry"
-            return conn
+            return self._modern_conn(group, client, url, id_key(rid))
         conn = self._groups.get(group)
         if presumes and conn is not None:
             placed = self._place(group, client, url, method, rid, cancels)
@@ -202,6 +200,23 @@ class Connections:
         if conn is None:
             conn = self.unique(self.base(client, url))
             self._groups.put(group, conn)
+        return conn
+
+    def _modern_conn(self, group: tuple, client: str, url: str, key: tuple | None) -> str:
+        """A modern request with no client identity. It stands alone (stateless): the group's
+        modern requests share a connection of their own, never a legacy handshake's (a legacy
+        answer was paired with a modern request there), and one whose id is in progress on it is
+        another client's, so it is on a connection of its own, which ends with its exchange (memory
+        stays bounded). Before, 24 concurrent modern SDK clients in stock mitmdump's HAR were judged
+        as one session: 278 false MCP202/MCP204."""
+        conn = self._modern.get(group)
+        if conn is None:
+            conn = self.unique(self.base(client, url))
+            self._modern.put(group, conn)
+            self._busy.put(conn, {})
+        elif key is not None and key in self._busy.get(conn, ()):
+            conn = self.unique(self.base(client, url))
+            self._closing[conn] = "entry"
         return conn
 
     def _place(self, group: tuple, client: str, url: str, method, rid, cancels) -> str | None:
@@ -308,11 +323,20 @@ class Connections:
     def started(self, conn: str, key: tuple | None = None) -> None:
         """An exchange of CONN began (KEY: the id key of the request it carries, for cancels)."""
         self._active[conn] = self._active.get(conn, 0) + 1
+        busy = self._busy.get(conn) if key is not None else None
+        if busy is not None:
+            busy[key] = busy.get(key, 0) + 1
         if key is not None and conn in self._track_group:
             on = self._open.setdefault(key, {})
             on[conn] = on.get(conn, 0) + 1
 
     def finished(self, conn: str, key: tuple | None = None) -> None:
+        busy = self._busy.get(conn) if key is not None else None
+        if busy is not None and key in busy:
+            if busy[key] > 1:
+                busy[key] -= 1
+            else:
+                del busy[key]
         if key is not None:
             on = self._open.get(key)
             if on is not None and conn in on:
