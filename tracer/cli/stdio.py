@@ -224,6 +224,10 @@ def tee_main(command: list[str], args: argparse.Namespace, relay_out: int) -> in
         finished = sink.close()
         sink.finish_analysis()
         writer.close()
+    if getattr(sink, "ended_unreported", False):  # (the capture must say it, not stderr alone)
+        from tracer.stdio.lost import record_capture_incomplete
+
+        record_capture_incomplete(path, f"stdio-{child.pid}", str(sink.write_error))
     _summary(notes, sink, path, finished, server_stopped_reading=tee.server_stopped_reading)
     notes.close()
     return result.exit_code

@@ -156,6 +156,7 @@ class CaptureProcess(CaptureOutcome):
         )
         self.reset_outcome()  # filled in from the capture process's final report
         self._reported = False
+        self.ended_unreported = False  # it ended without its report (killed): tracer.stdio.lost
         # Notes sent once the capture had closed (a relay going on after the session: pipes a
         # grandchild holds open) or had gone away: what they stood for is not in the capture. By
         # design the relay goes on, but the tee says at exit how much is missing: late_bytes (the
@@ -453,6 +454,7 @@ class CaptureProcess(CaptureOutcome):
                     # crashed. Its last records may be missing: the user must hear it.
                     code = os.waitstatus_to_exitcode(status)
                     how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+                    self.ended_unreported = True
                     self.write_error = OSError(
                         f"the capture process ended before it finished ({how}); the capture may lack "
                         "the end of the session"
