@@ -205,7 +205,8 @@ class Analyser:
                 self._continued(note, s)
         common = classify_common(rec.raw)
         if common is not None:  # nearly every message: one well-formed object
-            return self._one(Analysed(rec, *common), s)
+            kind, obj, method, msg_id, idkey = common  # (a call with *common costs more)
+            return self._one(Analysed(rec, kind, obj, method, msg_id, idkey), s)
         c = classify_raw(rec.raw)
         if c.kind is Kind.BATCH:
             batch = self._analysed(rec, c)

@@ -73,7 +73,8 @@ def label_era(m: Analysed, s: Session) -> None:
         if pv is not None:
             m.era = Era.MODERN
             m.version = pv if type(pv) is str else None
-            m.explain_era("params._meta protocolVersion {!r}", pv)
+            # (Analysed.explain_era, inlined here and below on the paths nearly every message takes)
+            m._era_why = ("params._meta protocolVersion {!r}", (pv,))
             return
         if (META_CLIENT_CAPS in meta or META_CLIENT_INFO in meta) and kind is Kind.REQUEST:
             init = s.init
@@ -124,7 +125,7 @@ def label_era(m: Analysed, s: Session) -> None:
         if req.era is Era.MODERN:
             m.era = Era.MODERN
             m.version = req.version
-            m.explain_era("answers modern {} (seq {})", req.method, req.seq)
+            m._era_why = ("answers modern {} (seq {})", (req.method, req.seq))
             return
     if m.rec.http is not None and m.dir is Direction.S2C and kind is not Kind.INVALID:
         flow_era = _flow_era(m, s)
@@ -138,13 +139,12 @@ def label_era(m: Analysed, s: Session) -> None:
         m.era = Era.LEGACY
         m.version = s.legacy_version
         if init.negotiated_version:
-            m.explain_era(
+            m._era_why = (
                 "session opened by initialize at seq {} (negotiated {})",
-                init.request_seq,
-                init.negotiated_version,
+                (init.request_seq, init.negotiated_version),
             )
         else:
-            m.explain_era("session opened by initialize at seq {} (not yet negotiated)", init.request_seq)
+            m._era_why = ("session opened by initialize at seq {} (not yet negotiated)", (init.request_seq,))
         return
     header = _header(m, "mcp-protocol-version")
     if header == MODERN_VERSION and m.dir is Direction.C2S:

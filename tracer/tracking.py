@@ -101,26 +101,30 @@ def request_client_caps(req: PendingRequest | None) -> dict | None:
 
 _DEPRECATED_INPUTS = {"sampling/createMessage": "Sampling", "roots/list": "Roots"}
 
+_NO_USES: tuple[()] = ()  # (shared: nearly every message uses no deprecated feature)
 
-def deprecated_uses(m: Analysed) -> list[tuple[str, str, str]]:
+
+def deprecated_uses(m: Analysed) -> list[tuple[str, str, str]] | tuple[()]:
     """(feature, JSON path, what) for each 2026-07-28 deprecated feature this modern message uses:
     Roots, Sampling and Logging (SEP-2577) and sampling's includeContext thisServer/allServers."""
     if m.era is not Era.MODERN:
-        return []
+        return _NO_USES
     kind = m.kind
     if kind is Kind.REQUEST:
         meta = m.meta
         if meta is not None and "io.modelcontextprotocol/logLevel" in meta:
             return [("Logging", "$.params._meta", "the request asks for log messages (logLevel)")]
-        return []
+        return _NO_USES
     if kind is Kind.NOTIFICATION:
         if m.method == "notifications/message":
             return [("Logging", "$.method", "the server sends log messages")]
-        return []
+        return _NO_USES
     r = m.result if kind is Kind.RESULT else None
     reqs = r.get("inputRequests") if r is not None and r.get("resultType") == "input_required" else None
+    if type(reqs) is not dict:
+        return _NO_USES
     out = []
-    for key, value in reqs.items() if type(reqs) is dict else ():
+    for key, value in reqs.items():
         method = value.get("method") if type(value) is dict else None
         feature = _DEPRECATED_INPUTS.get(method) if type(method) is str else None
         if feature is None:

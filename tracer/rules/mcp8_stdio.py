@@ -16,7 +16,7 @@ from __future__ import annotations
 from tracer.catalog.registry import at_end, end_rule, rule
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
-from tracer.state.stdio import show_bytes, where
+from tracer.state.stdio import show_bytes, unusual_line, where
 
 RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire
 
@@ -65,13 +65,6 @@ def _span(g) -> str:
         return _lines(g.lines)
     end = f"–{g.end_offset - 1}" if g.end_offset is not None else ""
     return f"{_lines(g.lines)} at bytes {g.offset}{end}"
-
-
-def _unusual_line(m: Analysed, s) -> bool:
-    """The gate of MCP801-MCP802 (which run on every stdio message): a whole line that parsed, ended
-    by "\n", with no multi-line message around it (nearly all) concerns neither."""
-    v = _verdict(m, s)
-    return v is not None and (v.abandoned is not None or bool(v.frame) or not m.rec.eol or v.crlf_first)
 
 
 _STRAY_FRAMES = frozenset({"stray", "blank", "unjoinable"})
@@ -157,7 +150,7 @@ def _not_one_line_hits(m: Analysed, v):
     Severity.ERROR,
     kinds=EVERY_KIND,
     scope="stdio",
-    gate=_unusual_line,
+    gate=unusual_line,
     spec=f"{STDIO_PAGE}:L18-21; spec/2025-11-25/basic/transports.mdx:L33-35; "
     "spec/2024-11-05/basic/transports.mdx:L27-29",
 )
@@ -217,7 +210,7 @@ def stdio_stray_line_at_end(s, end_t_ns: int):
     Severity.ERROR,
     kinds=EVERY_KIND,
     scope="stdio",
-    gate=_unusual_line,
+    gate=unusual_line,
     spec=f"{STDIO_PAGE}:L13; spec/2025-11-25/basic/transports.mdx:L28; spec/2024-11-05/basic/transports.mdx:L24",
 )
 def stdio_message_not_one_line(m: Analysed, s):

@@ -165,6 +165,18 @@ class StdioState:
 # -- read-only queries --------------------------------------------------------------------------
 
 
+def unusual_line(m: Analysed, s) -> bool:
+    """The gate of MCP801-MCP802 (tracer.rules.mcp8_stdio, which run on every stdio message): a
+    whole line that parsed, ended by "\n", with no multi-line message around it (nearly all)
+    concerns neither. (StdioState.verdict, inlined: this runs on every stdio message.)"""
+    rec = m.rec
+    st = s.stdio if rec.transport == "stdio" else None
+    v = st.current if st is not None else None
+    if v is None or v.seq != rec.seq or m.batch_seq is not None:
+        return False
+    return v.abandoned is not None or bool(v.frame) or not rec.eol or v.crlf_first
+
+
 def json_apart_from_encoding(raw: bytes) -> bool:
     """Whether a line that is not UTF-8 would parse as JSON with its bad bytes replaced: a message
     with an encoding problem (MCP803), as opposed to binary junk (a stray line, MCP801)."""
