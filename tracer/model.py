@@ -27,6 +27,10 @@ class Direction(StrEnum):
         return "→" if self is Direction.C2S else "←"
 
 
+# Hot code (the analyser, the session updates, the rules) reads enum members through module globals
+# (`_KIND_REQUEST = Kind.REQUEST`): `Kind.REQUEST` is an attribute lookup on an enum class, which
+# CPython 3.13 does not specialise (measured under valgrind): ~200 machine instructions a lookup,
+# against ~30 for a global, and a message took some 50 of them.
 class Kind(StrEnum):
     REQUEST = "request"
     NOTIFICATION = "notification"

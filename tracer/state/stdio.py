@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from tracer.classify import Classified, classify_raw, parse_json
 from tracer.model import Analysed, Direction, Era, Record
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_S2C = Direction.S2C
+
 # Problems of a line that is no JSON-RPC message at all (tracer.classify.REASONS): not JSON, a bare
 # scalar, nesting too deep for any parser. (Invalid UTF-8 counts too unless the line is JSON apart
 # from its encoding: then it is MCP803's.)
@@ -209,5 +213,5 @@ def show_bytes(raw: bytes, limit: int = 100) -> str:
 
 def where(rec: Record) -> str:
     """`server stdout byte 1234` / `client stdin byte 0`: the stream and offset of a frame."""
-    stream = "server stdout" if rec.dir is Direction.S2C else "client → server stdin"
+    stream = "server stdout" if rec.dir is _DIR_S2C else "client → server stdin"
     return f"{stream} byte {rec.offset}" if rec.offset is not None else stream
