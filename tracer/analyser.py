@@ -27,6 +27,18 @@ from tracer.update import (
 )
 from tracer.update.attribution import CONTINUING_CAP, HANDSHAKES_CAP, continued, unattributed
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_ERA_UNKNOWN = Era.UNKNOWN
+_KIND_BATCH = Kind.BATCH
+_KIND_ERROR = Kind.ERROR
+_KIND_REQUEST = Kind.REQUEST
+_KIND_RESULT = Kind.RESULT
+_REC_EVENT = RecordType.EVENT
+_REC_HEADER = RecordType.HEADER
+_REC_HTTP = RecordType.HTTP
+_REC_MESSAGE = RecordType.MESSAGE
+
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})
 
@@ -83,22 +95,22 @@ class Analyser:
         if rec.t_ns > self.last_t_ns:
             self.last_t_ns = rec.t_ns
         rtype = rec.type
-        if rtype is RecordType.MESSAGE:
+        if rtype is _REC_MESSAGE:
             return self._message(rec)
-        if rtype is RecordType.EVENT and rec.data:
+        if rtype is _REC_EVENT and rec.data:
             note = rec.data.get("event")
             if note == "unattributed":
                 self._unattributed(rec)
             elif note == "session-continued":
                 self._continued(rec, self.session(rec))
-        if rtype is RecordType.HEADER:
+        if rtype is _REC_HEADER:
             # another recording appended to the file (a host restarted its server): the sessions
             # of the earlier one are over, even where a connection name comes back (the proxy's
             # client→upstream names do); but not a tee's own (see tee_session)
             out = self.end_recording() if self.header is not None else ()
             self.header = rec.data
             return out
-        if rtype is RecordType.HTTP and rec.http is not None:
+        if rtype is _REC_HTTP and rec.http is not None:
             http_answer(rec, self.sessions.get(rec.conn))
         if self._observers:
             self._observe(rec, None, None)
@@ -107,7 +119,7 @@ class Analyser:
             loose = self._run_http_rules(rec, None, self.sessions.get(rec.conn) or self.session(rec))
             if loose:
                 out = (Findings(rec, loose),)
-        if rtype is RecordType.EVENT and rec.data:
+        if rtype is _REC_EVENT and rec.data:
             event = rec.data.get("event")
             if event in _CLOSE_EVENTS or (event == "started" and rec.conn in self.sessions):
                 # (a server started on a connection whose session is still open: a tee killed before
@@ -205,9 +217,10 @@ class Analyser:
                 self._continued(note, s)
         common = classify_common(rec.raw)
         if common is not None:  # nearly every message: one well-formed object
-            return self._one(Analysed(rec, *common), s)
+            kind, obj, method, msg_id, idkey = common  # (a call with *common costs more)
+            return self._one(Analysed(rec, kind, obj, method, msg_id, idkey), s)
         c = classify_raw(rec.raw)
-        if c.kind is Kind.BATCH:
+        if c.kind is _KIND_BATCH:
             batch = self._analysed(rec, c)
             label_era(batch, s)
             if self._observers:
@@ -237,10 +250,10 @@ class Analyser:
         kind = m.kind
         if batch_seq is not None:
             m.batch_seq = batch_seq
-        if kind is Kind.RESULT or kind is Kind.ERROR:
+        if kind is _KIND_RESULT or kind is _KIND_ERROR:
             match_response(m, s)
         label_era(m, s)
-        if kind is Kind.REQUEST:
+        if kind is _KIND_REQUEST:
             register_request(m, s)
         if batch_seq is None:
             observers = self._observers_of.get(rec.transport)
@@ -276,11 +289,11 @@ class Analyser:
         session's state (only the HTTP rules of its exchange run)."""
         common = classify_common(rec.raw)
         m = Analysed(rec, *common) if common is not None else self._analysed(rec, classify_raw(rec.raw))
-        if m.kind is Kind.RESULT or m.kind is Kind.ERROR:
+        if m.kind is _KIND_RESULT or m.kind is _KIND_ERROR:
             match_response(m, s)
-        if m.kind is Kind.REQUEST:
+        if m.kind is _KIND_REQUEST:
             register_request(m, s)
-        m.era, m.version = Era.UNKNOWN, None
+        m.era, m.version = _ERA_UNKNOWN, None
         m.explain_era("not attributable to one session: {}", s.unattributed)
         for fn in self._message_observers(rec.transport):
             fn(rec, m, s)

@@ -245,6 +245,10 @@ def compile_plan(plan) -> Callable | None:
     lines = ["def run(m, s):"]
     if any(type(pre) is str for pre, _ in plan):
         lines += ["    params = m.params", "    result = m.result"]
+    # A gate is a read of (m, s) that no rule changes (rules only add findings): one asked again
+    # later in the plan (its runs split by a rule between them) is answered from a local.
+    gates = [pre for pre, _ in plan if pre is not None and type(pre) is not str]
+    asked: dict[int, str] = {}  # id(gate) -> the local holding its answer
     for i, (pre, rules) in enumerate(plan):
         indent = "    "
         if type(pre) is str:  # Rule.needs: the key the params or result must have
@@ -252,6 +256,14 @@ def compile_plan(plan) -> Callable | None:
             lines.append(
                 f"    if (params is not None and key{i} in params) or (result is not None and key{i} in result):"
             )
+            indent = "        "
+        elif pre is not None and id(pre) in asked:  # Rule.gate, asked earlier in this plan
+            lines.append(f"    if {asked[id(pre)]}:  # {_where(pre)}")
+            indent = "        "
+        elif pre is not None and sum(g is pre for g in gates) > 1:  # Rule.gate, asked again later
+            names[f"gate{i}"] = pre
+            asked[id(pre)] = f"open{i}"
+            lines += [f"    open{i} = gate{i}(m, s)  # {_where(pre)}", f"    if open{i}:"]
             indent = "        "
         elif pre is not None:  # Rule.gate
             names[f"gate{i}"] = pre

@@ -24,15 +24,28 @@ from tracer.protocol import (
 )
 from tracer.session import Session
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_C2S = Direction.C2S
+_DIR_S2C = Direction.S2C
+_ERA_LEGACY = Era.LEGACY
+_ERA_MODERN = Era.MODERN
+_ERA_UNKNOWN = Era.UNKNOWN
+_KIND_ERROR = Kind.ERROR
+_KIND_INVALID = Kind.INVALID
+_KIND_NOTIFICATION = Kind.NOTIFICATION
+_KIND_REQUEST = Kind.REQUEST
+_KIND_RESULT = Kind.RESULT
+
 _MODERN_SET = frozenset({MODERN_VERSION})
 _LEGACY_SETS = {v: frozenset({v}) for v in LEGACY_VERSIONS}
 
 
 def versions_of(era: Era, version: str | None) -> frozenset[str]:
     """Which versions something labelled (era, version) may be speaking."""
-    if era is Era.MODERN:
+    if era is _ERA_MODERN:
         return _MODERN_SET
-    if era is Era.LEGACY:
+    if era is _ERA_LEGACY:
         return _LEGACY_SETS.get(version, LEG)
     return ALL
 
@@ -59,7 +72,7 @@ def _flow_era(m: Analysed, s: Session) -> tuple[str, int] | None:
         facts = st.flows.get(fid)
     except TypeError:  # an unhashable flow id from a foreign file
         return None
-    if facts is None or facts.era is not Era.MODERN or facts.body_kind is not Kind.REQUEST:
+    if facts is None or facts.era is not _ERA_MODERN or facts.body_kind is not _KIND_REQUEST:
         return None
     return facts.rpc_method, facts.first_seq
 
@@ -67,119 +80,119 @@ def _flow_era(m: Analysed, s: Session) -> tuple[str, int] | None:
 def label_era(m: Analysed, s: Session) -> None:
     kind = m.kind
     method = m.method
-    meta = m.meta if kind is Kind.REQUEST or kind is Kind.NOTIFICATION else None
+    meta = m.meta if kind is _KIND_REQUEST or kind is _KIND_NOTIFICATION else None
     if meta is not None:
         pv = meta.get(META_PROTOCOL_VERSION)
         if pv is not None:
-            m.era = Era.MODERN
+            m.era = _ERA_MODERN
             m.version = pv if type(pv) is str else None
-            m.explain_era("params._meta protocolVersion {!r}", pv)
+            # (Analysed.explain_era, inlined here and below on the paths nearly every message takes)
+            m._era_why = ("params._meta protocolVersion {!r}", (pv,))
             return
-        if (META_CLIENT_CAPS in meta or META_CLIENT_INFO in meta) and kind is Kind.REQUEST:
+        if (META_CLIENT_CAPS in meta or META_CLIENT_INFO in meta) and kind is _KIND_REQUEST:
             init = s.init
-            if (init is None or init.error_seq is not None) and m.rec.dir is Direction.C2S:
+            if (init is None or init.error_seq is not None) and m.rec.dir is _DIR_C2S:
                 # request metadata only a 2026-07-28 request carries, outside a legacy handshake: a
                 # modern request that lacks its protocolVersion (MCP310), not one of unknown era
                 # that no modern rule judges
-                m.era = Era.MODERN
+                m.era = _ERA_MODERN
                 m.version = None
                 m.explain_era(
                     "params._meta {} without protocolVersion",
                     META_CLIENT_CAPS if META_CLIENT_CAPS in meta else META_CLIENT_INFO,
                 )
                 return
-        if kind is Kind.NOTIFICATION and META_SUBSCRIPTION_ID in meta:
+        if kind is _KIND_NOTIFICATION and META_SUBSCRIPTION_ID in meta:
             # only a modern subscriptions/listen stream tags its notifications this way
-            m.era = Era.MODERN
+            m.era = _ERA_MODERN
             m.version = MODERN_VERSION
             m.explain_era("_meta {} (a modern subscription stream)", META_SUBSCRIPTION_ID)
             return
     if method is not None:
         if method in MODERN_ONLY_METHODS:
-            m.era = Era.MODERN
+            m.era = _ERA_MODERN
             m.version = "2026-07-28"
             m.explain_era("{} exists only in 2026-07-28", method)
             return
-        if method == "initialize" and kind is Kind.REQUEST:
+        if method == "initialize" and kind is _KIND_REQUEST:
             params = m.params or {}
             requested = params.get("protocolVersion")
-            m.era = Era.LEGACY
+            m.era = _ERA_LEGACY
             m.version = requested if type(requested) is str else None
             m.explain_era("initialize handshake (client requests {!r})", requested)
             return
     req = m.request
     if req is not None:  # a response: it speaks the era of the request it answers
-        if req.method == "initialize" and kind is Kind.RESULT:
+        if req.method == "initialize" and kind is _KIND_RESULT:
             res = m.result or {}
             negotiated = res.get("protocolVersion")
-            m.era = Era.LEGACY
+            m.era = _ERA_LEGACY
             m.version = negotiated if type(negotiated) is str else req.version
             m.explain_era("answers initialize: negotiated {!r}", negotiated)
             return
-        if req.method == "initialize" and kind is Kind.ERROR and req.era is Era.LEGACY:
-            m.era = Era.LEGACY
+        if req.method == "initialize" and kind is _KIND_ERROR and req.era is _ERA_LEGACY:
+            m.era = _ERA_LEGACY
             m.version = req.version
             m.explain_era("answers initialize (seq {}) with an error: no session opened", req.seq)
             return
-        if req.era is Era.MODERN:
-            m.era = Era.MODERN
+        if req.era is _ERA_MODERN:
+            m.era = _ERA_MODERN
             m.version = req.version
-            m.explain_era("answers modern {} (seq {})", req.method, req.seq)
+            m._era_why = ("answers modern {} (seq {})", (req.method, req.seq))
             return
-    if m.rec.http is not None and m.dir is Direction.S2C and kind is not Kind.INVALID:
+    if m.rec.http is not None and m.dir is _DIR_S2C and kind is not _KIND_INVALID:
         flow_era = _flow_era(m, s)
         if flow_era is not None:
-            m.era = Era.MODERN
+            m.era = _ERA_MODERN
             m.version = MODERN_VERSION
             m.explain_era("travels on the stream of the modern {} request (seq {})", *flow_era)
             return
     init = s.init
     if init is not None and init.error_seq is None:  # (a rejected initialize opened no session)
-        m.era = Era.LEGACY
+        m.era = _ERA_LEGACY
         m.version = s.legacy_version
         if init.negotiated_version:
-            m.explain_era(
+            m._era_why = (
                 "session opened by initialize at seq {} (negotiated {})",
-                init.request_seq,
-                init.negotiated_version,
+                (init.request_seq, init.negotiated_version),
             )
         else:
-            m.explain_era("session opened by initialize at seq {} (not yet negotiated)", init.request_seq)
+            m._era_why = ("session opened by initialize at seq {} (not yet negotiated)", (init.request_seq,))
         return
     header = _header(m, "mcp-protocol-version")
-    if header == MODERN_VERSION and m.dir is Direction.C2S:
+    if header == MODERN_VERSION and m.dir is _DIR_C2S:
         # a modern POST whose body has no _meta (a notification, or a response the client should
         # not send): the header the modern transport requires says which era it is
-        m.era = Era.MODERN
+        m.era = _ERA_MODERN
         m.version = MODERN_VERSION
         m.explain_era("MCP-Protocol-Version header {!r} without _meta", header)
         return
-    if header is not None and m.dir is Direction.C2S:
-        m.era = Era.LEGACY
+    if header is not None and m.dir is _DIR_C2S:
+        m.era = _ERA_LEGACY
         m.version = header
         m.explain_era("MCP-Protocol-Version header {!r} without _meta", header)
         return
     if s.modern_requests and not s.legacy_messages and not _only_a_rejected_probe(s):
-        m.era = Era.MODERN
+        m.era = _ERA_MODERN
         m.version = MODERN_VERSION
         m.era_reason = "session carries modern requests and no initialize"
         return
     if method is not None and method in LEGACY_ONLY_METHODS:
-        m.era = Era.LEGACY
+        m.era = _ERA_LEGACY
         m.version = None
         m.explain_era("{} exists only before 2026-07-28 (no initialize captured)", method)
         return
-    if req is not None and req.era is Era.LEGACY:
-        m.era = Era.LEGACY
+    if req is not None and req.era is _ERA_LEGACY:
+        m.era = _ERA_LEGACY
         m.version = req.version
         m.explain_era("answers legacy {} (seq {})", req.method, req.seq)
         return
     if s.legacy_messages and not s.modern_requests:
-        m.era = Era.LEGACY
+        m.era = _ERA_LEGACY
         m.version = None
         m.era_reason = "session carries legacy-only traffic and no modern _meta"
         return
-    m.era = Era.UNKNOWN
+    m.era = _ERA_UNKNOWN
     m.version = None
     m.era_reason = "no initialize or per-request _meta seen in this session yet"
 

@@ -63,7 +63,8 @@ class Rule:
     needs_methods: frozenset[str] | None = None
     # A prefilter that is a function `gate(m, session) -> bool`: False promises the rule finds
     # nothing on `m`. Consecutive rules in dispatch order sharing one gate are skipped together after a single
-    # call (the four `_meta` key naming rules share "the message has a badly named key").
+    # call (the four `_meta` key naming rules share "the message has a badly named key"). A gate only
+    # reads: it is asked once per message, its answer reused by the plan's later runs it guards.
     gate: Callable | None = None
     # Decided once per dispatch plan, not per message: `possible(kind, method, direction, versions)`
     # -> False promises the rule finds nothing on ANY message of that shape, so the plan leaves it

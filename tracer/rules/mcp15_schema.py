@@ -33,6 +33,11 @@ from tracer.schemas.dispatch import CODES_WITH_DEFINITIONS, COMPLETE, INPUT_REQU
 from tracer.schemas.errors import SchemaProblem, explained_by, loose_path, problems
 from tracer.session import Session
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_KIND_REQUEST = Kind.REQUEST
+_KIND_RESULT = Kind.RESULT
+
 SCHEMA_RULES = frozenset({"MCP150", "MCP151", "MCP152"})
 
 _MODERN = (MODERN_VERSION,)
@@ -85,7 +90,7 @@ def _make(c: Catalog, key: tuple, m: Analysed) -> Target:
 
 def _request_key(m: Analysed) -> tuple:
     method = m.method
-    if m.kind is Kind.REQUEST:
+    if m.kind is _KIND_REQUEST:
         return ("request", method if method in ALL_REQUEST_METHODS else None)
     return ("notification", method if method in ALL_NOTIFICATION_METHODS else None)
 
@@ -304,7 +309,7 @@ def schema_invalid_result(m: Analysed, s: Session):
     params = req.params if req is not None else None
     if (type(rt) is str and rt != COMPLETE) or (params is not None and "task" in params):
         return _check(m, _result_key(m))  # another definition than the method's: not remembered
-    return _check_by_shape((Kind.RESULT, m.answers_method, m.era, m.version), m, _result_key)
+    return _check_by_shape((_KIND_RESULT, m.answers_method, m.era, m.version), m, _result_key)
 
 
 @rule("MCP152", "schema-invalid-error", Severity.ERROR, kinds=(Kind.ERROR,), spec=_SOURCE, order=1)

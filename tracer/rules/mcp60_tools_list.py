@@ -78,8 +78,8 @@ def unusual_tool_result(m: Analysed, s) -> bool:
 def _unusual_tool_result(m: Analysed) -> bool:
     if m.answers_method != "tools/call":  # (prompts/get, resources/...: those rules always run)
         return True
-    r = complete(m)
-    if r is None:  # no content blocks, no call result to judge
+    r = m.result  # (complete, inlined); none: no content blocks, no call result to judge
+    if r is None or r.get("resultType", "complete") != "complete":
         return False
     content = r.get("content")
     if type(content) is not list or "structuredContent" in r:

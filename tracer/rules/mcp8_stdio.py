@@ -16,7 +16,14 @@ from __future__ import annotations
 from tracer.catalog.registry import at_end, end_rule, rule
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
-from tracer.state.stdio import show_bytes, where
+from tracer.state.stdio import show_bytes, unusual_line, where
+
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_C2S = Direction.C2S
+_DIR_S2C = Direction.S2C
+_KIND_ERROR, _KIND_NOTIFICATION = Kind.ERROR, Kind.NOTIFICATION
+_KIND_REQUEST, _KIND_RESULT = Kind.REQUEST, Kind.RESULT
 
 RACE_MS = 50  # a message this soon after the cancel may have crossed it on the wire
 
@@ -27,12 +34,12 @@ RECOGNIZED_MODERN_ERRORS = frozenset({-32020, -32021, -32022})
 
 
 def _symptom(d: Direction | None) -> str:
-    reader = "a host reading the server's stdout" if d is Direction.S2C else "the server reading its stdin"
+    reader = "a host reading the server's stdout" if d is _DIR_S2C else "the server reading its stdin"
     return f'{reader} fails to parse it (e.g. "Unexpected token ... is not valid JSON")'
 
 
 def _advice(d: Direction | None) -> str:
-    return " Log to stderr instead of stdout." if d is Direction.S2C else ""
+    return " Log to stderr instead of stdout." if d is _DIR_S2C else ""
 
 
 def _lines(n: int) -> str:
@@ -45,7 +52,7 @@ def _stdio(m: Analysed) -> bool:
 
 def _wrong_kind_possible(kind, method, direction, versions) -> bool:
     """MCP805 fires only on a request the server writes or a response the client writes."""
-    return direction is Direction.S2C if kind is Kind.REQUEST else direction is Direction.C2S
+    return direction is _DIR_S2C if kind is _KIND_REQUEST else direction is _DIR_C2S
 
 
 def _verdict(m: Analysed, s):
@@ -57,7 +64,7 @@ def _verdict(m: Analysed, s):
 
 
 def _sender(d: Direction | None) -> str:
-    return "the server" if d is Direction.S2C else "the client"
+    return "the server" if d is _DIR_S2C else "the client"
 
 
 def _span(g) -> str:
@@ -65,13 +72,6 @@ def _span(g) -> str:
         return _lines(g.lines)
     end = f"–{g.end_offset - 1}" if g.end_offset is not None else ""
     return f"{_lines(g.lines)} at bytes {g.offset}{end}"
-
-
-def _unusual_line(m: Analysed, s) -> bool:
-    """The gate of MCP801-MCP802 (which run on every stdio message): a whole line that parsed, ended
-    by "\n", with no multi-line message around it (nearly all) concerns neither."""
-    v = _verdict(m, s)
-    return v is not None and (v.abandoned is not None or bool(v.frame) or not m.rec.eol or v.crlf_first)
 
 
 _STRAY_FRAMES = frozenset({"stray", "blank", "unjoinable"})
@@ -119,11 +119,11 @@ def _not_one_line_hits(m: Analysed, v):
         j = g.joined
         what = (
             f"a {j.method} request"
-            if j.kind is Kind.REQUEST
+            if j.kind is _KIND_REQUEST
             else f"a {j.method} notification"
-            if j.kind is Kind.NOTIFICATION
+            if j.kind is _KIND_NOTIFICATION
             else f"a response (id {j.id!r})"
-            if j.kind in (Kind.RESULT, Kind.ERROR)
+            if j.kind in (_KIND_RESULT, _KIND_ERROR)
             else "a JSON value"
         )
         how = "a raw newline inside a string" if g.raw_newline_in_string else "pretty-printed JSON"
@@ -157,7 +157,7 @@ def _not_one_line_hits(m: Analysed, v):
     Severity.ERROR,
     kinds=EVERY_KIND,
     scope="stdio",
-    gate=_unusual_line,
+    gate=unusual_line,
     spec=f"{STDIO_PAGE}:L18-21; spec/2025-11-25/basic/transports.mdx:L33-35; "
     "spec/2024-11-05/basic/transports.mdx:L27-29",
 )
@@ -189,7 +189,7 @@ def stdio_stray_line_at_end(s, end_t_ns: int):
         return
     for g in st.groups.values():
         if g.lines == 1:
-            where_ = "server stdout" if g.dir is Direction.S2C else "client → server stdin"
+            where_ = "server stdout" if g.dir is _DIR_S2C else "client → server stdin"
             at = f"{where_} byte {g.offset}" if g.offset is not None else where_
             yield (
                 g.at,
@@ -217,7 +217,7 @@ def stdio_stray_line_at_end(s, end_t_ns: int):
     Severity.ERROR,
     kinds=EVERY_KIND,
     scope="stdio",
-    gate=_unusual_line,
+    gate=unusual_line,
     spec=f"{STDIO_PAGE}:L13; spec/2025-11-25/basic/transports.mdx:L28; spec/2024-11-05/basic/transports.mdx:L24",
 )
 def stdio_message_not_one_line(m: Analysed, s):
@@ -268,7 +268,7 @@ def stdio_not_utf8(m: Analysed, s):
     except UnicodeDecodeError as exc:
         start, end = exc.start, exc.end
     at = f"byte {rec.offset + start}" if rec.offset is not None else f"byte {start} of the line"
-    stream = "server stdout" if rec.dir is Direction.S2C else "client → server stdin"
+    stream = "server stdout" if rec.dir is _DIR_S2C else "client → server stdin"
     bad = " ".join(f"0x{b:02X}" for b in rec.raw[start:end])
     context = show_bytes(rec.raw[max(0, start - 30) : start + 30], limit=60)
     sev = Severity.WARNING if m.version == L1 else None
@@ -334,13 +334,13 @@ def stdio_wrong_message_kind(m: Analysed, s):
     if not _stdio(m):
         return None
     d = m.rec.dir
-    if m.kind is Kind.REQUEST and d is Direction.S2C:
+    if m.kind is _KIND_REQUEST and d is _DIR_S2C:
         return Hit(
             f"the server wrote a {m.method} request to stdout; a 2026-07-28 server MUST NOT send "
             f"requests on stdio (use an InputRequiredResult)",
             path="$.method",
         )
-    if m.kind is not Kind.REQUEST and d is Direction.C2S:
+    if m.kind is not _KIND_REQUEST and d is _DIR_C2S:
         return Hit(
             "the client wrote a JSON-RPC response to the server's stdin; a 2026-07-28 client MUST "
             "NOT write responses on stdio",
@@ -370,14 +370,14 @@ def stdio_output_after_cancel(m: Analysed, s):
     Example: `notifications/cancelled` for request 4, then a progress notification with request 4's
     progressToken a second later.
     """
-    if not _stdio(m) or m.rec.dir is not Direction.S2C:
+    if not _stdio(m) or m.rec.dir is not _DIR_S2C:
         return
     params = m.params
     token = params.get("progressToken") if params else None
     if token is None or type(token) is bool:
         return
     for req in s.pending.values():
-        if req.cancelled_seq is None or req.dir is not Direction.C2S:
+        if req.cancelled_seq is None or req.dir is not _DIR_C2S:
             continue
         meta = req.meta
         their = meta.get("progressToken") if meta else None
@@ -415,7 +415,7 @@ def stdio_fallback_despite_modern_error(m: Analysed, s):
 
     Example: `server/discover` answered with -32022, then `initialize`.
     """
-    if not _stdio(m) or m.rec.dir is not Direction.C2S:
+    if not _stdio(m) or m.rec.dir is not _DIR_C2S:
         return
     disc = s.discover
     if disc is None or not disc.before_initialize or disc.outcome != "error":
@@ -452,7 +452,7 @@ def stdio_no_discover_probe(m: Analysed, s):
     """
     # a plain function, not a generator: it runs on every modern request
     v = _verdict(m, s)
-    if v is None or not v.first_client_request or m.rec.dir is not Direction.C2S:
+    if v is None or not v.first_client_request or m.rec.dir is not _DIR_C2S:
         return None
     if m.method != "server/discover" and not v.probed_on_sibling:
         return Hit(f"the client's first request is {m.method}, not a server/discover probe", path="$.method")

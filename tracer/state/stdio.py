@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from tracer.classify import Classified, classify_raw, parse_json
 from tracer.model import Analysed, Direction, Era, Record
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_S2C = Direction.S2C
+
 # Problems of a line that is no JSON-RPC message at all (tracer.classify.REASONS): not JSON, a bare
 # scalar, nesting too deep for any parser. (Invalid UTF-8 counts too unless the line is JSON apart
 # from its encoding: then it is MCP803's.)
@@ -165,6 +169,18 @@ class StdioState:
 # -- read-only queries --------------------------------------------------------------------------
 
 
+def unusual_line(m: Analysed, s) -> bool:
+    """The gate of MCP801-MCP802 (tracer.rules.mcp8_stdio, which run on every stdio message): a
+    whole line that parsed, ended by "\n", with no multi-line message around it (nearly all)
+    concerns neither. (StdioState.verdict, inlined: this runs on every stdio message.)"""
+    rec = m.rec
+    st = s.stdio if rec.transport == "stdio" else None
+    v = st.current if st is not None else None
+    if v is None or v.seq != rec.seq or m.batch_seq is not None:
+        return False
+    return v.abandoned is not None or bool(v.frame) or not rec.eol or v.crlf_first
+
+
 def json_apart_from_encoding(raw: bytes) -> bool:
     """Whether a line that is not UTF-8 would parse as JSON with its bad bytes replaced: a message
     with an encoding problem (MCP803), as opposed to binary junk (a stray line, MCP801)."""
@@ -197,5 +213,5 @@ def show_bytes(raw: bytes, limit: int = 100) -> str:
 
 def where(rec: Record) -> str:
     """`server stdout byte 1234` / `client stdin byte 0`: the stream and offset of a frame."""
-    stream = "server stdout" if rec.dir is Direction.S2C else "client → server stdin"
+    stream = "server stdout" if rec.dir is _DIR_S2C else "client → server stdin"
     return f"{stream} byte {rec.offset}" if rec.offset is not None else stream

@@ -15,6 +15,19 @@ from tracer.state.http import Current, FlowFacts, HttpState
 from tracer.update.pairing import remember_answered
 from tracer.update.shared import endpoint_facts_of
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_C2S = Direction.C2S
+_DIR_S2C = Direction.S2C
+_ERA_MODERN = Era.MODERN
+_KIND_ERROR = Kind.ERROR
+_KIND_NOTIFICATION = Kind.NOTIFICATION
+_KIND_REQUEST = Kind.REQUEST
+_KIND_RESULT = Kind.RESULT
+_REC_EVENT = RecordType.EVENT
+_REC_HTTP = RecordType.HTTP
+_REC_MESSAGE = RecordType.MESSAGE
+
 BROADCAST_WINDOW_NS = 1_000_000_000  # the same message on two streams within this is a broadcast
 RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}
 
@@ -56,18 +69,13 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         facts.t_request = http.get("request_t_ns") or rec.t_ns
         cur.first_of_flow = True
         _request_head(rec, facts, st, cur)
-    if (
-        rec.type is RecordType.MESSAGE
-        and rec.dir is Direction.C2S
-        and m is not None
-        and facts.body_kind is None
-    ):
+    if rec.type is _REC_MESSAGE and rec.dir is _DIR_C2S and m is not None and facts.body_kind is None:
         facts.body_kind = m.kind
         facts.rpc_method = m.method
         facts.idkey = m.idkey
         facts.era = m.era
-        facts.progress_token = _token(m) if m.kind is Kind.REQUEST else None
-        if m.kind is Kind.REQUEST and m.era is Era.MODERN and rec.transport == "http":
+        facts.progress_token = _token(m) if m.kind is _KIND_REQUEST else None
+        if m.kind is _KIND_REQUEST and m.era is _ERA_MODERN and rec.transport == "http":
             tool = endpoint_tool(s, facts, (m.params or {}).get("name")) if m.method == "tools/call" else None
             facts.header_problem = header_problem(m, facts.req_headers, tool)
             if facts.req_map.get("mcp-session-id") is None:
@@ -82,11 +90,11 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         facts.server = server if type(server) is str else None
         cur.head = True
         _response_head(rec, facts, st)
-    if rec.type is RecordType.EVENT:
+    if rec.type is _REC_EVENT:
         _event(rec, facts, st, cur, s)
-    elif rec.type is RecordType.HTTP and "client" in str(http.get("error", "")).lower():
+    elif rec.type is _REC_HTTP and "client" in str(http.get("error", "")).lower():
         _cancelled_by_client(rec, facts, s)  # a JSON answer the client did not wait for
-    elif rec.type is RecordType.MESSAGE and rec.dir is Direction.S2C:
+    elif rec.type is _REC_MESSAGE and rec.dir is _DIR_S2C:
         _server_message(rec, m, facts, st, cur)
 
 
@@ -135,9 +143,9 @@ def _cancelled_by_client(rec: Record, facts: FlowFacts, s: Session) -> None:
     pending table (so it is not "never answered", and its id and progress token are free again)
     and is marked cancelled. Legacy streams are not: there a disconnection "SHOULD NOT be
     interpreted as the client cancelling its request"."""
-    if facts.era is not Era.MODERN or facts.body_kind is not Kind.REQUEST or facts.answered_seq is not None:
+    if facts.era is not _ERA_MODERN or facts.body_kind is not _KIND_REQUEST or facts.answered_seq is not None:
         return
-    key = (Direction.C2S, facts.idkey)
+    key = (_DIR_C2S, facts.idkey)
     req = s.pending.get(key)
     if req is None or req.seq != facts.first_seq:
         return
@@ -146,11 +154,11 @@ def _cancelled_by_client(rec: Record, facts: FlowFacts, s: Session) -> None:
     req.cancelled_t_ns = rec.t_ns
     remember_answered(s, key, req)
     tok = facts.progress_token
-    entry = s.track.progress.get((Direction.C2S, tok)) if tok is not None else None
+    entry = s.track.progress.get((_DIR_C2S, tok)) if tok is not None else None
     if entry is not None and entry.req_seq == req.seq:
-        del s.track.progress[(Direction.C2S, tok)]
+        del s.track.progress[(_DIR_C2S, tok)]
         entry.done_seq = rec.seq
-        s.track.progress_done.put((Direction.C2S, tok), entry)
+        s.track.progress_done.put((_DIR_C2S, tok), entry)
     listen = s.track.listens.get(facts.idkey) if facts.rpc_method == "subscriptions/listen" else None
     if listen is not None and listen.ended_seq is None:
         listen.ended_seq = rec.seq
@@ -229,21 +237,21 @@ def _server_message(rec: Record, m: Analysed | None, facts: FlowFacts, st: HttpS
             and seen[0] != facts.id
             and rec.t_ns - seen[1] <= BROADCAST_WINDOW_NS
             and not resumed
-            and (m is None or m.kind is not Kind.NOTIFICATION or _still_open(st, seen[0]))
+            and (m is None or m.kind is not _KIND_NOTIFICATION or _still_open(st, seen[0]))
         ):
             cur.broadcast_seq = seen[2]
         st.recent.put(digest, (facts.id, rec.t_ns, rec.seq))
     if m is None:
         return
     if (
-        m.kind in (Kind.RESULT, Kind.ERROR)
+        m.kind in (_KIND_RESULT, _KIND_ERROR)
         and facts.idkey is not None
         and m.idkey == facts.idkey
         and facts.answered_seq is None
     ):
         facts.answered_seq = rec.seq
         facts.t_answered = rec.t_ns
-    if m.kind is Kind.ERROR and facts.era is Era.MODERN and st.modern_rejection is None:
+    if m.kind is _KIND_ERROR and facts.era is _ERA_MODERN and st.modern_rejection is None:
         err = m.error or {}
         code = err.get("code")
         status = facts.status

@@ -13,6 +13,14 @@ from tracer.pairing import PairStatus, fmt_id
 from tracer.session import PendingRequest, Session, find_pending_any_type
 from tracer.update.tracking import link_retry
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_C2S = Direction.C2S
+_ERA_MODERN = Era.MODERN
+_KIND_ERROR = Kind.ERROR
+_KIND_NOTIFICATION = Kind.NOTIFICATION
+_KIND_RESULT = Kind.RESULT
+
 DETAIL_CAP = 1_024  # of the answered requests, the newest keep their params (MCP204 judges by them)
 CANCELLED_CAP = 256  # cancelled requests that stay pending (rules scan them); older ones: `Session.cancelled`
 
@@ -23,7 +31,7 @@ def match_response(m: Analysed, s: Session) -> None:
     """Pair a result/error with the request it answers (before era labelling)."""
     if m.idkey is None:
         answered = (
-            answered_at_http_level(m.rec, s) if m.rec.http is not None and m.kind is Kind.ERROR else None
+            answered_at_http_level(m.rec, s) if m.rec.http is not None and m.kind is _KIND_ERROR else None
         )
         if not answered:
             m.pair_status = PairStatus.NO_ID
@@ -54,7 +62,7 @@ def match_response(m: Analysed, s: Session) -> None:
         result = m.result  # (is_input_required, inlined: this runs on every response)
         if (
             req.op_seq is None
-            and m.kind is Kind.RESULT
+            and m.kind is _KIND_RESULT
             and result is not None
             and result.get("resultType") == "input_required"
         ):
@@ -100,7 +108,7 @@ def match_response(m: Analysed, s: Session) -> None:
             f"(seq {other_type.seq}): ids keep their JSON type"
         )
         return
-    if s.last_kind.get(requester) is Kind.NOTIFICATION:
+    if s.last_kind.get(requester) is _KIND_NOTIFICATION:
         m.pair_status = PairStatus.ANSWERS_NOTIFICATION
         m.partner_seq = s.last_seq.get(requester)
         m.pair_reason = (
@@ -145,7 +153,7 @@ def answered_at_http_level(rec, s: Session) -> list[PendingRequest]:
     Returns them (none when REC is no such answer)."""
     http = rec.http
     status = http.get("status")
-    if type(status) is not int or status < 400 or rec.dir is Direction.C2S:
+    if type(status) is not int or status < 400 or rec.dir is _DIR_C2S:
         return []
     fid = http.get("flow")
     if type(fid) is not str and type(fid) is not int:
@@ -159,7 +167,7 @@ def answered_at_http_level(rec, s: Session) -> list[PendingRequest]:
         del s.pending[key]
         req.response_seq = rec.seq
         req.response_t_ns = rec.t_ns
-        req.response_kind = Kind.ERROR
+        req.response_kind = _KIND_ERROR
         if req.msg is not None:
             req.msg.partner_seq = rec.seq
             req.msg.latency_ns = rec.t_ns - req.t_ns if rec.t_ns and req.t_ns else None
@@ -179,7 +187,7 @@ def register_request(m: Analysed, s: Session) -> None:
         m.partner_seq = None
         m.pair_reason = f"id {fmt_id(m.idkey)} is still awaiting an answer to seq {earlier.seq}"
         m.request = earlier
-    elif m.era is not Era.MODERN and key in s.used_ids:
+    elif m.era is not _ERA_MODERN and key in s.used_ids:
         m.pair_status = PairStatus.REUSE_SESSION
         m.request = s.used_ids.get(key)  # (None: an id compacted out of the recent window)
         where = f"at seq {m.request.seq} " if m.request is not None else "earlier "
@@ -204,7 +212,7 @@ def register_request(m: Analysed, s: Session) -> None:
     )
     s.pending[key] = req
     http = rec.http
-    if http is not None and direction is Direction.C2S:
+    if http is not None and direction is _DIR_C2S:
         fid = http.get("flow")
         if type(fid) is str or type(fid) is int:
             known = s.flow_requests.get(fid) if m.batch_seq is not None else None
@@ -212,7 +220,7 @@ def register_request(m: Analysed, s: Session) -> None:
                 known.append((key, rec.seq))
             else:
                 s.flow_requests.put(fid, [(key, rec.seq)])
-    if m.era is not Era.MODERN:  # only legacy forbids reuse after the answer
+    if m.era is not _ERA_MODERN:  # only legacy forbids reuse after the answer
         s.used_ids.put(key, req)
     link_retry(m, s, req)
 

@@ -11,6 +11,17 @@ from tracer.session import DiscoverState, InitState, Session
 from tracer.update.pairing import answered_at_http_level, note_cancel
 from tracer.update.tracking import apply as apply_tracking
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_C2S = Direction.C2S
+_ERA_LEGACY = Era.LEGACY
+_ERA_MODERN = Era.MODERN
+_KIND_ERROR = Kind.ERROR
+_KIND_INVALID = Kind.INVALID
+_KIND_NOTIFICATION = Kind.NOTIFICATION
+_KIND_REQUEST = Kind.REQUEST
+_KIND_RESULT = Kind.RESULT
+
 
 def after_rules(m: Analysed, s: Session) -> None:
     """Update the session with what this message established (after the rules read it)."""
@@ -20,19 +31,19 @@ def after_rules(m: Analysed, s: Session) -> None:
     s.messages += 1
     s.last_t_ns = rec.t_ns
     method = m.method
-    if m.era is Era.MODERN and kind is Kind.REQUEST:
+    if m.era is _ERA_MODERN and kind is _KIND_REQUEST:
         s.modern_requests += 1
-    elif m.era is Era.LEGACY and method != "initialize" and m.answers_method != "initialize":
+    elif m.era is _ERA_LEGACY and method != "initialize" and m.answers_method != "initialize":
         # the handshake's own messages are not legacy traffic of their own: a rejected
         # initialize must not make a session that goes on in the modern era legacy
         s.legacy_messages += 1
-    if kind is Kind.REQUEST:
-        if direction is Direction.C2S and s.first_c2s is None:
+    if kind is _KIND_REQUEST:
+        if direction is _DIR_C2S and s.first_c2s is None:
             s.first_c2s = m
         if method == "initialize":
             # only a legacy initialize opens a handshake: one carrying modern _meta is a modern
             # request for a removed method (MCP210), which a modern server rightly rejects
-            if m.era is not Era.MODERN:
+            if m.era is not _ERA_MODERN:
                 s.inits += 1
                 if s.init is None or s.init.error_seq is not None:  # a retry after a failed one restarts
                     params = m.params or {}
@@ -49,7 +60,7 @@ def after_rules(m: Analysed, s: Session) -> None:
         elif method == "server/discover" and s.discover is None:
             s.discover = DiscoverState(rec.seq, before_initialize=s.init is None)
         elif (
-            direction is Direction.C2S
+            direction is _DIR_C2S
             and method != "ping"
             and s.init is not None
             and s.init.result_seq is not None
@@ -57,19 +68,19 @@ def after_rules(m: Analysed, s: Session) -> None:
             and s.init.early_request is None
         ):
             s.init.early_request = s.pending.get((direction, m.idkey))
-    elif kind is Kind.NOTIFICATION:
-        if direction is Direction.C2S and s.first_c2s is None:
+    elif kind is _KIND_NOTIFICATION:
+        if direction is _DIR_C2S and s.first_c2s is None:
             s.first_c2s = m
         if method == "notifications/cancelled":
             note_cancel(m, s)
         elif method == "notifications/initialized" and s.init is not None and s.init.initialized_seq is None:
             s.init.initialized_seq = rec.seq
-    elif kind is Kind.RESULT or kind is Kind.ERROR:
+    elif kind is _KIND_RESULT or kind is _KIND_ERROR:
         req = m.request
         if req is not None and m.pair_status in (PairStatus.PAIRED, PairStatus.AFTER_CANCEL):
             init = s.init
             if req.method == "initialize" and init is not None and init.request_seq == req.seq:
-                if kind is Kind.RESULT:
+                if kind is _KIND_RESULT:
                     res = m.result or {}
                     pv = res.get("protocolVersion")
                     caps = res.get("capabilities")
@@ -81,14 +92,14 @@ def after_rules(m: Analysed, s: Session) -> None:
                     init.error_seq = rec.seq
             disc = s.discover
             if req.method == "server/discover" and disc is not None and disc.request_seq == req.seq:
-                disc.outcome = "result" if kind is Kind.RESULT else "error"
+                disc.outcome = "result" if kind is _KIND_RESULT else "error"
                 disc.result = m.result
                 err = m.error
                 code = err.get("code") if err else None
                 disc.error_code = code if type(code) is int else None  # (rules compare it, use it as a key)
-    if kind is not Kind.INVALID:
+    if kind is not _KIND_INVALID:
         apply_tracking(m, s)  # capabilities, tools, progress, subscriptions, MRTR rounds...
-    if kind is not Kind.INVALID and direction is not None:
+    if kind is not _KIND_INVALID and direction is not None:
         s.last_kind[direction] = kind
         s.last_seq[direction] = rec.seq
 

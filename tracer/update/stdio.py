@@ -21,6 +21,18 @@ from tracer.state.stdio import (
     show_bytes,
 )
 
+# (enum members as globals: run per message, and an enum class's attribute is not specialised by
+# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
+_DIR_C2S = Direction.C2S
+_DIR_S2C = Direction.S2C
+_KIND_BATCH = Kind.BATCH
+_KIND_INVALID = Kind.INVALID
+_KIND_NOTIFICATION = Kind.NOTIFICATION
+_KIND_REQUEST = Kind.REQUEST
+_KIND_RESULT = Kind.RESULT
+_REC_EVENT = RecordType.EVENT
+_REC_STDERR = RecordType.STDERR
+
 
 def observe(rec: Record, m: Analysed | None, s: Session) -> None:
     st = s.stdio
@@ -31,11 +43,11 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         return
     d = rec.dir
     kind = m.kind
-    if st.probe is not None and kind is Kind.RESULT and m.answers_method == "server/discover":
+    if st.probe is not None and kind is _KIND_RESULT and m.answers_method == "server/discover":
         st.probe.answered = True
     if (
-        kind is not Kind.INVALID
-        and kind is not Kind.REQUEST
+        kind is not _KIND_INVALID
+        and kind is not _KIND_REQUEST
         and not st.groups
         and st.stdin_eof is None
         and not rec.raw.endswith(b"\r")
@@ -52,22 +64,24 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
     st.current = v = Verdict(rec.seq)
     if d is None:
         return
-    if kind is Kind.REQUEST and d is Direction.C2S:
+    if kind is _KIND_REQUEST and d is _DIR_C2S:
         v.first_client_request = st.client_requests == 0
         st.client_requests += 1
         if v.first_client_request:
             _first_request(rec, m, s, st, v)
         elif st.probe is not None:
             st.probe.requests += 1
-    if d is Direction.S2C and st.stdin_eof is not None and kind in (Kind.REQUEST, Kind.NOTIFICATION):
+    if d is _DIR_S2C and st.stdin_eof is not None and kind in (_KIND_REQUEST, _KIND_NOTIFICATION):
         st.writes_after_eof += 1
-    problem = m.problem if kind is Kind.INVALID else None
+    problem = m.problem if kind is _KIND_INVALID else None
     if problem == "not-utf8" and not json_apart_from_encoding(rec.raw):
         problem = "not-json"  # junk bytes: a stray line first, bad UTF-8 second
         v.not_utf8 = True
     g = st.groups.get(d)
     if g is not None:
-        if (problem is not None and problem != "not-utf8") or (kind is Kind.BATCH and not _real_batch(m.obj)):
+        if (problem is not None and problem != "not-utf8") or (
+            kind is _KIND_BATCH and not _real_batch(m.obj)
+        ):
             g.add(rec)
             v.group = g
             if g.complete or g.too_big or not rec.eol:
@@ -122,7 +136,7 @@ def _real_batch(obj) -> bool:
 
 
 def _other_record(rec: Record, st: StdioState) -> None:
-    if rec.type is RecordType.STDERR:
+    if rec.type is _REC_STDERR:
         try:
             rec.raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -130,7 +144,7 @@ def _other_record(rec: Record, st: StdioState) -> None:
             if len(st.stderr_bad) < MAX_STDERR_SAMPLES:
                 st.stderr_bad.append((rec.seq, rec.offset, rec.raw))
         return
-    if rec.type is RecordType.EVENT and rec.data:
+    if rec.type is _REC_EVENT and rec.data:
         name = rec.data.get("event")
         if name == "stdin-eof":
             st.stdin_eof = (rec.seq, rec.t_ns)
