@@ -4,20 +4,32 @@ and summary in a process of its own, so the last row's findings are known after 
 two, not their sum (tests/bench/bench_view_analysis.py measures it).
 
 The writer runs the one-process code (tracer.view.annotate, tracer.view.hotrows) unchanged, with
-the results read here standing in for the analyser's: what it reads of each `Analysed` crosses
-(`encode`), the rest (the record, its bytes) it reads from the capture itself. Everything it
-decides from the analyser's state or from the clock is decided here, in the order it met it: which
-rows are fed (the same steps before the analyser, so a row unreadable there is never fed here
-either), where a block of rows ends, when a flush comes and whether it carries the summary (with
-the open sessions' facts as the analyser holds them at that row), the end-of-session findings,
-and a followed file's reset. So rows.bin, details.jsonl and every progress report are what the
-one-process analysis writes.
+the results read here standing in for the analyser's. What it can read from the capture itself it
+reads there (the record, its bytes, and a message's kind, method, id and _meta, classified from its
+bytes as the analyser classifies them); what needs the analyser's state crosses: a message's era
+and its reason, version, pairing (status, partner, latency, first round, the request it answers),
+and for the rare rows with findings, batches, invalid messages or unusual pairings everything the
+writer reads of their `Analysed` (`encode`). Everything it decides from the analyser's state or
+from the clock is decided here, in the order it met it: which rows are fed (the same steps before
+the analyser, so a row unreadable there is never fed here either), where a block of rows ends,
+when a flush comes and whether it carries the summary (with the open sessions' facts as the
+analyser holds them at that row), the end-of-session findings, and a followed file's reset. So
+rows.bin, details.jsonl and every progress report are what the one-process analysis writes.
+
+Pairing changes a request's `Analysed` after its row (its partner, latency and first round when
+its answer comes, and a note when an HTTP exchange answers it) and the writer reads it again; the
+answer's row says so: the request's line when the change is what the writer derives from the
+answer itself (nearly always), else the request's new state. `open` mirrors the writer's stash to
+know which requests it still holds.
 
 Frames on the pipe: a tag (b"M" marshal, b"P" pickle, for values marshal cannot write), a 4-byte
 length, the payload: ("rows", first, n, results), ("flush", eof, done, summary, facts, updates),
-("finish", events, updates), ("error", text). A result is (line, 0, message), (line, 1, events,
-updates) or (line, 2, exception name, text) for a row whose analysis raised; updates are the
-requests' messages pairing changed after they were sent (Analysis.update_of).
+("finish", events, updates), ("error", text). The results are one flat list, per fed row its line,
+a tag and the tag's values: 0, a plain message's ten (era, era reason, version, pairing status,
+answered method, partner, latency, first round, the request it answers (0: the one the writer
+derives), the answered request's change); 1, a record's events and updates; 2, a raised
+exception's name and text, for a row whose analysis raised; 3, a message's `encode` tuple.
+Updates are requests' states pairing changed after they were sent (update_of).
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ from tracer.analyser import Analyser, RuleSet
 from tracer.capture import _fast_record, record_from_dict
 from tracer.index import IndexReset
 from tracer.inputs.lazy import open_rows
-from tracer.model import Kind, RecordType
+from tracer.model import Direction, Kind, RecordType
 from tracer.pairing import PairStatus
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 from tracer.summary import session_facts
@@ -48,8 +60,9 @@ HEAD = struct.Struct("<cI")
 META_KEYS = (META_PROTOCOL_VERSION, META_CLIENT_CAPS, META_CLIENT_INFO)  # what the summary reads of _meta
 _MESSAGE = RecordType.MESSAGE
 _REQUEST, _RESULT, _ERROR = Kind.REQUEST, Kind.RESULT, Kind.ERROR
+_BATCH = Kind.BATCH
 _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
-_UNPARSED = object()
+_OTHER = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}
 
 
 def encode_events(events: Any) -> bytes:
@@ -91,12 +104,20 @@ class Analysis:
         self._summary_every = 0.5
         self._summary_rows = -1
         self._eof_reported = False
-        # requests fed since the last flush (the writer's waiting rows): [message, line, place in
-        # its batch, what was last sent of it]
+        # requests fed since the last flush (the writer's waiting rows) that are no batch's: [message,
+        # line, partner, latency, first round, pairing note as last sent]
         self.fresh: list[list] = []
-        # (seq, connection) -> (message, line, place in its batch) of a request awaiting its answer,
-        # as the writer's stash keeps them (RowFiller.remember): pairing changes its message
+        # a batch's requests fed since the last flush: [message, line, place in its batch, what was
+        # last sent of it]
+        self.fresh_members: list[list] = []
+        # (seq, connection) -> a request awaiting its answer, as the writer's stash keeps them
+        # (RowFiller.remember): its entry in `fresh`, or a batch's [[message, line, place in its
+        # batch, what was last sent of it]...] (the writer reads every request of the batch again
+        # when one is answered); pairing changes their messages when the answer comes
         self.open: dict[tuple, list] = {}
+        # pairing may have changed a request no answer row told the writer of (an HTTP exchange
+        # answered it, or the answer's request was not the one `open` holds): changed() looks
+        self.dirty = False
 
     def send(self, op: tuple) -> None:
         data = frame(op)
@@ -167,6 +188,7 @@ class Analysis:
         # exchange may have answered one without a response of its own)
         updates = self.changed()
         self.fresh = []
+        self.fresh_members = []
         opened = self.open
         while len(opened) > MAX_STASH:  # (as the writer's stash: oldest first)
             del opened[next(iter(opened))]
@@ -175,8 +197,9 @@ class Analysis:
     # -- results -----------------------------------------------------------------------------
 
     def encode(self, a: Any, pos: int = -1) -> tuple:
-        """What the row writer reads of an `Analysed` (tracer.view.rowfill, notes, details, summary);
-        POS: its place in its batch (-1: none)."""
+        """What the row writer reads of an `Analysed` it cannot classify itself (tracer.view.rowfill,
+        notes, details, summary): a row with findings, a batch, an invalid message, an unusual
+        pairing. POS: its place in its batch (-1: none)."""
         kind = a.kind
         req = a.request
         meta = srv = upd = None
@@ -187,11 +210,7 @@ class Analysis:
                 if rm is not None and type(rm) is dict:
                     srv = rm.get(META_SERVER_INFO)
             if req is not None and a.pair_status in _ANSWERED:
-                # the request, as the writer's stash holds it: its message as pairing has changed it
-                # (a batch's requests share its key: each is read again with the batch's row)
-                hit = self.open.pop((req.seq, a.rec.conn), None)
-                if hit is not None:
-                    upd = [self.update_of(held) for held in hit]
+                upd = self.answer(a, req, False)
         elif kind is _REQUEST:
             meta = a.meta
             if meta is not None and len(meta) > 3:
@@ -199,14 +218,19 @@ class Analysis:
             if a.idkey is not None:
                 rec = a.rec
                 line = rec.line
-                held = [a, line, pos, (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)]
-                key = (rec.seq, rec.conn)
-                same = self.open.get(key) if pos >= 0 else None
-                if same is not None and same[0][1] == line:
-                    same.append(held)
+                if pos < 0:
+                    held = [a, line, a.partner_seq, a.latency_ns, a.op_seq, a.pair_note]
+                    self.fresh.append(held)
+                    self.open[(rec.seq, rec.conn)] = held
                 else:
-                    self.open[key] = [held]
-                self.fresh.append(held)
+                    held = [a, line, pos, (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)]
+                    key = (rec.seq, rec.conn)
+                    same = self.open.get(key)
+                    if same is not None and type(same[0]) is list and same[0][1] == line:
+                        same.append(held)
+                    else:
+                        self.open[key] = [held]
+                    self.fresh_members.append(held)
         findings = a.findings
         members = a.members
         extra = None
@@ -243,19 +267,54 @@ class Analysis:
             upd,
         )
 
+    def answer(self, a: Any, req: Any, derive: bool = True) -> int | list | None:
+        """The answered request's message as pairing has just changed it, for the writer to read
+        again with the answer's row: its line when it is what the writer derives from the answer
+        (partner: the answer's seq, its latency and first round; tracer.update.pairing sets the
+        request's from the answer's own values), else [update_of...]; None when nothing changed."""
+        hit = self.open.pop((req.seq, a.rec.conn), None)
+        if hit is None:  # (the writer's stash holds it no longer either)
+            self.dirty = True
+            return None
+        if type(hit[0]) is list:  # a batch's: every request of its batch, as the writer's stash holds it
+            self.dirty = True
+            return [self.update_of(held) for held in hit]
+        msg = hit[0]
+        partner, lat, op = hit[2], hit[3], hit[4] = msg.partner_seq, msg.latency_ns, msg.op_seq
+        if (
+            derive
+            and partner is a.rec.seq
+            and lat is a.latency_ns
+            and op is a.op_seq
+            and msg.pair_note is hit[5]
+        ):
+            return hit[1]
+        self.dirty = True  # (not the request pairing answered: seqs restarted, say)
+        note = hit[5] = msg.pair_note
+        return [(hit[1], -1, partner, lat, op, note)]
+
     @staticmethod
     def update_of(held: list) -> tuple:
-        """A request's message as pairing left it: (its row's line, its place in its batch, partner,
-        latency, first round, pairing note)."""
+        """A batch's request's message as pairing left it: (its row's line, its place in its batch,
+        partner, latency, first round, pairing note)."""
         a = held[0]
         state = held[3] = (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)
         return (held[1], held[2], *state)
 
     def changed(self) -> list[tuple]:
-        """update_of each request fed since the last flush that pairing changed since it was sent
+        """The requests fed since the last flush that pairing changed since they were last sent
         (an HTTP exchange answers the requests it carried without a response message)."""
-        out = []
+        out: list[tuple] = []
+        if not self.dirty:
+            return out
+        self.dirty = False
         for held in self.fresh:
+            a = held[0]
+            partner, lat, op, note = a.partner_seq, a.latency_ns, a.op_seq, a.pair_note
+            if partner is not held[2] or lat is not held[3] or op is not held[4] or note is not held[5]:
+                held[2], held[3], held[4], held[5] = partner, lat, op, note
+                out.append((held[1], -1, partner, lat, op, note))
+        for held in self.fresh_members:
             a = held[0]
             if (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note) != held[3]:
                 out.append(self.update_of(held))
@@ -263,14 +322,17 @@ class Analysis:
 
     # -- rows (what tracer.view.hotrows.fill and RowFiller.analyse_row feed) ---------------------
 
-    def analyse(self, first: int, lines: list[bytes]) -> list[tuple]:
+    def analyse(self, first: int, lines: list[bytes]) -> list[Any]:
+        """The results of LINES, the rows from FIRST on, flat (see the module's docstring)."""
         loads = orjson.loads
         json_error = orjson.JSONDecodeError
         capture = self.capture
         feed = self.analyser.feed
+        fresh = self.fresh
+        opened = self.open
+        other = _OTHER
         probe = array("q", [0])  # (SeqMap.add's append: a seq it refuses is a row never fed)
-        out: list[tuple] = []
-        append = out.append
+        out: list = []
         for row, line in enumerate(lines, first):
             try:
                 try:
@@ -288,26 +350,75 @@ class Analysis:
                     message = rec.type is _MESSAGE
                     if message:
                         probe[0] = rec.seq
-                else:
-                    probe[0] = rec.seq
+                else:  # (a plain message record: its seq is within 0 .. 2**63-1, as SeqMap.add takes it)
                     message = True
                 try:
                     a = feed(rec)
                 except Exception as exc:
-                    append((row + 1, 2, type(exc).__name__, str(exc)[:300]))
+                    out += (row + 1, 2, type(exc).__name__, str(exc)[:300])
                     continue
-                if message:
-                    append((row + 1, 0, self.encode(a)))
+                if not message:
+                    if rec.http is not None:  # (tracer.update.http_answer)
+                        self.dirty = True
+                    out += (row + 1, 1, encode_events(a), self.changed())
+                    if self.open:
+                        for ev in a:  # (RowFiller.analyse_row: a closed session's requests are forgotten)
+                            session = getattr(ev, "session", None)
+                            if session is not None:
+                                conn = session.conn
+                                opened = self.open
+                                for k in [k for k in opened if k[1] == conn]:
+                                    del opened[k]
                     continue
-                append((row + 1, 1, encode_events(a), self.changed()))
-                if self.open:
-                    for ev in a:  # (RowFiller.analyse_row: a closed session's requests are forgotten)
-                        session = getattr(ev, "session", None)
-                        if session is not None:
-                            conn = session.conn
-                            opened = self.open
-                            for k in [k for k, v in opened.items() if v[0][0].rec.conn == conn]:
-                                del opened[k]
+                kind = a.kind
+                if rec.http is not None and (kind is _BATCH or (kind is _ERROR and a.idkey is None)):
+                    self.dirty = True  # (tracer.update.pairing.answered_at_http_level)
+                if kind is _BATCH or a.findings or a.reason is not None or a.pair_note is not None:
+                    out += (row + 1, 3, self.encode(a))
+                    continue
+                # a plain message: what the writer cannot read from its own bytes (tracer.view.replay)
+                req = a.request
+                upd = reqv = None
+                if kind is _REQUEST:
+                    if a.idkey is not None:
+                        held = [a, row + 1, a.partner_seq, a.latency_ns, a.op_seq, None]
+                        fresh.append(held)
+                        opened[(rec.seq, rec.conn)] = held
+                    if req is not None:
+                        reqv = (req.seq, req.idkey, req.method, req.dir._value_, req.op_seq)
+                elif req is not None:
+                    partner = a.partner_seq
+                    answers = a.answers_method
+                    rk = req.idkey
+                    idkey = a.idkey
+                    if (
+                        req.seq is partner
+                        and req.method is answers
+                        and req.op_seq is a.op_seq
+                        and req.dir is other.get(rec.dir)
+                        and idkey is not None
+                        and rk == idkey
+                        and type(rk[1]) is type(idkey[1])
+                    ):
+                        reqv = 0  # (the request the writer derives: the answer's partner, id...)
+                    else:
+                        reqv = (req.seq, rk, req.method, req.dir._value_, req.op_seq)
+                    if (kind is _RESULT or kind is _ERROR) and a.pair_status in _ANSWERED:
+                        upd = self.answer(a, req)
+                out += (
+                    row + 1,
+                    0,
+                    a.era._value_,
+                    a._era_why,
+                    a.version,
+                    a.pair_status,
+                    a.answers_method,
+                    a.partner_seq,
+                    a.latency_ns,
+                    a.op_seq,
+                    reqv,
+                    upd,
+                )
             except Exception:  # (a row the writer meets as unreadable before its analysis: not fed)
                 continue
         return out

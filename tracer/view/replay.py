@@ -12,9 +12,9 @@ import pickle
 import signal
 import threading
 import time
-from collections import deque
 from typing import Any, BinaryIO
 
+from tracer.classify import classify_common, classify_raw
 from tracer.model import Analysed, Direction, Era, Kind, Record
 from tracer.protocol import META_SERVER_INFO
 from tracer.summary import KnownFacts
@@ -27,6 +27,11 @@ _ERA = {e._value_: e for e in Era}
 _DIR = {d._value_: d for d in Direction}
 _RAISED: dict[str, type] = {}
 _REQUEST = Kind.REQUEST
+_OTHER = {Direction.C2S: "s2c", Direction.S2C: "c2s"}
+# a row's results in a rows frame, by its tag: its line, the tag, then a plain message's ten values
+# (0), a record's events and updates (1), a raised exception's name and text (2), a message's
+# tuple (3)
+_SIZE = (12, 4, 4, 3)
 PRUNE_SLACK = 4096  # requests' messages kept beyond twice the stash's before they are pruned
 REAP_SECONDS = 2.0
 
@@ -76,7 +81,8 @@ class ReplayAnalyser:
     """Analyser.feed and finish, answered from the analysis process's results."""
 
     def __init__(self) -> None:
-        self.pending: deque[tuple] = deque()
+        self.results: list[Any] = []  # the last rows frame's, flat (tracer.view.pipeline)
+        self.at = 0  # where the next row's results start in it
         self.sessions: dict[str, KnownFacts] = {}  # the open ones, at the last summary's row
         self.ended: list[_Event] = []
         # (line, place in its batch) -> a request's message, which its answer's pairing may change
@@ -106,7 +112,7 @@ class ReplayAnalyser:
         findings: list = []
         if upd is not None:
             for u in upd:
-                self.update(u, True)
+                self.update(u)
         if extra is not None:
             reason, problem, note, findings, members, batch_seq = pickle.loads(extra)
             if members is not None:
@@ -142,11 +148,52 @@ class ReplayAnalyser:
             self.requests[(rec.line, pos)] = a
         return a
 
-    def update(self, u: tuple, answered: bool = False) -> None:
-        """A request's message as pairing changed it in the analysis process (ANSWERED: by the
-        response being read, after which no change can come for a request of its own row)."""
+    def plain(self, rec: Record, v: list[Any], i: int) -> Analysed:
+        """A plain message's Analysed: its kind, method, id and _meta classified here from its own
+        bytes as the analyser classifies them (tracer.analyser.Analyser._message), the rest as the
+        analysis process found it."""
+        common = classify_common(rec.raw)
+        if common is not None:
+            a = Analysed(rec, *common)
+        else:
+            c = classify_raw(rec.raw)
+            a = Analysed(rec, c.kind, c.obj, c.method, c.id, c.idkey, c.reason, c.problem)
+        a.era = _ERA[v[i]]
+        a._era_why = v[i + 1]
+        a.version = v[i + 2]
+        a.pair_status = v[i + 3]
+        answers = a.answers_method = v[i + 4]
+        partner = a.partner_seq = v[i + 5]
+        lat = a.latency_ns = v[i + 6]
+        op = a.op_seq = v[i + 7]
+        req = v[i + 8]
+        if req is not None:
+            # 0: the request the answer's pairing derives (Analysis.analyse says when)
+            a.request = (
+                _Request(partner, a.idkey, answers, _OTHER[rec.dir], op)
+                if type(req) is int
+                else _Request(*req)
+            )
+        upd = v[i + 9]
+        if upd is not None:
+            if type(upd) is int:  # the request's message learns what the answer's pairing gave it
+                held = self.requests.pop((upd, -1), None)
+                if held is not None:
+                    held.partner_seq = rec.seq
+                    held.latency_ns = lat
+                    held.op_seq = op
+            else:
+                for u in upd:
+                    self.update(u)
+        if a.kind is _REQUEST and a.idkey is not None:
+            self.requests[(rec.line, -1)] = a
+        return a
+
+    def update(self, u: tuple) -> None:
+        """A request's message as pairing changed it in the analysis process (kept: a response
+        whose request the writer's stash no longer held may not be its answer, which comes later)."""
         line, pos, partner, lat, op, note = u
-        a = self.requests.pop((line, pos), None) if answered and pos < 0 else self.requests.get((line, pos))
+        a = self.requests.get((line, pos))
         if a is not None:
             a.partner_seq = partner
             a.latency_ns = lat
@@ -171,20 +218,24 @@ class ReplayAnalyser:
 
     def feed(self, rec: Record) -> Any:
         line = rec.line
-        pending = self.pending
-        while pending and pending[0][0] < line:  # (rows the analysis met as unreadable before feeding)
-            pending.popleft()
-        if not pending or pending[0][0] != line:
+        v = self.results
+        i = self.at
+        n = len(v)
+        while i < n and v[i] < line:  # (rows the analysis met as unreadable before feeding)
+            i += _SIZE[v[i + 1]]
+        if i >= n or v[i] != line:
             raise PipelineBroken("the analysis process sent no result for this row")
-        e = pending.popleft()
-        tag = e[1]
+        tag = v[i + 1]
+        self.at = i + _SIZE[tag]
         if tag == 0:
-            return self.decode(rec, e[2])
+            return self.plain(rec, v, i + 2)
+        if tag == 3:
+            return self.decode(rec, v[i + 2])
         if tag == 1:
-            for u in e[3]:
+            for u in v[i + 3]:
                 self.update(u)
-            return decode_events(e[2])
-        raise _raised(e[2], e[3])
+            return decode_events(v[i + 2])
+        raise _raised(v[i + 2], v[i + 3])
 
     def finish(self) -> list[_Event]:
         return self.ended
@@ -225,7 +276,8 @@ class Writer(Annotator):
                     _, first, n, results = op
                     if first != self.row:
                         raise PipelineBroken(f"rows from {first}, expected {self.row}")
-                    replay.pending.extend(results)
+                    replay.results = results
+                    replay.at = 0
                     fill(self, first, self.lines(first, n))
                 elif what == "flush":
                     _, eof, done, take, facts, updates = op

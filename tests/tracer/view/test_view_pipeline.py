@@ -18,7 +18,7 @@ import pytest
 from tests.cases import build_records, load_rule_cases
 from tests.gencapture import generate
 from tracer.capture import header_record, record_to_dict
-from tracer.view.rowformat import F_NOTE, F_SEQ, ROW
+from tracer.view.rowformat import F_LAT_NS, F_NOTE, F_SEQ, ROW
 
 ROOT = Path(__file__).resolve().parents[3]
 CAPTURES = sorted((ROOT / "fixtures" / "captures").glob("*.jsonl"))
@@ -85,6 +85,47 @@ def test_two_processes_write_the_rows_details_and_summary_one_process_writes(tmp
         two = _analyse(capture, tmp_path / f"two{i}")
         assert one[-1]["done"] and two[-1]["done"], capture.name
         assert _written(tmp_path / f"two{i}", two) == _written(tmp_path / f"one{i}", one), capture.name
+
+
+def _restarting_seqs(path: Path) -> Path:
+    """One connection whose seqs restart twice (recordings appended to one file without a header):
+    a request is answered after a later request of the same seq took its place in the writer's
+    stash, so the row writer learns of the answered request's new state otherwise."""
+
+    def msg(seq: int, direction: str, body: dict) -> dict:
+        return {"type": "message", "seq": seq, "t_ns": seq * 1_000_000, "dir": direction,
+                "transport": "stdio", "conn": "c1", "text": json.dumps(body)}  # fmt: skip
+
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    served = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "serverInfo": {"name": "s", "version": "1"},
+    }
+    records = [
+        header_record("stdio", command=["server"]),
+        msg(1, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
+        msg(2, "s2c", {"jsonrpc": "2.0", "id": 1, "result": served}),
+        msg(1, "c2s", {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}),
+        msg(1, "c2s", {"jsonrpc": "2.0", "id": 8, "method": "ping"}),
+        msg(2, "s2c", {"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}),
+        msg(3, "s2c", {"jsonrpc": "2.0", "id": 8, "result": {}}),
+    ]
+    path.write_bytes(
+        b"".join(orjson.dumps(r if type(r) is dict else record_to_dict(r)) + b"\n" for r in records)
+    )
+    return path
+
+
+def test_a_request_answered_after_a_later_one_took_its_seq_is_written_as_one_process_writes_it(tmp_path):
+    capture = _restarting_seqs(tmp_path / "restarts.jsonl")
+    one = _analyse(capture, tmp_path / "one", "--one-process")
+    two = _analyse(capture, tmp_path / "two")
+    assert one[-1]["done"] and two[-1]["done"]
+    assert _written(tmp_path / "two", two) == _written(tmp_path / "one", one)
+    # (what the test is about: both tools/list and ping requests know their answers' latencies)
+    rows = (tmp_path / "two" / "rows.bin").read_bytes()
+    assert [ROW.unpack_from(rows, r * ROW.size)[F_LAT_NS] for r in (3, 4)] == [1_000_000, 2_000_000]
 
 
 def _children(pid: int) -> list[int]:
