@@ -14,7 +14,16 @@ from tracer.classify import Classified, classify_common, classify_raw
 from tracer.dispatch import RuleSet
 from tracer.era import label_era, possible_versions, session_versions
 from tracer.events import Event, Events, Findings, SessionClosed
-from tracer.model import Analysed, Era, Finding, Kind, Record, RecordType, Severity
+from tracer.model import ERA_UNKNOWN as _ERA_UNKNOWN  # (enum members as globals: tracer.model)
+from tracer.model import KIND_BATCH as _KIND_BATCH
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import REC_EVENT as _REC_EVENT
+from tracer.model import REC_HEADER as _REC_HEADER
+from tracer.model import REC_HTTP as _REC_HTTP
+from tracer.model import REC_MESSAGE as _REC_MESSAGE
+from tracer.model import Analysed, Finding, Kind, Record, Severity
 from tracer.session import BoundedMap, Session
 from tracer.state.shared import SharedFacts
 from tracer.update import (
@@ -26,18 +35,6 @@ from tracer.update import (
     updaters_for,
 )
 from tracer.update.attribution import CONTINUING_CAP, HANDSHAKES_CAP, continued, unattributed
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_ERA_UNKNOWN = Era.UNKNOWN
-_KIND_BATCH = Kind.BATCH
-_KIND_ERROR = Kind.ERROR
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
-_REC_EVENT = RecordType.EVENT
-_REC_HEADER = RecordType.HEADER
-_REC_HTTP = RecordType.HTTP
-_REC_MESSAGE = RecordType.MESSAGE
 
 _RESPONSES = (Kind.RESULT, Kind.ERROR)
 _CLOSE_EVENTS = frozenset({"closed", "exit", "session-closed", "connection-closed"})

@@ -21,17 +21,15 @@ import orjson
 
 from tracer import __version__
 from tracer.lines import LINE_MAX, LongLine, capped_readline, rest_of_line, skip_rest, torn_reason
+from tracer.model import REC_HEADER as _REC_HEADER
+from tracer.model import REC_MESSAGE as _MESSAGE  # (enum members as globals: tracer.model)
+from tracer.model import REC_MESSAGE as _REC_MESSAGE
+from tracer.model import REC_STDERR as _REC_STDERR
 from tracer.model import Direction, Record, RecordType
 from tracer.output import FORMAT_NAME, open_output
 from tracer.recordmodel import check_envelope, check_header, check_int64, check_t_ns
 from tracer.redact import redact_event_data, redact_header_record, redact_http
 from tracer.safejson import dumps as safe_dumps
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_REC_HEADER = RecordType.HEADER
-_REC_MESSAGE = RecordType.MESSAGE
-_REC_STDERR = RecordType.STDERR
 
 FORMAT_VERSION = 1
 # The most buffers one writev(2) takes (Linux: 1024); a batch of more lines is joined first.
@@ -106,7 +104,6 @@ def record_to_dict(rec: Record, *, redact: bool = True) -> dict[str, Any]:
 
 _RTYPES = {t.value: t for t in RecordType}
 _DIRS = {d.value: d for d in Direction}
-_MESSAGE = RecordType.MESSAGE
 
 
 # The members the writer gives a plain stdio message record (record_to_dict): by far the most

@@ -13,16 +13,13 @@ from typing import Any
 
 import orjson
 
+from tracer.model import KIND_BATCH as _KIND_BATCH  # (enum members as globals: tracer.model)
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_INVALID as _KIND_INVALID
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
 from tracer.model import Kind
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_KIND_BATCH = Kind.BATCH
-_KIND_ERROR = Kind.ERROR
-_KIND_INVALID = Kind.INVALID
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
 
 _MISSING = object()
 

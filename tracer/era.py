@@ -9,7 +9,17 @@ the modern revision removed. Everything else is `unknown`, with the reason.
 from __future__ import annotations
 
 from tracer.http.headers import header
-from tracer.model import Analysed, Direction, Era, Kind
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import ERA_LEGACY as _ERA_LEGACY
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import ERA_UNKNOWN as _ERA_UNKNOWN
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_INVALID as _KIND_INVALID
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed, Era
 from tracer.protocol import (
     ALL,
     LEG,
@@ -23,19 +33,6 @@ from tracer.protocol import (
     MODERN_VERSION,
 )
 from tracer.session import Session
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
-_ERA_LEGACY = Era.LEGACY
-_ERA_MODERN = Era.MODERN
-_ERA_UNKNOWN = Era.UNKNOWN
-_KIND_ERROR = Kind.ERROR
-_KIND_INVALID = Kind.INVALID
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
 
 _MODERN_SET = frozenset({MODERN_VERSION})
 _LEGACY_SETS = {v: frozenset({v}) for v in LEGACY_VERSIONS}

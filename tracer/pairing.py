@@ -6,13 +6,10 @@ its JSON type) is tracer.update.pairing's, the one writer of the pending table.
 from __future__ import annotations
 
 from tracer.classify import id_key
-from tracer.model import Analysed, Kind
+from tracer.model import KIND_ERROR as _KIND_ERROR  # (enum members as globals: tracer.model)
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed
 from tracer.session import PendingRequest, Session
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_KIND_ERROR = Kind.ERROR
-_KIND_RESULT = Kind.RESULT
 
 
 class PairStatus:

@@ -44,6 +44,7 @@ from tracer.capture import ReadProblem, read_capture, read_record
 from tracer.classify import classify_common, classify_raw
 from tracer.inputs import InputError
 from tracer.lines import EVIDENCE_BYTES, LINE_MAX, LongLine
+from tracer.model import REC_MESSAGE as _MESSAGE
 from tracer.model import Direction, Kind, RecordType
 from tracer.parallel import _BOM, END, HTTP_TRANSPORTS, Channel, Task
 
@@ -52,7 +53,7 @@ BLOCK_BYTES = 1 << 20
 
 # (a server's start ends what was left open on its connection: Analyser.feed)
 ENDING_EVENTS = _CLOSE_EVENTS | {"started"}
-_MESSAGE = RecordType.MESSAGE
+
 _HEAD = b'{"type":"message","seq":'  # how the writers begin a message line (record_to_dict, the tee)
 _T_NS = b',"t_ns":'
 _CONN = b',"conn":"'

@@ -21,10 +21,8 @@ import orjson
 
 from tracer.capture import _fast_record, _line_problem, read_record, record_from_dict
 from tracer.inputs import InputError
-from tracer.model import RecordType
+from tracer.model import REC_MESSAGE as _MESSAGE  # (enum members as globals: tracer.model)
 from tracer.parallel import END, HTTP_TRANSPORTS, Channel, Task, _FileWork, _Out, _whole
-
-_MESSAGE = RecordType.MESSAGE
 
 
 class _Stop(Exception):

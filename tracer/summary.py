@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tracer.latency import Latencies
+from tracer.model import REC_HEADER as _HEADER  # (enum members as globals: tracer.model)
+from tracer.model import REC_MESSAGE as _MESSAGE
 from tracer.model import Analysed, Finding, Kind, Record, RecordType, Severity
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 
-_HEADER = RecordType.HEADER
-_MESSAGE = RecordType.MESSAGE
 _RESULT, _ERROR, _REQUEST = Kind.RESULT, Kind.ERROR, Kind.REQUEST  # (read once: see tracer.view.notes)
 _Q_MIN, _Q_MAX = -(2**63), 2**63
 LATENCY_BATCH = 8192

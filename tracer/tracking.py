@@ -12,16 +12,13 @@ from typing import Any
 
 from tracer.classify import id_key
 from tracer.jsonpath import member
-from tracer.model import Analysed, Era, Kind
+from tracer.model import ERA_MODERN as _ERA_MODERN  # (enum members as globals: tracer.model)
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed
 from tracer.session import PendingRequest, Session
 from tracer.state.tracking import MISSING, TRACK_CAP, Listen, Round, Tracking
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_ERA_MODERN = Era.MODERN
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
 
 __all__ = ["MISSING", "TRACK_CAP", "Listen", "Round", "Tracking"]  # (the types, for the rules that name them)
 

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 from tracer.catalog.registry import method_starts, rule
 from tracer.era import possible_versions
+from tracer.model import KIND_BATCH as _KIND_BATCH  # (enum members as globals: tracer.model)
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import L1, L2, since
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_KIND_BATCH = Kind.BATCH
 
 INVALID = (Kind.INVALID,)
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 from tracer.catalog.registry import MESSAGE_KINDS, method_starts, rule
 from tracer.classify import exact_json
 from tracer.http.state import current
+from tracer.model import KIND_REQUEST as _KIND_REQUEST  # (enum members as globals: tracer.model)
 from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL_REQUEST_METHODS, MODERN_EXTENSION_REQUESTS
 from tracer.rules.mcp10_envelope import _TRANSPORT_REJECTED_BODIES, INVALID, _json_type
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_KIND_REQUEST = Kind.REQUEST
 
 MAX_ERROR_MESSAGE = 300
 

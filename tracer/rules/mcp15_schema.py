@@ -26,17 +26,14 @@ the precise rule (`--ignore MCP617`) hands its problems back to the net: nothing
 from __future__ import annotations
 
 from tracer.catalog.registry import rule
+from tracer.model import KIND_REQUEST as _KIND_REQUEST  # (enum members as globals: tracer.model)
+from tracer.model import KIND_RESULT as _KIND_RESULT
 from tracer.model import Analysed, Era, Hit, Kind, Severity
 from tracer.protocol import ALL_NOTIFICATION_METHODS, ALL_REQUEST_METHODS, LEGACY_VERSIONS, MODERN_VERSION
 from tracer.safejson import tame
 from tracer.schemas.dispatch import CODES_WITH_DEFINITIONS, COMPLETE, INPUT_REQUIRED, Catalog, Target, catalog
 from tracer.schemas.errors import SchemaProblem, explained_by, loose_path, problems
 from tracer.session import Session
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
 
 SCHEMA_RULES = frozenset({"MCP150", "MCP151", "MCP152"})
 

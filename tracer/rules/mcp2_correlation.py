@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from tracer.catalog.registry import RESPONSES, by_client, by_server, end_rule, rule
 from tracer.era import possible_versions
-from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.pairing import PairStatus
 from tracer.protocol import (
     ALL,
@@ -15,13 +19,6 @@ from tracer.protocol import (
     MODERN,
     MODERN_EXTENSION_REQUESTS,
 )
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
-_ERA_MODERN = Era.MODERN
-_KIND_REQUEST = Kind.REQUEST
 
 REQ_NOTE = (Kind.REQUEST, Kind.NOTIFICATION)
 

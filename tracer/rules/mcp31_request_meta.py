@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from tracer.catalog.registry import not_by_client, not_by_server, rule
 from tracer.jsonpath import member
-from tracer.model import Analysed, Direction, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import (
     LOGGING_LEVELS,
     META_CLIENT_CAPS,
@@ -17,13 +21,6 @@ from tracer.protocol import (
 )
 from tracer.rules.mcp30_meta_keys import BASIC, _pending_listens, legacy_server
 from tracer.session import Session
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
-_KIND_ERROR = Kind.ERROR
-_KIND_RESULT = Kind.RESULT
 
 REQUEST = (Kind.REQUEST,)
 

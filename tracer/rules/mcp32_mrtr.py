@@ -13,16 +13,13 @@ import json
 
 from tracer.catalog.registry import rule
 from tracer.jsonpath import member
-from tracer.model import Analysed, Direction, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import META_CLIENT_CAPS, META_PROTOCOL_VERSION, MODERN
 from tracer.rules.mcp30_meta_keys import BASIC, legacy_server
 from tracer.session import PendingRequest, Session
 from tracer.tracking import MISSING, MRTR_METHODS, is_input_required, request_client_caps
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_KIND_REQUEST = Kind.REQUEST
 
 RESULT = (Kind.RESULT,)
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 from tracer.catalog.registry import rule
 from tracer.classify import id_key
 from tracer.http.state import endpoint_request
-from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.pairing import PairStatus, cancelled_target
 from tracer.protocol import (
     MODERN,
 )
 from tracer.tracking import token_key
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
-_ERA_MODERN = Era.MODERN
-_KIND_NOTIFICATION = Kind.NOTIFICATION
 
 
 def _cancelled_progress_request(m: Analysed, s):

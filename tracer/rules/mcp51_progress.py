@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from tracer.catalog.registry import rule
-from tracer.model import Analysed, Direction, Hit, Kind, Severity
+from tracer.model import DIR_S2C as _DIR_S2C  # (enum members as globals: tracer.model)
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import MODERN
 from tracer.rules.mcp50_cancellation import NOTE, REQUEST
 from tracer.tracking import MISSING, flow_of, token_key
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_S2C = Direction.S2C
-_KIND_NOTIFICATION = Kind.NOTIFICATION
 
 PROGRESS = ("notifications/progress",)
 

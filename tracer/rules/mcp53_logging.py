@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from tracer.catalog.registry import rule
-from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import ALL, LOG_LEVEL_RANK, LOGGING_LEVELS, META_LOG_LEVEL, MODERN
 from tracer.rules.mcp50_cancellation import NOTE
 from tracer.tracking import MISSING, flow_of
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
-_ERA_MODERN = Era.MODERN
 
 
 def _log_candidates(m: Analysed, s):

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from tracer.catalog.registry import rule
 from tracer.classify import id_key
-from tracer.model import Analysed, Direction, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import META_SUBSCRIPTION_ID, MODERN
 from tracer.rules.mcp41_capabilities import subscribed
 from tracer.session import find_pending_any_type
 from tracer.tracking import MISSING, flow_of, listen_of
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
 
 NOTE = (Kind.NOTIFICATION,)
 

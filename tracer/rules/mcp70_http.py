@@ -19,20 +19,17 @@ from tracer.http.headers import (
 )
 from tracer.http.origin import foreign_origin
 from tracer.http.state import current, req_header, state
-from tracer.model import Analysed, Direction, Era, Hit, Kind, Record, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_BATCH as _KIND_BATCH
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_INVALID as _KIND_INVALID
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed, Hit, Kind, Record, Severity
 from tracer.protocol import ALL, L3, MODERN, since
 from tracer.rules.mcp71_sse import NOT_A_MESSAGE, SSE_L1, ST, _event_name, _stream_cur
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_ERA_MODERN = Era.MODERN
-_KIND_BATCH = Kind.BATCH
-_KIND_ERROR = Kind.ERROR
-_KIND_INVALID = Kind.INVALID
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
 
 STAYS_OPEN_MS = 1000  # a stream still open this long after its final response "stays open" (MCP709)
 

@@ -12,16 +12,13 @@ from tracer.http.headers import (
 from tracer.http.state import current, endpoint_tool
 from tracer.http.tools import NAMED_METHODS, param_header_problems
 from tracer.jsonpath import member
-from tracer.model import Analysed, Direction, Hit, Kind, Record, Severity
+from tracer.model import DIR_S2C as _DIR_S2C  # (enum members as globals: tracer.model)
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import Analysed, Hit, Record, Severity
 from tracer.protocol import META_PROTOCOL_VERSION, MODERN
 from tracer.rules.mcp70_http import SH_M, _post_message, _req
 from tracer.rules.mcp75_modern_http import HTTP
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_S2C = Direction.S2C
-_KIND_ERROR = Kind.ERROR
-_KIND_REQUEST = Kind.REQUEST
 
 
 def _flow(rec, s):

@@ -14,14 +14,12 @@ The multi-line facts are `Session.stdio` (tracer.state.stdio), kept by the stdio
 from __future__ import annotations
 
 from tracer.catalog.registry import at_end, end_rule, rule
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
 from tracer.model import Analysed, Direction, Hit, Kind, Severity
 from tracer.protocol import L1, MODERN
 from tracer.state.stdio import show_bytes, unusual_line, where
 
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
 _KIND_ERROR, _KIND_NOTIFICATION = Kind.ERROR, Kind.NOTIFICATION
 _KIND_REQUEST, _KIND_RESULT = Kind.REQUEST, Kind.RESULT
 

@@ -8,11 +8,8 @@ import re
 from dataclasses import dataclass, field
 
 from tracer.classify import Classified, classify_raw, parse_json
+from tracer.model import DIR_S2C as _DIR_S2C  # (enum members as globals: tracer.model)
 from tracer.model import Analysed, Direction, Era, Record
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_S2C = Direction.S2C
 
 # Problems of a line that is no JSON-RPC message at all (tracer.classify.REASONS): not JSON, a bare
 # scalar, nesting too deep for any parser. (Invalid UTF-8 counts too unless the line is JSON apart

@@ -9,24 +9,21 @@ import hashlib
 from tracer.classify import id_key
 from tracer.http.state import endpoint_tool, header_map
 from tracer.http.tools import header_problem
-from tracer.model import Analysed, Direction, Era, Kind, Record, RecordType
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import REC_EVENT as _REC_EVENT
+from tracer.model import REC_HTTP as _REC_HTTP
+from tracer.model import REC_MESSAGE as _REC_MESSAGE
+from tracer.model import Analysed, Record
 from tracer.session import Session
 from tracer.state.http import Current, FlowFacts, HttpState
 from tracer.update.pairing import remember_answered
 from tracer.update.shared import endpoint_facts_of
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
-_ERA_MODERN = Era.MODERN
-_KIND_ERROR = Kind.ERROR
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
-_REC_EVENT = RecordType.EVENT
-_REC_HTTP = RecordType.HTTP
-_REC_MESSAGE = RecordType.MESSAGE
 
 BROADCAST_WINDOW_NS = 1_000_000_000  # the same message on two streams within this is a broadcast
 RECOGNISED_MODERN = {400: (-32020, -32021, -32022), 404: (-32601,)}

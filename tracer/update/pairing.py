@@ -8,18 +8,15 @@ tracer.pairing.PairStatus)."""
 from __future__ import annotations
 
 from tracer.classify import id_key
-from tracer.model import Analysed, Direction, Era, Kind
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed, Direction
 from tracer.pairing import PairStatus, fmt_id
 from tracer.session import PendingRequest, Session, find_pending_any_type
 from tracer.update.tracking import link_retry
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_ERA_MODERN = Era.MODERN
-_KIND_ERROR = Kind.ERROR
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_RESULT = Kind.RESULT
 
 DETAIL_CAP = 1_024  # of the answered requests, the newest keep their params (MCP204 judges by them)
 CANCELLED_CAP = 256  # cancelled requests that stay pending (rules scan them); older ones: `Session.cancelled`

@@ -5,22 +5,19 @@ JSON-RPC body (a 403 page, a 500)."""
 
 from __future__ import annotations
 
-from tracer.model import Analysed, Direction, Era, Kind, Record
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import ERA_LEGACY as _ERA_LEGACY
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_INVALID as _KIND_INVALID
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed, Record
 from tracer.pairing import PairStatus
 from tracer.session import DiscoverState, InitState, Session
 from tracer.update.pairing import answered_at_http_level, note_cancel
 from tracer.update.tracking import apply as apply_tracking
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_ERA_LEGACY = Era.LEGACY
-_ERA_MODERN = Era.MODERN
-_KIND_ERROR = Kind.ERROR
-_KIND_INVALID = Kind.INVALID
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
 
 
 def after_rules(m: Analysed, s: Session) -> None:

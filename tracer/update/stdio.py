@@ -7,7 +7,16 @@ rules, when a rule of the stdio family is selected (nothing else reads these fac
 
 from __future__ import annotations
 
-from tracer.model import Analysed, Direction, Kind, Record, RecordType
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import KIND_BATCH as _KIND_BATCH
+from tracer.model import KIND_INVALID as _KIND_INVALID
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import REC_EVENT as _REC_EVENT
+from tracer.model import REC_STDERR as _REC_STDERR
+from tracer.model import Analysed, Record
 from tracer.session import Session
 from tracer.state.stdio import (
     MAX_STDERR_SAMPLES,
@@ -20,18 +29,6 @@ from tracer.state.stdio import (
     json_apart_from_encoding,
     show_bytes,
 )
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_DIR_S2C = Direction.S2C
-_KIND_BATCH = Kind.BATCH
-_KIND_INVALID = Kind.INVALID
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
-_REC_EVENT = RecordType.EVENT
-_REC_STDERR = RecordType.STDERR
 
 
 def observe(rec: Record, m: Analysed | None, s: Session) -> None:

@@ -10,20 +10,17 @@ from typing import Any
 
 from tracer.classify import id_key
 from tracer.http.endpoint_rounds import endpoint_rounds
-from tracer.model import Analysed, Direction, Era, Kind
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_ERROR as _KIND_ERROR
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed
 from tracer.session import PendingRequest, Session
 from tracer.state.tracking import MISSING, ListChain, Listen, ProgressEntry, Round, Tracking
 from tracer.tracking import PAGINATED_METHODS, deprecated_uses, flow_of, listen_of, retry_key, token_key
 from tracer.update.shared import endpoint_rounds_of
-
-# (enum members as globals: run per message, and an enum class's attribute is not specialised by
-# the interpreter, ~200 machine instructions a lookup against ~30 for a global; see tracer.model.Kind)
-_DIR_C2S = Direction.C2S
-_ERA_MODERN = Era.MODERN
-_KIND_ERROR = Kind.ERROR
-_KIND_NOTIFICATION = Kind.NOTIFICATION
-_KIND_REQUEST = Kind.REQUEST
-_KIND_RESULT = Kind.RESULT
 
 _ANSWERED = ("paired", "after-cancel")  # tracer.pairing.PairStatus values that answer a request
 

@@ -49,7 +49,9 @@ from tracer.analyser import Analyser, RuleSet
 from tracer.capture import _fast_record, record_from_dict
 from tracer.index import IndexReset
 from tracer.inputs.lazy import open_rows
-from tracer.model import Direction, Kind, RecordType
+from tracer.model import KIND_BATCH as _BATCH
+from tracer.model import REC_MESSAGE as _MESSAGE
+from tracer.model import Direction, Kind
 from tracer.pairing import PairStatus
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 from tracer.summary import session_facts
@@ -58,9 +60,8 @@ from tracer.view.rowfill import MAX_STASH
 
 HEAD = struct.Struct("<cI")
 META_KEYS = (META_PROTOCOL_VERSION, META_CLIENT_CAPS, META_CLIENT_INFO)  # what the summary reads of _meta
-_MESSAGE = RecordType.MESSAGE
+
 _REQUEST, _RESULT, _ERROR = Kind.REQUEST, Kind.RESULT, Kind.ERROR
-_BATCH = Kind.BATCH
 _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
 _OTHER = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}
 

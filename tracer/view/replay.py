@@ -15,6 +15,7 @@ import time
 from typing import Any, BinaryIO
 
 from tracer.classify import classify_common, classify_raw
+from tracer.model import KIND_REQUEST as _REQUEST
 from tracer.model import Analysed, Direction, Era, Kind, Record
 from tracer.protocol import META_SERVER_INFO
 from tracer.summary import KnownFacts
@@ -26,7 +27,7 @@ _KIND = {k._value_: k for k in Kind}
 _ERA = {e._value_: e for e in Era}
 _DIR = {d._value_: d for d in Direction}
 _RAISED: dict[str, type] = {}
-_REQUEST = Kind.REQUEST
+
 _OTHER = {Direction.C2S: "s2c", Direction.S2C: "c2s"}
 # a row's results in a rows frame, by its tag: its line, the tag, then a plain message's ten values
 # (0), a record's events and updates (1), a raised exception's name and text (2), a message's

@@ -15,6 +15,7 @@ from tracer.analyser import Analyser, RuleSet
 from tracer.capture import record_from_dict
 from tracer.inputs.lazy import open_rows
 from tracer.lines import LongRow, torn_reason
+from tracer.model import REC_MESSAGE as _MESSAGE
 from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
 from tracer.summary import SummaryBuilder
@@ -48,8 +49,6 @@ MAX_STASH = 100_000  # requests awaiting their answer whose rows are kept to be 
 MAX_CONNS = 100_000  # rows whose connection conn_of keeps (read again beyond)
 LAT_MAX_US = 2**31 - 1
 _ANSWERED = (PairStatus.PAIRED, PairStatus.AFTER_CANCEL)
-_MESSAGE = RecordType.MESSAGE
-_BATCH = Kind.BATCH
 
 
 def _lat_us(latency_ns: int) -> int:
