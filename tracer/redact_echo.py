@@ -187,7 +187,7 @@ class EchoGuard:
     def learn(self, values: Iterable[str]) -> None:
         changed = False
         for v in values:
-            b = v.encode("utf-8", "surrogateescape")
+            b = _encoded(v)[0]
             if b in self._known:
                 continue
             if len(self._known) >= MAX_KNOWN:
@@ -204,6 +204,17 @@ class EchoGuard:
         """A header value with the known values hidden (anything that is no string as it is)."""
         if not self.forms or type(text) is not str:
             return text
-        raw = text.encode("utf-8", "surrogateescape")
+        raw, errors = _encoded(text)
         out, n = hide_echoed(raw, self.forms)
-        return out.decode("utf-8", "surrogateescape") if n else text
+        return out.decode("utf-8", errors) if n else text
+
+
+def _encoded(text: str) -> tuple[bytes, str]:
+    """TEXT's bytes and the error handler that gives them back. Wire text decoded with
+    surrogateescape encodes back as it came; a lone surrogate of another range (a HAR's JSON may
+    hold "\\ud800" in a header) has no such byte, and surrogateescape refused it: the whole HAR
+    was unreadable for one hostile header."""
+    try:
+        return text.encode("utf-8", "surrogateescape"), "surrogateescape"
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass"), "surrogatepass"

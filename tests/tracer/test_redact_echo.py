@@ -86,3 +86,40 @@ def test_the_recorder_hides_a_bearer_token_a_non_credential_header_repeats():
     rec.response(ex, b"token tok-ABCDEF123 is expired")
     assert b"tok-ABCDEF123" not in out[-1].raw and out[-1].data == {"redacted": 1}
     assert "tok-ABCDEF123" not in json.dumps(out[-1].http)
+
+
+def test_a_credential_header_holding_a_lone_surrogate_is_learned_and_hidden_without_raising(tmp_path):
+    # a HAR's JSON can hold "\ud800" in a header value: learning it raised UnicodeEncodeError, and
+    # the whole HAR was refused ("cannot be read as HTTP Archive") for one hostile header
+    guard = EchoGuard()
+    guard.learn(header_secrets([["Authorization", "Bearer \ud800abcdefghij"]]))
+    assert guard.forms
+    assert guard.hide_text("x-echo \ud800abcdefghij") == "x-echo <redacted>"
+    assert guard.hide_text("x-echo \udcffabc") == "x-echo \udcffabc"  # (nothing known: as it was)
+
+    from tracer.inputs import open_input
+
+    req = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    entry = {
+        "startedDateTime": "2026-12-01T00:00:00.000Z",
+        "time": 5,
+        "request": {
+            "method": "POST",
+            "url": "http://127.0.0.1:8000/mcp",
+            "httpVersion": "HTTP/1.1",
+            "headers": [
+                {"name": "Content-Type", "value": "application/json"},
+                {"name": "Authorization", "value": "Bearer \ud800abcdefghij"},
+            ],
+            "postData": {"mimeType": "application/json", "text": json.dumps(req)},
+        },
+        "response": {
+            "status": 200,
+            "headers": [{"name": "Content-Type", "value": "application/json"}],
+            "content": {"mimeType": "application/json", "text": '{"jsonrpc":"2.0","id":1,"result":{}}'},
+        },
+    }
+    path = tmp_path / "t.har"
+    path.write_text(json.dumps({"log": {"version": "1.2", "entries": [entry]}}))
+    records = [r for r in open_input(str(path)).records if isinstance(r, Record)]
+    assert next(r.raw for r in records if r.type.value == "message") == json.dumps(req).encode()
