@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem
+from tracer.gaps import gap_problem
 from tracer.inputs import InputError, OpenInput, open_input
+from tracer.model import REC_EVENT as _EVENT
 from tracer.model import Analysed, Era, Finding, Severity
 
 _ERA_NAMES = {e: e.value for e in Era}
@@ -224,6 +226,10 @@ def _lint_file(
                 problem(item)
             continue
         n += 1
+        if item.type is _EVENT and not quiet:
+            gap = gap_problem(item, path)
+            if gap is not None:
+                problem(gap)
         try:
             a = feed(item)
         except Exception as exc:  # a record this version cannot analyse costs its line, not the report

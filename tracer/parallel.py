@@ -34,6 +34,7 @@ import orjson
 
 from tracer.analyser import Analyser, RuleSet
 from tracer.capture import ReadProblem
+from tracer.gaps import gap_problem
 from tracer.inputs import HEAD_BYTES, OpenInput, open_input
 from tracer.model import Analysed, Finding, Severity
 
@@ -303,6 +304,9 @@ def _whole(task: Task, rules: RuleSet, digests: bool, out: _Out) -> None:
             out.add((i, 0, 0), ("p", item))
             continue
         records += 1
+        gap = gap_problem(item, task.path)
+        if gap is not None:
+            out.add((i, 0, 0), ("p", gap))
         work.record(item, i)
     # (the stream position is the key here: settled formats may reorder lines)
     for ev in work.analyser.finish():

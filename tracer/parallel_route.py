@@ -42,6 +42,7 @@ import orjson
 from tracer.analyser import _CLOSE_EVENTS, tee_session
 from tracer.capture import ReadProblem, read_capture, read_record
 from tracer.classify import classify_common, classify_raw
+from tracer.gaps import gap_problem
 from tracer.inputs import InputError
 from tracer.lines import EVIDENCE_BYTES, LINE_MAX, LongLine
 from tracer.model import REC_MESSAGE as _MESSAGE
@@ -244,6 +245,9 @@ def _route(task: Task, sinks: list[_Sink]) -> None:
                 sinks[0].add(("p", number, item))
                 continue
             records += 1
+            gap = gap_problem(item, path)
+            if gap is not None:  # (a recorded gap: reported by worker 0, as the read problems)
+                sinks[0].add(("p", number, gap))
             if item.t_ns > last_t:  # (what Analyser.feed does first: the end time of open sessions)
                 last_t = item.t_ns
             if item.type is RecordType.HEADER:  # every worker: it ends every session but a tee's own

@@ -62,6 +62,10 @@ class TextReporter(Reporter):
         sev = ", ".join(f"{stats.by_severity.get(k, 0)} {k}s" for k in ("error", "warning", "info"))
         out.write(
             f"\n{stats.messages:,} messages in {stats.files} file(s) ({eras}); {sev}"
-            + (f"; {stats.problems} unreadable capture line(s)" if stats.problems else "")
+            + (
+                f"; {stats.problems} read problem(s): unreadable lines or gaps the capture records"
+                if stats.problems
+                else ""
+            )
             + "\n"
         )
