@@ -58,8 +58,8 @@ def _seq_of(line: bytes) -> int | None:
 def record_capture_incomplete(path: str, conn: str, why: str) -> bool:
     """Append the `capture-incomplete` event; False if it could not be (the note on stderr stays
     the only word of it)."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:  # (as tracer.output.open_output opened it: a symlink swapped in at the path is not followed)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False
     try:
