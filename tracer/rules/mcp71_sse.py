@@ -214,7 +214,10 @@ def get_stream_negotiation(rec: Record, m: Analysed | None, s):
 
     "The client MUST include an Accept header, listing text/event-stream"; "The server MUST either
     return Content-Type: text/event-stream in response to this HTTP GET, or else return HTTP 405".
-    Example: a GET answered `200` with `application/json`.
+    Example: a GET answered `200` with `application/json`. A refusal the spec asks for elsewhere is
+    not judged: 400 to a GET without `Mcp-Session-Id` (L209-210, a server that uses sessions, as the
+    official SDK servers answer it), 404 to one with it (L211-212, the session ended), 401 or 403
+    (authorization, a foreign Origin).
     """
     cur = _cur(rec, s)
     if cur is None or cur.flow.method != "GET":
@@ -228,6 +231,7 @@ def get_stream_negotiation(rec: Record, m: Analysed | None, s):
         and f.status is not None
         and f.status != 405
         and not (200 <= f.status < 300 and is_sse(f.content_type))
+        and not _refusal_asked_elsewhere(f)
     ):
         out.append(
             Hit(
@@ -236,6 +240,14 @@ def get_stream_negotiation(rec: Record, m: Analysed | None, s):
             )
         )
     return out
+
+
+def _refusal_asked_elsewhere(f) -> bool:
+    """A GET's 4xx that another part of the spec requires, whatever the server offers on GET."""
+    if f.status in (401, 403):
+        return True
+    has_session = req_header(f, "mcp-session-id") is not None
+    return (f.status == 400 and not has_session) or (f.status == 404 and has_session)
 
 
 @http_rule(
