@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import queue
 import re
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.cases import initialize
 from tests.everything_peer import everything_binary
 from tracer.analyser import analyse_all
 from tracer.capture import read_capture
@@ -166,6 +169,46 @@ def everything_http(mode: str) -> Iterator[str]:
     finally:
         _stop(proc, signal.SIGTERM)
         proc.stdout.close()
+
+
+class LegacyHttpSession:
+    """A hand-written 2025-11-25 client on one TCP connection to a loopback PORT: every POST to
+    TARGET carries HEADERS, and once `open` has the session id, the session's headers too.
+
+        with LegacyHttpSession(port, "/mcp", {"Authorization": "Bearer ..."}) as s:
+            init_body = s.open()                       # initialize + notifications/initialized
+            resp, body = s.post({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    """
+
+    def __init__(self, port: int, target: str, headers: dict[str, str] | None = None):
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=BOUND_S)
+        self.target = target
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        self.headers.update(headers or {})
+        self.sid: str | None = None
+
+    def post(self, msg: dict, *, session: bool = True) -> tuple[http.client.HTTPResponse, bytes]:
+        """POST MSG; `session=False`: without the session's headers (as before `open`)."""
+        hs = dict(self.headers)
+        if session and self.sid:
+            hs.update({"Mcp-Session-Id": self.sid, "MCP-Protocol-Version": "2025-11-25"})
+        self.conn.request("POST", self.target, json.dumps(msg), hs)
+        resp = self.conn.getresponse()
+        return resp, resp.read()
+
+    def open(self) -> bytes:
+        """The handshake; the server must mint a session id. Returns the initialize answer's body."""
+        resp, body = self.post(initialize(), session=False)
+        self.sid = resp.getheader("mcp-session-id")
+        assert resp.status == 200 and self.sid, (resp.status, body)
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return body
+
+    def __enter__(self) -> LegacyHttpSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.conn.close()
 
 
 def capture_records(path: Path) -> list[Record]:

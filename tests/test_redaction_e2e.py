@@ -5,7 +5,6 @@ pane, while pairing and the session rules work on the redacted capture as on a c
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import subprocess
@@ -19,7 +18,8 @@ from urllib.parse import urlsplit
 import pytest
 from rich.console import Console
 
-from tests.proxy_peers import REPO, _Lines, _stop, capture_records, start_proxy
+from tests.cases import initialize
+from tests.proxy_peers import REPO, LegacyHttpSession, _Lines, _stop, capture_records, start_proxy
 from tests.sdk_peers import SDK_SERVER, serve_http
 from tracer.analyser import analyse_all
 from tracer.model import Direction, Kind
@@ -44,16 +44,6 @@ VALUES = [v.split()[-1].split("=")[-1] for v in HEADERS.values()] + [
     "query-SECRET-10",
     SET_COOKIE,
 ]
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 @contextmanager
@@ -74,30 +64,17 @@ def proxy(upstream: str, out: Path, *extra: str) -> Iterator[tuple[int, list[str
 def session(port: int, target: str) -> tuple[str, list[dict]]:
     """One legacy session over its own TCP connection, every credential header on every request.
     Returns (the session id the server minted, the answers)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **HEADERS}
-
-    def post(msg: dict, sid: str | None) -> tuple[http.client.HTTPResponse, bytes]:
-        hs = dict(base, **({"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"} if sid else {}))
-        conn.request("POST", target, json.dumps(msg), hs)
-        resp = conn.getresponse()
-        return resp, resp.read()
-
-    resp, body = post(INIT, None)
-    sid = resp.getheader("mcp-session-id")
-    assert resp.status == 200 and sid, (resp.status, body)
-    answers = [json.loads(body)]
-    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
-    for i, (method, params) in enumerate(
-        [("tools/list", {}), ("tools/call", {"name": "echo", "arguments": {"text": "x"}})]
-    ):
-        resp, body = post({"jsonrpc": "2.0", "id": 2 + i, "method": method, "params": params}, sid)
-        answers.append(json.loads(body))
-    # a request that forgets the session id (on the session's TCP connection): MCP721's to flag
-    resp, _ = post({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}, None)
-    assert resp.status == 400
-    conn.close()
-    return sid, answers
+    with LegacyHttpSession(port, target, HEADERS) as s:
+        answers = [json.loads(s.open())]
+        for i, (method, params) in enumerate(
+            [("tools/list", {}), ("tools/call", {"name": "echo", "arguments": {"text": "x"}})]
+        ):
+            resp, body = s.post({"jsonrpc": "2.0", "id": 2 + i, "method": method, "params": params})
+            answers.append(json.loads(body))
+        # a request that forgets the session id (on the session's TCP connection): MCP721's to flag
+        resp, _ = s.post({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}, session=False)
+        assert resp.status == 400
+    return s.sid, answers
 
 
 def run_traffic(tmp: Path, name: str, *extra: str) -> tuple[Path, list[str], list[str]]:
@@ -245,7 +222,7 @@ def test_no_credential_argument_reaches_the_capture_stderr_lint_or_viewer_throug
     # the tee runs and records, which the server itself never sees
     command = ["sh", "-c", 'exec "$0" "$1"', sys.executable, str(SDK_SERVER), *ARGV]
     lines = [
-        INIT,
+        initialize(),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]

@@ -6,52 +6,25 @@ bodies kept the value. Each record that had a value hidden stays well-formed and
 
 from __future__ import annotations
 
-import http.client
 import json
 from urllib.parse import urlsplit
 
-from tests.proxy_peers import _stop, capture_records, start_proxy
+from tests.proxy_peers import LegacyHttpSession, _stop, capture_records, start_proxy
 from tests.sdk_peers import sdk_http_server
 from tracer.model import RecordType
 
 TOKEN = "tok-ECHOED-5f3a9c0d21"
 API_KEY = "key/ECHOED-77b1"  # (sent in the URL; a "/" JSON encoders may escape)
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 def _traffic(port: int) -> list[bytes]:
     """One session that calls `echo` with the token and the key; returns the answers' bodies."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    base = {
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-        "Authorization": f"Bearer {TOKEN}",
-    }
     target = f"/mcp?api_key={API_KEY.replace('/', '%2F')}"
-
-    def post(msg: dict, sid: str | None) -> tuple[http.client.HTTPResponse, bytes]:
-        hs = dict(base, **({"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"} if sid else {}))
-        conn.request("POST", target, json.dumps(msg), hs)
-        resp = conn.getresponse()
-        return resp, resp.read()
-
-    resp, body = post(INIT, None)
-    sid = resp.getheader("mcp-session-id")
-    assert resp.status == 200 and sid, (resp.status, body)
-    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, sid)
-    call = {"name": "echo", "arguments": {"text": f"my token is {TOKEN}, my key {API_KEY}"}}
-    resp, echoed = post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}, sid)
+    with LegacyHttpSession(port, target, {"Authorization": f"Bearer {TOKEN}"}) as s:
+        body = s.open()
+        call = {"name": "echo", "arguments": {"text": f"my token is {TOKEN}, my key {API_KEY}"}}
+        resp, echoed = s.post({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
     assert resp.status == 200, echoed
-    conn.close()
     return [body, echoed]
 
 

@@ -11,20 +11,12 @@ from __future__ import annotations
 import json
 import urllib.request
 
+from tests.cases import initialize
 from tests.proxy_peers import BOUND_S, _stop, capture_records, start_proxy
 from tests.sdk_peers import sdk_http_server
 from tracer.model import Direction, RecordType
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "h", "version": "1"},
-    },
-}
+INIT = initialize(1, "h")
 
 
 class _Follow307(urllib.request.HTTPRedirectHandler):

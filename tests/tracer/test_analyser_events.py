@@ -4,31 +4,14 @@ message, and `SessionClosed` with the closed session and its end-of-session find
 
 from __future__ import annotations
 
-from tests.cases import T0, build_records, load_rule_cases
+from tests.cases import T0, build_records, initialize, initialize_result, load_rule_cases
 from tracer.analyser import Analyser, analyse_all
 from tracer.events import Findings, SessionClosed, all_findings
 from tracer.model import Analysed, Record, RecordType
 from tracer.rules import select_rules
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "c", "version": "1"},
-    },
-}
-INIT_OK = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "result": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "serverInfo": {"name": "s", "version": "1"},
-    },
-}
+INIT = initialize(0, "c")
+INIT_OK = initialize_result(0, capabilities={})
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
 

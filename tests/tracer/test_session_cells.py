@@ -3,21 +3,12 @@ legacy session, and a probe answered only at the HTTP level is a failed probe, n
 
 from __future__ import annotations
 
-from tests.cases import build_records
+from tests.cases import build_records, initialize
 from tracer.analyser import Analyser
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
 URL = "http://127.0.0.1:8765/mcp"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "c", "version": "1"},
-    },
-}
+INIT = initialize(1, "c")
 
 
 def _cell(entries, transport="stdio"):
