@@ -87,16 +87,12 @@ class Follow:
 
 def _scheduling(idle: bool) -> None:
     """Idle CPU only while the session runs (as the tee's capture process); normal at the end, at the
-    nice value an unprivileged process may return to."""
-    try:
-        if idle:
-            os.setpriority(os.PRIO_PROCESS, 0, 19)
-            if hasattr(os, "SCHED_IDLE"):
-                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        elif hasattr(os, "SCHED_IDLE") and os.sched_getscheduler(0) == os.SCHED_IDLE:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    except OSError:
-        pass
+    nice value an unprivileged process may return to. Every thread: scheduling is per thread on
+    Linux, and the SDK's export and metric threads, started in the background, inherited it (they
+    stayed idle at the end, and on a busy machine the last export ran out of time)."""
+    from tracer.stdio.priority import background
+
+    background(idle)
     _autogroup(19 if idle else 0)
 
 
