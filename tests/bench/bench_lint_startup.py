@@ -36,7 +36,10 @@ def run_once(root: Path, capture: Path) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "tracer", "lint", "--no-config", "--no-progress", str(capture)]
-    subprocess.run(cmd, env=_env(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    # (cwd: `python -m` puts the working directory first on sys.path, before PYTHONPATH)
+    subprocess.run(
+        cmd, env=_env(root), cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -64,6 +67,16 @@ def main() -> None:
             check=True,
         )
         for root in roots:  # warm-up: writes each tree's bytecode
+            where = subprocess.run(
+                [sys.executable, "-c", "import tracer; print(tracer.__file__)"],
+                env=_env(root),
+                cwd=root,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+            if not where.startswith(str(root)):
+                raise SystemExit(f"{root}: python imports tracer from {where}, not from this tree")
             run_once(root, capture)
         walls: dict[Path, list[float]] = {r: [] for r in roots}
         cpus: dict[Path, list[float]] = {r: [] for r in roots}
