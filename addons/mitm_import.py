@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from tracer.capture import ReadProblem
-from tracer.http.flows import CLIENT_CLOSED, END, FAILED, HEAD, REQUEST, Step, replay
-from tracer.http.recorder import Exchange
 from tracer.inputs import InputFormat
 from tracer.inputs import register as register_format
 from tracer.model import Record
+
+if TYPE_CHECKING:
+    from tracer.http.flows import Step
+    from tracer.http.recorder import Exchange
+
+# (the HTTP replay is imported when a flow file is read, not when the format is registered: every
+# lint registers it, and most read mcptrace's own captures)
 
 # A flow file is a sequence of tnetstrings: `<length>:<payload><type>`, each a dict whose first key
 # is a short name (`9:websocket;`, `7:version;`...).
@@ -38,6 +43,7 @@ def flow_steps(f, index: int) -> tuple[Exchange, list[Step], int]:
     """(the exchange, its steps, when its client connection closed or 0) of HTTP flow F, the
     INDEXth of the file (addons.mitm_stream reads them one by one too)."""
     from addons.flows import exchange_of, note_response
+    from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step
 
     ex = exchange_of(f, live=False)
     steps = [Step(ex.t_ns, REQUEST, index, ex)]
@@ -58,6 +64,9 @@ def flow_steps(f, index: int) -> tuple[Exchange, list[Step], int]:
 
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
     from mitmproxy import exceptions, http, io
+
+    from tracer.http.flows import CLIENT_CLOSED, Step, replay
+    from tracer.http.recorder import Exchange
 
     steps: list[Step] = []
     closed: dict[str, tuple[int, int]] = {}  # client connection id -> (when it closed, its last flow)

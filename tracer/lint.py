@@ -127,9 +127,13 @@ def lint_paths(
 
     pool = None
     if jobs > 1:
-        from tracer.parallel_pool import start_pool
+        from tracer.parallel import plan
 
-        pool = start_pool(opened, jobs, rules, digests is not None, fmt)
+        tasks = plan(opened, jobs, fmt)
+        if any(tasks):  # (else one process lints them all: the pool's modules are not even loaded)
+            from tracer.parallel_pool import start_pool
+
+            pool = start_pool(opened, jobs, rules, digests is not None, fmt, tasks=tasks)
     given = [
         pool is not None and pool.takes(i) for i in range(len(opened))
     ]  # (the pool closed their handles)

@@ -207,10 +207,17 @@ def _route_all(sharded: list[Task], inboxes: list[Channel]) -> None:
 
 
 def start_pool(
-    opened: list[OpenInput], jobs: int, rules: RuleSet, digests: bool, fmt: str | None = None
+    opened: list[OpenInput],
+    jobs: int,
+    rules: RuleSet,
+    digests: bool,
+    fmt: str | None = None,
+    *,
+    tasks: list[Task | None] | None = None,
 ) -> Pool | None:
-    """A pool for these inputs, or None when one process is the faster way."""
-    tasks = plan(opened, jobs, fmt)
+    """A pool for these inputs, or None when one process is the faster way. TASKS: their `plan`,
+    when the caller has made it already."""
+    tasks = plan(opened, jobs, fmt) if tasks is None else tasks
     if not any(tasks) or not sys.executable:  # (an embedded interpreter: nothing to start workers with)
         return None
     for inp, task in zip(opened, tasks, strict=True):

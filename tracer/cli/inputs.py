@@ -7,7 +7,6 @@ def register_optional_inputs() -> None:
     """The .mitm flow reader lives in addons/ (it needs mitmproxy); register it if importable."""
     try:
         from addons.mitm_import import register
-        from addons.mitm_stream import read_tail
     except ImportError:
         return
     register()
@@ -18,4 +17,12 @@ def register_optional_inputs() -> None:
     from tracer.inputs import register as register_format
 
     fmt = next(f for f in FORMATS if f.name == "mitm")
-    register_format(replace(fmt, tail=read_tail))
+    register_format(replace(fmt, tail=_mitm_tail))
+
+
+def _mitm_tail(path: str) -> list[bytes] | None:
+    # (imported when the viewer asks: addons.mitm_stream loads the HTTP replay, which a lint of
+    # mcptrace's own captures never needs)
+    from addons.mitm_stream import read_tail
+
+    return read_tail(path)

@@ -101,7 +101,6 @@ def run(args: argparse.Namespace) -> int:
         ]
         raise UsageError(f"{settings.where(from_file[0])}: {exc}" if from_file else str(exc)) from None
     from tracer.parallel import default_jobs
-    from tracer.parallel_pool import WorkerFailed
 
     jobs = default_jobs() if args.jobs is None else args.jobs
     if jobs < 1:
@@ -130,7 +129,12 @@ def run(args: argparse.Namespace) -> int:
         except InputError as exc:
             sys.stderr.write(f"mcptrace: error: {exc}\n")
             return 2
-        except WorkerFailed as exc:  # (a bug, or a worker killed from outside: --jobs 1 still works)
+        except Exception as exc:
+            # (a bug, or a worker killed from outside: --jobs 1 still works). The pool's module is
+            # loaded only when a pool started, so a run without one never imports it to ask.
+            pool = sys.modules.get("tracer.parallel_pool")
+            if pool is None or not isinstance(exc, pool.WorkerFailed):
+                raise
             sys.stderr.write(f"mcptrace: error: {exc}; try --jobs 1\n")
             return 2
     finally:

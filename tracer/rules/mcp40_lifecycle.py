@@ -6,7 +6,12 @@ MCP410 (an `initialize` cancelled) opens the capabilities block, mcp41_capabilit
 from __future__ import annotations
 
 from tracer.catalog.registry import by_client, end_rule, rule
-from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import LEG, LEGACY_VERSIONS
 from tracer.session import Session
 
@@ -59,14 +64,14 @@ def _requested(m: Analysed):
 
 
 def _early_request_possible(kind, method, direction, versions) -> bool:
-    return direction is Direction.C2S and method not in ("ping", "initialize")
+    return direction is _DIR_C2S and method not in ("ping", "initialize")
 
 
 _SERVER_ALLOWED_EARLY = frozenset({"ping", "notifications/message", "notifications/cancelled"})
 
 
 def _early_server_message_possible(kind, method, direction, versions) -> bool:
-    return direction is Direction.S2C and method not in _SERVER_ALLOWED_EARLY
+    return direction is _DIR_S2C and method not in _SERVER_ALLOWED_EARLY
 
 
 @rule(
@@ -90,11 +95,11 @@ def first_message_not_initialize(m: Analysed, s: Session):
     "The initialization phase MUST be the first interaction between client and server." Example:
     `tools/list` (id 1), then `initialize` (id 2).
     """
-    if m.rec.dir is not Direction.C2S:
+    if m.rec.dir is not _DIR_C2S:
         return None
     first = s.first_c2s
-    if m.method == "initialize" and m.kind is Kind.REQUEST:
-        if first is None or first.era is Era.MODERN or s.inits:
+    if m.method == "initialize" and m.kind is _KIND_REQUEST:
+        if first is None or first.era is _ERA_MODERN or s.inits:
             return None  # initialize is first, follows the modern probe, or is a second one (MCP402)
         return [
             Hit(
@@ -125,7 +130,7 @@ def second_initialize(m: Analysed, s: Session):
     `initialize` requests, the first answered with an InitializeResult.
     """
     init = s.init
-    if init is None or init.error_seq is not None or m.rec.dir is not Direction.C2S:
+    if init is None or init.error_seq is not None or m.rec.dir is not _DIR_C2S:
         return None
     return [
         Hit(
@@ -241,10 +246,10 @@ def negotiated_version_unknown(m: Analysed, s: Session):
     "If the client does not support the version in the server's response, it SHOULD disconnect."
     Example: `"protocolVersion": "2025-13-01"` in the InitializeResult, then `notifications/initialized`.
     """
-    if m.kind is Kind.NOTIFICATION:
+    if m.kind is _KIND_NOTIFICATION:
         init = s.init
         v = init.negotiated_version if init is not None and init.result_seq is not None else None
-        if v is None or v in LEGACY_VERSIONS or m.rec.dir is not Direction.C2S:
+        if v is None or v in LEGACY_VERSIONS or m.rec.dir is not _DIR_C2S:
             return None
         return [
             Hit(
@@ -316,7 +321,7 @@ def request_before_initialize_result(m: Analysed, s: Session):
         init is None
         or init.result_seq is not None
         or init.error_seq is not None
-        or m.rec.dir is not Direction.C2S
+        or m.rec.dir is not _DIR_C2S
         or m.method in ("ping", "initialize")
     ):
         return None
@@ -353,11 +358,11 @@ def server_message_before_initialized(m: Analysed, s: Session):
         init is None
         or init.initialized_seq is not None
         or init.error_seq is not None
-        or m.rec.dir is not Direction.S2C
+        or m.rec.dir is not _DIR_S2C
         or m.method in _SERVER_ALLOWED_EARLY
     ):
         return None
-    what = "request" if m.kind is Kind.REQUEST else "notification"
+    what = "request" if m.kind is _KIND_REQUEST else "notification"
     return [
         Hit(
             f"the server sent the {m.method} {what} before receiving notifications/initialized",

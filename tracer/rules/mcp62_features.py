@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from tracer.catalog.registry import rule
 from tracer.jsonpath import member
-from tracer.model import Analysed, Direction, Era, Hit, Kind, Severity
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import DIR_S2C as _DIR_S2C
+from tracer.model import ERA_MODERN as _ERA_MODERN
+from tracer.model import KIND_REQUEST as _KIND_REQUEST
+from tracer.model import KIND_RESULT as _KIND_RESULT
+from tracer.model import Analysed, Hit, Kind, Severity
 from tracer.protocol import L3, L4, since
 from tracer.rules.mcp60_tools_list import complete
 from tracer.rules.mcp61_tool_calls import RESULT, _cursor
@@ -51,14 +56,14 @@ def input_responses(m: Analysed, s, method: str):
 
 def legacy_request(m: Analysed, method: str) -> dict | None:
     """The params of a server->client request of `method` (legacy era)."""
-    if m.kind is Kind.REQUEST and m.method == method and m.rec.dir is Direction.S2C:
+    if m.kind is _KIND_REQUEST and m.method == method and m.rec.dir is _DIR_S2C:
         return m.params or {}
     return None
 
 
 def legacy_result(m: Analysed, method: str) -> dict | None:
     """A client's result answering a server's `method` request (legacy era)."""
-    if m.kind is Kind.RESULT and m.answers_method == method and m.rec.dir is Direction.C2S:
+    if m.kind is _KIND_RESULT and m.answers_method == method and m.rec.dir is _DIR_C2S:
         return m.result
     return None
 
@@ -244,7 +249,7 @@ def prompt_malformed(m: Analysed, s):
 
     Example: `{"method": "prompts/get", "params": {"name": "review", "arguments": {"lines": 40}}}`.
     """
-    if m.kind is Kind.REQUEST:
+    if m.kind is _KIND_REQUEST:
         args = (m.params or {}).get("arguments")
         if type(args) is not dict:
             return None
@@ -313,7 +318,7 @@ def cursor_not_issued(m: Analysed, s):
     Example: `tools/list` with `"cursor": "page=2"` although no result carried that nextCursor.
     """
     cursor = _cursor(m)
-    if cursor is MISSING or cursor is None or m.rec.dir is not Direction.C2S:
+    if cursor is MISSING or cursor is None or m.rec.dir is not _DIR_C2S:
         return None
     if type(cursor) is not list and type(cursor) is not dict and (m.method, cursor) in s.track.cursors:
         return None  # (an array or object is no key, and was never issued)
@@ -371,7 +376,7 @@ def root_not_file_uri(m: Analysed, s):
 
     Example: `"roots": [{"uri": "https://github.com/org/repo"}]`.
     """
-    if m.kind is Kind.RESULT:
+    if m.kind is _KIND_RESULT:
         r = legacy_result(m, "roots/list")
         return _roots_hits(r, "$.result") if r is not None else None
     out = []
@@ -399,7 +404,7 @@ def sampling_tool_messages_malformed(m: Analysed, s):
     Example: `[{"role": "assistant", "content": {"type": "tool_use", "id": "c1", ...}},
     {"role": "user", "content": {"type": "text", "text": "go on"}}]`.
     """
-    if m.kind is Kind.REQUEST:
+    if m.kind is _KIND_REQUEST:
         params = legacy_request(m, "sampling/createMessage")
         return (
             tool_message_problems(params.get("messages"), "$.params.messages") if params is not None else None
@@ -427,7 +432,7 @@ def sampling_malformed(m: Analysed, s):
 
     Example: `{"method": "sampling/createMessage", "params": {"messages": [...]}}` (no maxTokens).
     """
-    if m.kind is Kind.REQUEST:
+    if m.kind is _KIND_REQUEST:
         params = legacy_request(m, "sampling/createMessage")
         return _sampling_params_hits(params, "$.params") if params is not None else None
     r = legacy_result(m, "sampling/createMessage")
@@ -458,9 +463,9 @@ def elicitation_malformed(m: Analysed, s):
 
     Example: `"requestedSchema": {"type": "object", "properties": {"address": {"type": "object"}}}`.
     """
-    modern = m.era is Era.MODERN
+    modern = m.era is _ERA_MODERN
     l4 = modern or m.version == L4
-    if m.kind is Kind.REQUEST:
+    if m.kind is _KIND_REQUEST:
         params = legacy_request(m, "elicitation/create")
         return elicitation_problems(params, "$.params", l4, modern) if params is not None else None
     out = []
@@ -487,7 +492,7 @@ def elicit_result_inconsistent(m: Analysed, s):
 
     Example: `{"action": "decline", "content": {"name": "octocat"}}`.
     """
-    if m.kind is Kind.RESULT:
+    if m.kind is _KIND_RESULT:
         r = legacy_result(m, "elicitation/create")
         return _elicit_result_hits(r, "$.result", True) if r is not None else None
     out = []

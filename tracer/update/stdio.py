@@ -44,13 +44,16 @@ def observe(rec: Record, m: Analysed | None, s: Session) -> None:
         st.probe.answered = True
     if (
         kind is not _KIND_INVALID
-        and kind is not _KIND_REQUEST
         and not st.groups
         and st.stdin_eof is None
         and not rec.raw.endswith(b"\r")
+        and (kind is not _KIND_REQUEST or d is not _DIR_C2S or (st.client_requests and st.probe is None))
     ):
         # The common case, a plain line that parsed: nothing to note (kept cheap: lint runs this on
-        # every stdio message).
+        # every stdio message). A client's request after its first, with no probe to count it for,
+        # only counts (what the general path below gives it is a fresh Verdict of defaults).
+        if kind is _KIND_REQUEST and d is _DIR_C2S:
+            st.client_requests += 1
         v = st.current
         if v is None or v.frame or v.abandoned is not None:
             v = st.current = Verdict(rec.seq)
