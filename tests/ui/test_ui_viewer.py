@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from tests.ui_support import CAPTURES, DEMO, SIZE, opened_and_analysed, plain, until
-from tracer.analyser import analyse_all
+from tracer.analyser import Analyser, analyse_all
 from tracer.capture import read_capture
 from tracer.filter import AnalysedFields, compile_filter
 from tracer.model import RecordType
@@ -136,6 +136,41 @@ async def test_a_finding_in_the_detail_pane_names_rule_message_and_spec_source()
         )
         text = plain(scr.detail.body)
         assert "MCP203" in text and finding.message in text and "spec:" in text
+
+
+async def test_a_finding_raised_on_a_streams_event_shows_on_its_row_and_in_its_detail(tmp_path):
+    # MCP904 is raised on the SSE stream's `endpoint` event, a record that is no message: before,
+    # the viewer showed it only on the summary screen, as a finding about the capture as a whole
+    from tests.cases import build_records, load_rule_cases
+    from tracer.capture import header_record, write_records
+
+    case = next(c for rule, c in load_rule_cases() if rule == "MCP904" and c.get("transport") == "http+sse")
+    cap = tmp_path / "legacy-sse.jsonl"
+    write_records(
+        str(cap), header_record("http+sse"), build_records(case["messages"], "http+sse"), redact=False
+    )
+    recs, _, _ = rows_of(cap)
+    an = Analyser()
+    found = {}
+    for row, rec in enumerate(recs):
+        if rec.type is not RecordType.MESSAGE:
+            for f in (f for ev in an.feed(rec) for f in ev.findings if f.rule == "MCP904"):
+                found[row] = f
+        elif rec.type is not None:
+            an.feed(rec)
+    ((row, finding),) = found.items()
+    app = McpTraceApp(str(cap))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await opened_and_analysed(pilot)
+        assert scr.view.info(row).nfind == 1
+        line = "".join(seg.text for seg in scr.list._segments(scr.view.info(row), 160, row))
+        assert "● 1" in line
+        scr.list.select_row(row)
+        await until(
+            pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == row, "the detail pane"
+        )
+        text = plain(scr.detail.body)
+        assert "Findings (1)" in text and "MCP904" in text and finding.message in text
 
 
 async def test_the_summary_screen_shows_cells_counts_and_latency_percentiles_counted_by_hand():

@@ -19,15 +19,18 @@ rows.bin, details.jsonl and every progress report are what the one-process analy
 Pairing changes a request's `Analysed` after its row (its partner, latency and first round when
 its answer comes, and a note when an HTTP exchange answers it) and the writer reads it again; the
 answer's row says so: the request's line when the change is what the writer derives from the
-answer itself (nearly always), else the request's new state. `open` mirrors the writer's stash to
-know which requests it still holds.
+answer itself (nearly always), else the request's new state. tracer.view.stashmirror knows which
+requests the writer's stash holds. Nothing is kept per row beyond what lint keeps (objects kept per
+row until a flush are what the collector walks at every young collection: they cost more than the
+rest of the handing over), so a plain message's era reason crosses only when it differs from the
+previous one's.
 
 Frames on the pipe: a tag (b"M" marshal, b"P" pickle, for values marshal cannot write), a 4-byte
 length, the payload: ("rows", first, n, results), ("flush", eof, done, summary, facts, updates),
 ("finish", events, updates), ("error", text). The results are one flat list, per fed row its line,
-a tag and the tag's values: 0, a plain message's ten (era, era reason, version, pairing status,
-answered method, partner, latency, first round, the request it answers (0: the one the writer
-derives), the answered request's change); 1, a record's events and updates; 2, a raised
+a tag and the tag's values: 0, a plain message's ten (era, era reason (1: the previous plain
+message's), version, pairing status, answered method, partner, latency, first round, the request
+it answers (0: the one the writer derives), the answered request's change); 1, a record's events and updates; 2, a raised
 exception's name and text, for a row whose analysis raised; 3, a message's `encode` tuple.
 Updates are requests' states pairing changed after they were sent (update_of).
 """
@@ -51,12 +54,14 @@ from tracer.index import IndexReset
 from tracer.inputs.lazy import open_rows
 from tracer.model import KIND_BATCH as _BATCH
 from tracer.model import REC_MESSAGE as _MESSAGE
+from tracer.model import Analysed as _Analysed
 from tracer.model import Direction, Kind
 from tracer.pairing import PairStatus
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 from tracer.summary import session_facts
 from tracer.view import annotate as _ann
 from tracer.view.rowfill import MAX_STASH
+from tracer.view.stashmirror import StashMirror, answers_at_http_level
 
 HEAD = struct.Struct("<cI")
 META_KEYS = (META_PROTOCOL_VERSION, META_CLIENT_CAPS, META_CLIENT_INFO)  # what the summary reads of _meta
@@ -87,7 +92,7 @@ def frame(op: tuple) -> bytes:
     return HEAD.pack(tag, len(data)) + data
 
 
-class Analysis:
+class Analysis(StashMirror):
     """The analyser's side of the pipeline: tracer.view.annotate.Annotator's loop and decisions,
     without the rows, writing what the row writer needs to FD."""
 
@@ -105,20 +110,8 @@ class Analysis:
         self._summary_every = 0.5
         self._summary_rows = -1
         self._eof_reported = False
-        # requests fed since the last flush (the writer's waiting rows) that are no batch's: [message,
-        # line, partner, latency, first round, pairing note as last sent]
-        self.fresh: list[list] = []
-        # a batch's requests fed since the last flush: [message, line, place in its batch, what was
-        # last sent of it]
-        self.fresh_members: list[list] = []
-        # (seq, connection) -> a request awaiting its answer, as the writer's stash keeps them
-        # (RowFiller.remember): its entry in `fresh`, or a batch's [[message, line, place in its
-        # batch, what was last sent of it]...] (the writer reads every request of the batch again
-        # when one is answered); pairing changes their messages when the answer comes
-        self.open: dict[tuple, list] = {}
-        # pairing may have changed a request no answer row told the writer of (an HTTP exchange
-        # answered it, or the answer's request was not the one `open` holds): changed() looks
-        self.dirty = False
+        StashMirror.__init__(self)
+        self.last_why: Any = None  # the era reason of the last plain message sent (see analyse)
 
     def send(self, op: tuple) -> None:
         data = frame(op)
@@ -189,6 +182,8 @@ class Analysis:
         # exchange may have answered one without a response of its own)
         updates = self.changed()
         self.fresh = []
+        self.fresh_http = []
+        self.shadowed = {}
         self.fresh_members = []
         opened = self.open
         while len(opened) > MAX_STASH:  # (as the writer's stash: oldest first)
@@ -219,14 +214,17 @@ class Analysis:
             if a.idkey is not None:
                 rec = a.rec
                 line = rec.line
+                key = (rec.seq, rec.conn)
+                same = self.open.get(key)
+                if same is not None and same.__class__ is _Analysed:
+                    self.shadowed[same.rec.line] = same  # (its row still waits: its answer may come)
+                    same = None
                 if pos < 0:
                     held = [a, line, a.partner_seq, a.latency_ns, a.op_seq, a.pair_note]
                     self.fresh.append(held)
-                    self.open[(rec.seq, rec.conn)] = held
+                    self.open[key] = held
                 else:
                     held = [a, line, pos, (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)]
-                    key = (rec.seq, rec.conn)
-                    same = self.open.get(key)
                     if same is not None and type(same[0]) is list and same[0][1] == line:
                         same.append(held)
                     else:
@@ -268,59 +266,6 @@ class Analysis:
             upd,
         )
 
-    def answer(self, a: Any, req: Any, derive: bool = True) -> int | list | None:
-        """The answered request's message as pairing has just changed it, for the writer to read
-        again with the answer's row: its line when it is what the writer derives from the answer
-        (partner: the answer's seq, its latency and first round; tracer.update.pairing sets the
-        request's from the answer's own values), else [update_of...]; None when nothing changed."""
-        hit = self.open.pop((req.seq, a.rec.conn), None)
-        if hit is None:  # (the writer's stash holds it no longer either)
-            self.dirty = True
-            return None
-        if type(hit[0]) is list:  # a batch's: every request of its batch, as the writer's stash holds it
-            self.dirty = True
-            return [self.update_of(held) for held in hit]
-        msg = hit[0]
-        partner, lat, op = hit[2], hit[3], hit[4] = msg.partner_seq, msg.latency_ns, msg.op_seq
-        if (
-            derive
-            and partner is a.rec.seq
-            and lat is a.latency_ns
-            and op is a.op_seq
-            and msg.pair_note is hit[5]
-        ):
-            return hit[1]
-        self.dirty = True  # (not the request pairing answered: seqs restarted, say)
-        note = hit[5] = msg.pair_note
-        return [(hit[1], -1, partner, lat, op, note)]
-
-    @staticmethod
-    def update_of(held: list) -> tuple:
-        """A batch's request's message as pairing left it: (its row's line, its place in its batch,
-        partner, latency, first round, pairing note)."""
-        a = held[0]
-        state = held[3] = (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)
-        return (held[1], held[2], *state)
-
-    def changed(self) -> list[tuple]:
-        """The requests fed since the last flush that pairing changed since they were last sent
-        (an HTTP exchange answers the requests it carried without a response message)."""
-        out: list[tuple] = []
-        if not self.dirty:
-            return out
-        self.dirty = False
-        for held in self.fresh:
-            a = held[0]
-            partner, lat, op, note = a.partner_seq, a.latency_ns, a.op_seq, a.pair_note
-            if partner is not held[2] or lat is not held[3] or op is not held[4] or note is not held[5]:
-                held[2], held[3], held[4], held[5] = partner, lat, op, note
-                out.append((held[1], -1, partner, lat, op, note))
-        for held in self.fresh_members:
-            a = held[0]
-            if (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note) != held[3]:
-                out.append(self.update_of(held))
-        return out
-
     # -- rows (what tracer.view.hotrows.fill and RowFiller.analyse_row feed) ---------------------
 
     def analyse(self, first: int, lines: list[bytes]) -> list[Any]:
@@ -329,11 +274,12 @@ class Analysis:
         json_error = orjson.JSONDecodeError
         capture = self.capture
         feed = self.analyser.feed
-        fresh = self.fresh
+        shadowed = self.shadowed
         opened = self.open
         other = _OTHER
         probe = array("q", [0])  # (SeqMap.add's append: a seq it refuses is a row never fed)
         out: list = []
+        last_why = self.last_why
         for row, line in enumerate(lines, first):
             try:
                 try:
@@ -359,7 +305,7 @@ class Analysis:
                     out += (row + 1, 2, type(exc).__name__, str(exc)[:300])
                     continue
                 if not message:
-                    if rec.http is not None:  # (tracer.update.http_answer)
+                    if rec.http is not None and answers_at_http_level(rec):  # (tracer.update.http_answer)
                         self.dirty = True
                     out += (row + 1, 1, encode_events(a), self.changed())
                     if self.open:
@@ -372,7 +318,11 @@ class Analysis:
                                     del opened[k]
                     continue
                 kind = a.kind
-                if rec.http is not None and (kind is _BATCH or (kind is _ERROR and a.idkey is None)):
+                if (
+                    rec.http is not None
+                    and (kind is _BATCH or (kind is _ERROR and a.idkey is None))
+                    and answers_at_http_level(rec)
+                ):
                     self.dirty = True  # (tracer.update.pairing.answered_at_http_level)
                 if kind is _BATCH or a.findings or a.reason is not None or a.pair_note is not None:
                     out += (row + 1, 3, self.encode(a))
@@ -382,9 +332,13 @@ class Analysis:
                 upd = reqv = None
                 if kind is _REQUEST:
                     if a.idkey is not None:
-                        held = [a, row + 1, a.partner_seq, a.latency_ns, a.op_seq, None]
-                        fresh.append(held)
-                        opened[(rec.seq, rec.conn)] = held
+                        key = (rec.seq, rec.conn)
+                        old = opened.get(key)
+                        if old is not None and old.__class__ is _Analysed:
+                            shadowed[old.rec.line] = old  # (its row still waits: its answer may come)
+                        opened[key] = a
+                        if rec.http is not None:
+                            self.fresh_http.append(a)
                     if req is not None:
                         reqv = (req.seq, req.idkey, req.method, req.dir._value_, req.op_seq)
                 elif req is not None:
@@ -405,12 +359,32 @@ class Analysis:
                     else:
                         reqv = (req.seq, rk, req.method, req.dir._value_, req.op_seq)
                     if (kind is _RESULT or kind is _ERROR) and a.pair_status in _ANSWERED:
-                        upd = self.answer(a, req)
+                        # (answer(), inlined for the answer nearly every one is: the plain request the
+                        # writer's stash holds, changed as the answer's own values give)
+                        hit = opened.pop((req.seq, rec.conn), None)
+                        if (
+                            hit.__class__ is _Analysed
+                            and hit.rec.line == req.line
+                            and hit.partner_seq is rec.seq
+                            and hit.latency_ns is a.latency_ns
+                            and hit.op_seq is a.op_seq
+                            and hit.pair_note is None
+                        ):
+                            upd = req.line
+                        else:
+                            upd = self.answered(a, req, hit, True)
+                why = a._era_why
+                if why == last_why:
+                    # (nearly every row of a session gives the same reason, each its own tuple: kept
+                    # in the frame, they cost the collector more than comparing them here)
+                    why = 1
+                else:
+                    last_why = why
                 out += (
                     row + 1,
                     0,
                     a.era._value_,
-                    a._era_why,
+                    why,
                     a.version,
                     a.pair_status,
                     a.answers_method,
@@ -422,6 +396,7 @@ class Analysis:
                 )
             except Exception:  # (a row the writer meets as unreadable before its analysis: not fed)
                 continue
+        self.last_why = last_why
         return out
 
 

@@ -86,6 +86,7 @@ class ReplayAnalyser:
         self.at = 0  # where the next row's results start in it
         self.sessions: dict[str, KnownFacts] = {}  # the open ones, at the last summary's row
         self.ended: list[_Event] = []
+        self.last_why: Any = None  # the last plain message's era reason (tracer.view.pipeline)
         # (line, place in its batch) -> a request's message, which its answer's pairing may change
         self.requests: dict[tuple, Analysed] = {}
 
@@ -160,7 +161,12 @@ class ReplayAnalyser:
             c = classify_raw(rec.raw)
             a = Analysed(rec, c.kind, c.obj, c.method, c.id, c.idkey, c.reason, c.problem)
         a.era = _ERA[v[i]]
-        a._era_why = v[i + 1]
+        why = v[i + 1]
+        if why.__class__ is int:  # (1: the previous plain message's reason, tracer.view.pipeline)
+            why = self.last_why
+        else:
+            self.last_why = why
+        a._era_why = why
         a.version = v[i + 2]
         a.pair_status = v[i + 3]
         answers = a.answers_method = v[i + 4]
@@ -223,6 +229,8 @@ class ReplayAnalyser:
         i = self.at
         n = len(v)
         while i < n and v[i] < line:  # (rows the analysis met as unreadable before feeding)
+            if v[i + 1] == 0 and v[i + 3].__class__ is not int:
+                self.last_why = v[i + 3]
             i += _SIZE[v[i + 1]]
         if i >= n or v[i] != line:
             raise PipelineBroken("the analysis process sent no result for this row")

@@ -146,10 +146,16 @@ class RowFiller:
         events = self.analyser.feed(rec)
         self.store.put(row, fields)
         # Findings that belong to no message: end-of-session rules on a close event (or a new
-        # recording's header), and HTTP rules on `http` records and SSE stream events.
+        # recording's header), and HTTP rules on `http` records and SSE stream events. One raised
+        # on this record itself (its seq and line: an HTTP exchange without a message, a stream's
+        # end) is shown on its row, as a message's are on theirs.
+        line = row + 1
         for ev in events:
             for f in ev.findings:
-                self.attach_end_finding(f)
+                if f.line == line and f.seq == rec.seq and f.seq:
+                    self.add_finding(row, f, self.row_of_finding(f))
+                else:
+                    self.attach_end_finding(f)
             session = getattr(ev, "session", None)
             if session is not None:  # (a SessionClosed) the summary reads what it established
                 self.summary.session_closed(session, ev.name, ev.cell)
@@ -385,16 +391,41 @@ class RowFiller:
         return waiting[1] if waiting is not None else self.store.get(row)
 
     def attach_end_finding(self, f: Finding) -> None:
-        self.summary.add_finding(f)
+        row_of = self.row_of_finding(f)
+        row = row_of(f.seq) if f.seq else None
+        if row is None and f.seq:
+            row = self.record_row(f)
+        if row is None:
+            self.summary.add_finding(f)
+            self.capture_findings.append(finding_list(f, row_of))
+            return
+        self.add_finding(row, f, row_of)
+
+    def row_of_finding(self, f: Finding):
+        """seq -> row for the seqs finding F names: of its message's connection once seqs restarted."""
         row_of = self.seqmap.row
-        if len(self.seqmap.segments) > 1 and f.line > 0:  # (its message's connection: seqs restarted)
+        if len(self.seqmap.segments) > 1 and f.line > 0:
             conn = self.conn_of(f.line - 1)
             if conn is not None:
                 row_of = self.seqmap.of(conn)
-        row = row_of(f.seq) if f.seq else None
-        if row is None:
-            self.capture_findings.append(finding_list(f, row_of))
-            return
+        return row_of
+
+    def record_row(self, f: Finding) -> int | None:
+        """The row of the record other than a message that finding F is about (an end-of-input
+        rule's finding on a stream's event, say): its line's record, when it has F's seq."""
+        row = f.line - 1
+        store = self.store
+        if not 0 <= row < store.flushed + store.buffered:  # (a row written already)
+            return None
+        try:
+            rec = record_from_dict(orjson.loads(self.index.line(row)), line=f.line, source=self.capture)
+        except Exception:  # (a line that changed or went away: the capture's finding, as before)
+            return None
+        return row if rec.type is not _MESSAGE and rec.seq == f.seq else None
+
+    def add_finding(self, row: int, f: Finding, row_of) -> None:
+        """Finding F shown on row ROW (written already), in its details and its count."""
+        self.summary.add_finding(f)
         if row in self.deferred:
             self.write_deferred()
         store = self.store

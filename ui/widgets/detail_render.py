@@ -135,6 +135,8 @@ def render_detail(d: RowDetail, *, analysed_upto: int | None = None, ended: bool
         else:
             parts.extend(_findings(a))
             parts.extend(_analysis(a, d, ended))
+    elif d.summary is not None:  # (an HTTP record or a stream's event: findings raised on it)
+        parts.extend(_findings(a))
     timing = a.get("sse")
     if rec.http:
         parts.extend(_http(rec.http, rec.sse, timing))

@@ -293,6 +293,7 @@ class MessageList(ScrollView, can_focus=True):
             kind = b.rtype
             arrow = {"stderr": "!", "http": "⇄", "event": "•", "header": "▣"}.get(kind, " ")
             label = b.label.replace("\n", " ").replace("\r", " ")
+            n = info.nfind  # (a finding raised on the record itself: an HTTP exchange, a stream's end)
             text = " ".join(
                 [
                     gutter,
@@ -301,10 +302,16 @@ class MessageList(ScrollView, can_focus=True):
                     arrow,
                     _fit(KIND_SHORT.get(kind, kind), W_KIND),
                     "   ",
-                    _fit(label, wm + W_ID + W_LAT + W_FIND + wp + 4),
+                    _fit(label, wm + W_ID + W_LAT + 2 if n else wm + W_ID + W_LAT + W_FIND + wp + 4),
                 ]
             )
-            return [Segment(text, DIM)]
+            if not n:
+                return [Segment(text, DIM)]
+            found = [
+                Segment(text + " ", DIM),
+                Segment(_fit(f"● {n}", W_FIND), SEVERITY_STYLE.get(info.worst)),
+            ]
+            return [*found, Segment(" " + " " * wp, DIM)] if wp else found
         segs: list[Segment] = [Segment(f"{gutter} {seq} ", None), Segment(t + " ", DIM)]
         arrow = DIR_ARROW.get(b.dir or "", "?")
         segs.append(Segment(arrow, Style(dim=True) if b.dir_inferred else Style(bold=True)))

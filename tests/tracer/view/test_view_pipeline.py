@@ -17,8 +17,11 @@ import pytest
 
 from tests.cases import build_records, load_rule_cases
 from tests.gencapture import generate
-from tracer.capture import header_record, record_to_dict
-from tracer.view.rowformat import F_LAT_NS, F_NOTE, F_SEQ, ROW
+from tracer.analyser import Analyser
+from tracer.capture import header_record, read_capture, record_to_dict
+from tracer.model import RecordType
+from tracer.view.annotations import Annotations
+from tracer.view.rowformat import F_LAT_NS, F_NOTE, F_SEQ, ROW, RTYPE_CODE
 
 ROOT = Path(__file__).resolve().parents[3]
 CAPTURES = sorted((ROOT / "fixtures" / "captures").glob("*.jsonl"))
@@ -85,6 +88,54 @@ def test_two_processes_write_the_rows_details_and_summary_one_process_writes(tmp
         two = _analyse(capture, tmp_path / f"two{i}")
         assert one[-1]["done"] and two[-1]["done"], capture.name
         assert _written(tmp_path / f"two{i}", two) == _written(tmp_path / f"one{i}", one), capture.name
+
+
+def _findings_on_records_no_message(capture: Path) -> dict[int, list[str]]:
+    """Row -> the rules lint raises on that row's record when it is no message (an HTTP exchange,
+    a stream's event, a session's end): the finding names the record's own seq and line."""
+    with open(capture, "rb") as fh:
+        recs = [r for r in read_capture(fh, str(capture)) if getattr(r, "type", None) is not None]
+    by_line = {r.line: r for r in recs}
+    an = Analyser()
+    found = []
+    for r in recs:
+        out = an.feed(r)
+        if r.type is not RecordType.MESSAGE:
+            found += [f for ev in out for f in ev.findings]
+    found += [f for ev in an.finish() for f in ev.findings]
+    rows: dict[int, list[str]] = {}
+    for f in found:
+        rec = by_line.get(f.line)
+        if f.seq and rec is not None and rec.type is not RecordType.MESSAGE and rec.seq == f.seq:
+            rows.setdefault(f.line - 1, []).append(f.rule)
+    return rows
+
+
+@pytest.mark.parametrize("how", [(), ("--one-process",)], ids=["two processes", "one process"])
+def test_a_finding_raised_on_an_http_record_or_an_event_shows_on_that_row(tmp_path, how):
+    # MCP706 on an HTTP exchange without a message, MCP708 and MCP904 on a stream's event: before,
+    # such a finding went to the summary's findings about the capture as a whole (or to a message
+    # row of another recording that had the same seq), not to its row
+    capture = _rule_cases_capture(tmp_path / "cases.jsonl")
+    want = _findings_on_records_no_message(capture)
+    assert {"MCP706", "MCP708", "MCP904"} <= {rule for rules in want.values() for rule in rules}
+    progress = _analyse(capture, tmp_path / "w", *how)
+    ann = Annotations(str(capture), workdir=str(tmp_path / "w"))
+    try:
+        for msg in progress:
+            ann._apply(msg)
+        assert ann.done
+        got = {}
+        for row in range(progress[-1]["rows"]):
+            s = ann.row(row)
+            if s.nfind and s.fields[0] != RTYPE_CODE["message"]:
+                got[row] = ann.finding_rules(s)
+                assert s.nfind == len(got[row]) and s.worst > 0
+        assert got == want
+        about_the_capture = {f[0] for f in progress[-1]["summary"]["capture_findings"]}
+        assert not about_the_capture & {"MCP706", "MCP708", "MCP904"}
+    finally:
+        ann.stop()
 
 
 def _restarting_seqs(path: Path) -> Path:
