@@ -32,6 +32,14 @@ MIN_ECHOED = 8
 # Credential values one recorder remembers (the most recent): a proxy sees few, and a flood of
 # distinct tokens must not grow its memory.
 MAX_KNOWN = 64
+# A record cut by a size limit (a stdio line over the tee's cap, an HTTP body over 64 KiB, an SSE
+# event over its cap) may end inside a known value: its start is all that is kept, and the matcher
+# only sees whole values. A kept tail that is the start of a known value is hidden when it is at
+# least this long, or at least half the value (a 4-character command-line secret): never more than
+# 3 characters, and never half, of a credential stay visible. Shorter tails are let be: where a cut
+# falls is a byte count, not content, so 4 bytes matching the start of a known value by chance are
+# rare, and hiding 1 to 3 bytes would blank out the end of innocent text for almost nothing.
+MIN_CUT_TAIL = 4
 
 
 def secret_forms(secrets: Iterable[bytes]) -> tuple[bytes, ...]:
@@ -84,6 +92,35 @@ def hide_echoed(raw: bytes, forms: tuple[bytes, ...]) -> tuple[bytes, int]:
     except (ValueError, RecursionError):
         return out, count
     return rewritten, max(hits[0], 1)
+
+
+def hide_cut_tail(raw: bytes, forms: tuple[bytes, ...]) -> tuple[bytes, int]:
+    """RAW, the kept start of something cut short, with a tail that is the start of one of FORMS
+    (`secret_forms`) hidden (see MIN_CUT_TAIL), and 1 if it was (0 if not)."""
+    best = 0
+    size = len(raw)
+    for form in forms:
+        n = len(form)
+        head = form[: min(MIN_CUT_TAIL, (n + 1) // 2)]
+        # (the earliest start in the last n-1 bytes whose rest is the start of FORM is the longest)
+        p = raw.find(head, max(0, size - n + 1))
+        while p >= 0 and size - p > best:
+            if form.startswith(raw[p:]):
+                best = size - p
+                break
+            p = raw.find(head, p + 1)
+    return (raw[: size - best] + _HIDDEN, 1) if best else (raw, 0)
+
+
+def hide_kept(raw: bytes, forms: tuple[bytes, ...], cut: int = 0) -> tuple[bytes, int]:
+    """What a recorder stores of RAW (a line, a body, an event's data) and how many values were
+    hidden: every echoed FORM (`hide_echoed`), and when RAW is the kept start of something longer
+    (CUT bytes were not kept), a known value's start at its end (`hide_cut_tail`)."""
+    out, count = hide_echoed(raw, forms)
+    if cut > 0:
+        out, tail = hide_cut_tail(out, forms)
+        count += tail
+    return out, count
 
 
 def _text(form: bytes) -> str:
@@ -197,15 +234,17 @@ class EchoGuard:
         if changed:
             self.forms = secret_forms(self._known)
 
-    def hide(self, raw: bytes) -> tuple[bytes, int]:
-        return hide_echoed(raw, self.forms) if self.forms else (raw, 0)
+    def hide(self, raw: bytes, cut: int = 0) -> tuple[bytes, int]:
+        """RAW as stored, and how many values were hidden (CUT: see `hide_kept`)."""
+        return hide_kept(raw, self.forms, cut) if self.forms else (raw, 0)
 
-    def hide_text(self, text: Any) -> Any:
-        """A header value with the known values hidden (anything that is no string as it is)."""
+    def hide_text(self, text: Any, cut: int = 0) -> Any:
+        """A header value (or a text cut short: CUT > 0) with the known values hidden (anything
+        that is no string as it is)."""
         if not self.forms or type(text) is not str:
             return text
         raw, errors = _encoded(text)
-        out, n = hide_echoed(raw, self.forms)
+        out, n = hide_kept(raw, self.forms, cut)
         return out.decode("utf-8", errors) if n else text
 
 

@@ -93,6 +93,17 @@ class _Flow:
 _BODIES = (RecordType.MESSAGE, RecordType.HTTP)
 
 
+def _cut(rec: Record) -> int:
+    """Bytes of REC's body not kept: an SSE event over its cap (`data.cut`), an HTTP body over
+    MAX_HTTP_BODY (`http.body_bytes`)."""
+    data, http = rec.data, rec.http
+    if data and type(data.get("cut")) is int:
+        return data["cut"]
+    if http and type(http.get("body_bytes")) is int:
+        return http["body_bytes"] - len(rec.raw)
+    return 0
+
+
 def _now(t_ns: int) -> int:
     return t_ns or time.time_ns()
 
@@ -120,7 +131,7 @@ class HttpRecorder:
         if self.redact and self.echo.forms:
             for rec in recs:
                 if rec.raw and rec.type in _BODIES:
-                    raw, n = self.echo.hide(rec.raw)
+                    raw, n = self.echo.hide(rec.raw, _cut(rec))
                     if n:
                         rec.raw = raw
                         rec.data = {**(rec.data or {}), "redacted": n}
