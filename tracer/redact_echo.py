@@ -30,7 +30,8 @@ _HIDDEN = REDACTED.encode()
 # A value shorter than this is not looked for in bodies: "1" or "yes" would blank out words.
 MIN_ECHOED = 8
 # Credential values one recorder remembers (the most recent): a proxy sees few, and a flood of
-# distinct tokens must not grow its memory.
+# distinct tokens must not grow its memory. Session ids are kept apart, as many again: a proxy in
+# front of many sessions sees a new id per session, which must not push the bearer token out.
 MAX_KNOWN = 64
 # A record cut by a size limit (a stdio line over the tee's cap, an HTTP body over 64 KiB, an SSE
 # event over its cap) may end inside a known value: its start is all that is kept, and the matcher
@@ -187,6 +188,25 @@ def header_secrets(headers: Any) -> list[str]:
     return [v for v in found if len(v) >= MIN_ECHOED and v != REDACTED and REDACTED not in v]
 
 
+def session_ids(headers: Any, url: Any = None) -> list[str]:
+    """The session ids of HEADERS (`Mcp-Session-Id`, any header named like a session) and of URL's
+    session parameters (the legacy transport's `?sessionId=`), long enough to look for."""
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    found: list[str] = []
+    if isinstance(pairs, Iterable) and not isinstance(pairs, str | bytes):
+        for pair in pairs:
+            if isinstance(pair, list | tuple) and len(pair) == 2:
+                name, value = pair
+                if type(name) is str and type(value) is str and is_session(name):
+                    found.append(value.strip())
+    if type(url) is str and "?" in url:
+        for part in url.partition("#")[0].split("?", 1)[1].split("&"):
+            name, eq, value = part.partition("=")
+            if eq and is_session(unquote(name)):
+                found += [value, unquote(value)]
+    return [v for v in dict.fromkeys(found) if len(v) >= MIN_ECHOED and v != REDACTED]
+
+
 def url_secrets(url: Any) -> list[str]:
     """The credential values of a URL that the capture hides there: the userinfo's password (or a
     lone user, a token) and credential-named query or fragment parameters (not session ids), both
@@ -212,27 +232,28 @@ def url_secrets(url: Any) -> list[str]:
 
 
 class EchoGuard:
-    """The credential values one recorder has seen (the most recent MAX_KNOWN), hidden wherever
-    they come back. Learning a value already known costs one dict look-up."""
+    """The credential values one recorder has seen (the most recent MAX_KNOWN), and the session ids
+    (as many again), hidden wherever they come back. Learning a value already known costs one dict
+    look-up."""
 
-    __slots__ = ("_known", "forms")
+    __slots__ = ("_known", "_sessions", "forms")
 
     def __init__(self) -> None:
         self._known: dict[bytes, None] = {}
+        self._sessions: dict[bytes, None] = {}
         self.forms: tuple[bytes, ...] = ()
 
     def learn(self, values: Iterable[str]) -> None:
-        changed = False
-        for v in values:
-            b = _encoded(v)[0]
-            if b in self._known:
-                continue
-            if len(self._known) >= MAX_KNOWN:
-                del self._known[next(iter(self._known))]
-            self._known[b] = None
-            changed = True
-        if changed:
-            self.forms = secret_forms(self._known)
+        if _remember(self._known, values):
+            self.forms = secret_forms([*self._known, *self._sessions])
+
+    def learn_sessions(self, values: Iterable[str]) -> None:
+        """Session ids: whoever holds one can act in its session (the spec's session hijacking),
+        so an id a peer echoes is hidden like a credential. Where a record names the session (its
+        `Mcp-Session-Id` header, a `?sessionId=` parameter) the capture writer stores its keyed
+        hash instead (tracer.redact), which the session rules read: hiding leaves those alone."""
+        if _remember(self._sessions, values):
+            self.forms = secret_forms([*self._known, *self._sessions])
 
     def hide(self, raw: bytes, cut: int = 0) -> tuple[bytes, int]:
         """RAW as stored, and how many values were hidden (CUT: see `hide_kept`)."""
@@ -246,6 +267,20 @@ class EchoGuard:
         raw, errors = _encoded(text)
         out, n = hide_kept(raw, self.forms, cut)
         return out.decode("utf-8", errors) if n else text
+
+
+def _remember(known: dict[bytes, None], values: Iterable[str]) -> bool:
+    """Add VALUES to KNOWN (the most recent MAX_KNOWN kept); whether it changed."""
+    changed = False
+    for v in values:
+        b = _encoded(v)[0]
+        if b in known:
+            continue
+        if len(known) >= MAX_KNOWN:
+            del known[next(iter(known))]
+        known[b] = None
+        changed = True
+    return changed
 
 
 def _encoded(text: str) -> tuple[bytes, str]:

@@ -15,6 +15,7 @@ from tracer.redact_echo import (
     hide_echoed,
     hide_kept,
     secret_forms,
+    session_ids,
     url_secrets,
 )
 
@@ -147,6 +148,21 @@ def test_a_cut_tail_that_starts_a_known_value_is_hidden_from_four_bytes_or_half_
     assert hide_kept(b"ghp_0123456789abcdef ghp_0123", forms, cut=9) == (b"<redacted> <redacted>", 2)
     for raw in (b"", b"\xff\xfe", b"g", b"ghp_0123456789abcde"):
         hide_kept(raw, forms, cut=1)
+
+
+def test_session_ids_are_kept_apart_so_a_flood_of_sessions_does_not_push_the_token_out():
+    guard = EchoGuard()
+    guard.learn(["tok-kept-0123456789"])
+    guard.learn_sessions(f"session-{i:08d}" for i in range(MAX_KNOWN * 10))
+    assert guard.hide(b"tok-kept-0123456789")[1] == 1
+    assert guard.hide(f"session-{MAX_KNOWN * 10 - 1:08d}".encode())[1] == 1
+    assert guard.hide(b"session-00000000")[1] == 0  # (bounded: the oldest went)
+    assert session_ids([["Mcp-Session-Id", "abcdef0123456789"]], "http://h/m?sessionId=a%2Fb-123456") == [
+        "abcdef0123456789",
+        "a%2Fb-123456",
+        "a/b-123456",
+    ]
+    assert session_ids([["Mcp-Session-Id", "short"]], "http://h/?q=1") == []
 
 
 def test_an_sse_event_left_unterminated_keeps_its_start_with_the_known_token_hidden():

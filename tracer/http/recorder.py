@@ -48,8 +48,8 @@ from tracer.http.headers import (
 )
 from tracer.http.sse_tee import SseTee
 from tracer.model import Direction, Record, RecordType
-from tracer.redact import redact_headers, redact_url
-from tracer.redact_echo import EchoGuard, header_secrets, url_secrets
+from tracer.redact import is_session, redact_headers, redact_url
+from tracer.redact_echo import EchoGuard, header_secrets, session_ids, url_secrets
 
 MAX_HTTP_BODY = 64 * 1024  # bytes of a non-JSON-RPC body kept in an `http` record
 
@@ -145,6 +145,7 @@ class HttpRecorder:
             f = self._flows[ex.id] = _Flow(ex)
         if self.redact:  # (before its own body: a client may send the key there too)
             self.echo.learn(header_secrets(ex.req_headers) + url_secrets(ex.url))
+            self.echo.learn_sessions(session_ids(ex.req_headers, ex.url))
         body = ex.req_body or b""
         rpc = looks_jsonrpc(body)
         sse_conn = self._sse_conn_for(ex, rpc)
@@ -177,8 +178,9 @@ class HttpRecorder:
         if f is None:
             f = self._flows[ex.id] = _Flow(ex)
         headers = ex.resp_headers or []
-        if self.redact:  # (a Set-Cookie value)
+        if self.redact:  # (a Set-Cookie value; the session id a server assigns)
             self.echo.learn(header_secrets(headers))
+            self.echo.learn_sessions(session_ids(headers))
         sid = header(headers, "mcp-session-id")
         if not f.mcp and (sid is not None or header(headers, "mcp-protocol-version") is not None):
             f.mcp = True
@@ -406,7 +408,8 @@ class HttpRecorder:
         out = redact_headers(out)
         if self.echo.forms:  # (a header that echoes a credential: an error description quoting it)
             hide = self.echo.hide_text
-            out = [[k, hide(v)] for k, v in out]
+            # (a session's own header keeps its id: the capture writer stores its keyed hash)
+            out = [[k, v if is_session(k) else hide(v)] for k, v in out]
         return out
 
     def record_url(self, url: str) -> str:
