@@ -162,10 +162,11 @@ def _scrub(value: Any, texts: list[str], hits: list[int], depth: int) -> Any:
     return value
 
 
-def header_secrets(headers: Any) -> list[str]:
+def header_secrets(headers: Any, sessions: list[str] | None = None) -> list[str]:
     """The credential values in HEADERS (`[name, value]` pairs or a dict) that the capture hides
     there: a token after its scheme (`Bearer X`), each cookie's value, a whole API-key value.
-    Session ids are not among them (they are stored hashed, not hidden)."""
+    Session ids are not among them (they are stored hashed there): they go to SESSIONS, if given
+    (one pass over the headers for both)."""
     pairs = headers.items() if isinstance(headers, dict) else headers
     if not isinstance(pairs, Iterable) or isinstance(pairs, str | bytes):
         return []
@@ -174,7 +175,11 @@ def header_secrets(headers: Any) -> list[str]:
         if not isinstance(pair, list | tuple) or len(pair) != 2:
             continue
         name, value = pair
-        if type(name) is not str or type(value) is not str or not is_secret(name) or is_session(name):
+        if type(name) is not str or type(value) is not str or not is_secret(name):
+            continue
+        if is_session(name):
+            if sessions is not None:
+                sessions.append(value.strip())
             continue
         low = name.lower()
         if low in ("cookie", "set-cookie"):
@@ -191,20 +196,24 @@ def header_secrets(headers: Any) -> list[str]:
 def session_ids(headers: Any, url: Any = None) -> list[str]:
     """The session ids of HEADERS (`Mcp-Session-Id`, any header named like a session) and of URL's
     session parameters (the legacy transport's `?sessionId=`), long enough to look for."""
-    pairs = headers.items() if isinstance(headers, dict) else headers
     found: list[str] = []
-    if isinstance(pairs, Iterable) and not isinstance(pairs, str | bytes):
-        for pair in pairs:
-            if isinstance(pair, list | tuple) and len(pair) == 2:
-                name, value = pair
-                if type(name) is str and type(value) is str and is_session(name):
-                    found.append(value.strip())
-    if type(url) is str and "?" in url:
-        for part in url.partition("#")[0].split("?", 1)[1].split("&"):
-            name, eq, value = part.partition("=")
-            if eq and is_session(unquote(name)):
-                found += [value, unquote(value)]
-    return [v for v in dict.fromkeys(found) if len(v) >= MIN_ECHOED and v != REDACTED]
+    header_secrets(headers, found)
+    return _long(found + _url_sessions(url))
+
+
+def _url_sessions(url: Any) -> list[str]:
+    if type(url) is not str or "?" not in url:
+        return []
+    found: list[str] = []
+    for part in url.partition("#")[0].split("?", 1)[1].split("&"):
+        name, eq, value = part.partition("=")
+        if eq and is_session(unquote(name)):
+            found += [value, unquote(value)]
+    return found
+
+
+def _long(values: list[str]) -> list[str]:
+    return [v for v in dict.fromkeys(values) if len(v) >= MIN_ECHOED and v != REDACTED]
 
 
 def url_secrets(url: Any) -> list[str]:
@@ -236,16 +245,33 @@ class EchoGuard:
     (as many again), hidden wherever they come back. Learning a value already known costs one dict
     look-up."""
 
-    __slots__ = ("_known", "_sessions", "forms")
+    __slots__ = ("_known", "_sessions", "_texts", "forms")
 
     def __init__(self) -> None:
         self._known: dict[bytes, None] = {}
         self._sessions: dict[bytes, None] = {}
         self.forms: tuple[bytes, ...] = ()
+        self._texts: tuple[str, ...] = ()  # the forms as text: a header value is looked at as it is
 
     def learn(self, values: Iterable[str]) -> None:
         if _remember(self._known, values):
-            self.forms = secret_forms([*self._known, *self._sessions])
+            self._forms_changed()
+
+    def learn_exchange(self, headers: Any, url: Any = None) -> None:
+        """The credentials and session ids of a request's or a response's HEADERS and URL."""
+        sessions: list[str] = []
+        found = header_secrets(headers, sessions)
+        if url is not None:
+            found += url_secrets(url)
+            sessions += _url_sessions(url)
+        if found:
+            self.learn(found)
+        if sessions:
+            self.learn_sessions(_long(sessions))
+
+    def _forms_changed(self) -> None:
+        self.forms = secret_forms([*self._known, *self._sessions])
+        self._texts = tuple(_as_text(f) for f in self.forms)
 
     def learn_sessions(self, values: Iterable[str]) -> None:
         """Session ids: whoever holds one can act in its session (the spec's session hijacking),
@@ -253,7 +279,7 @@ class EchoGuard:
         `Mcp-Session-Id` header, a `?sessionId=` parameter) the capture writer stores its keyed
         hash instead (tracer.redact), which the session rules read: hiding leaves those alone."""
         if _remember(self._sessions, values):
-            self.forms = secret_forms([*self._known, *self._sessions])
+            self._forms_changed()
 
     def hide(self, raw: bytes, cut: int = 0) -> tuple[bytes, int]:
         """RAW as stored, and how many values were hidden (CUT: see `hide_kept`)."""
@@ -267,6 +293,28 @@ class EchoGuard:
         raw, errors = _encoded(text)
         out, n = hide_kept(raw, self.forms, cut)
         return out.decode("utf-8", errors) if n else text
+
+    def hide_headers(self, pairs: list) -> list:
+        """`[name, value]` PAIRS with the known values hidden in each value, but for a session's
+        own header (its id is stored as the writer's keyed hash, which the session rules read).
+        Most records repeat none: one look over all the other values at once tells."""
+        texts = self._texts
+        if not texts:
+            return pairs
+        values = "\n".join([v for k, v in pairs if type(v) is str and not is_session(k)])
+        if not any(t in values for t in texts):
+            return pairs
+        hide = self.hide_text
+        return [[k, v if is_session(k) else hide(v)] for k, v in pairs]
+
+
+def _as_text(form: bytes) -> str:
+    """FORM as the text a header value holding it would be (decoded as tracer.redact_echo's
+    `_encoded` encoded it: a lone surrogate of a HAR's JSON, else surrogate-escaped bytes)."""
+    try:
+        return form.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return form.decode("utf-8", "surrogateescape")
 
 
 def _remember(known: dict[bytes, None], values: Iterable[str]) -> bool:

@@ -48,8 +48,8 @@ from tracer.http.headers import (
 )
 from tracer.http.sse_tee import SseTee
 from tracer.model import Direction, Record, RecordType
-from tracer.redact import is_session, redact_headers, redact_url
-from tracer.redact_echo import EchoGuard, header_secrets, session_ids, url_secrets
+from tracer.redact import redact_headers, redact_url
+from tracer.redact_echo import EchoGuard
 
 MAX_HTTP_BODY = 64 * 1024  # bytes of a non-JSON-RPC body kept in an `http` record
 
@@ -144,8 +144,7 @@ class HttpRecorder:
         if f is None:
             f = self._flows[ex.id] = _Flow(ex)
         if self.redact:  # (before its own body: a client may send the key there too)
-            self.echo.learn(header_secrets(ex.req_headers) + url_secrets(ex.url))
-            self.echo.learn_sessions(session_ids(ex.req_headers, ex.url))
+            self.echo.learn_exchange(ex.req_headers, ex.url)
         body = ex.req_body or b""
         rpc = looks_jsonrpc(body)
         sse_conn = self._sse_conn_for(ex, rpc)
@@ -179,8 +178,7 @@ class HttpRecorder:
             f = self._flows[ex.id] = _Flow(ex)
         headers = ex.resp_headers or []
         if self.redact:  # (a Set-Cookie value; the session id a server assigns)
-            self.echo.learn(header_secrets(headers))
-            self.echo.learn_sessions(session_ids(headers))
+            self.echo.learn_exchange(headers)
         sid = header(headers, "mcp-session-id")
         if not f.mcp and (sid is not None or header(headers, "mcp-protocol-version") is not None):
             f.mcp = True
@@ -406,11 +404,8 @@ class HttpRecorder:
         if not self.redact:
             return out
         out = redact_headers(out)
-        if self.echo.forms:  # (a header that echoes a credential: an error description quoting it)
-            hide = self.echo.hide_text
-            # (a session's own header keeps its id: the capture writer stores its keyed hash)
-            out = [[k, v if is_session(k) else hide(v)] for k, v in out]
-        return out
+        # (a header that echoes a credential, or the session id: an error description quoting it)
+        return self.echo.hide_headers(out)
 
     def record_url(self, url: str) -> str:
         """A URL as records carry it: credentials in its query and userinfo redacted (session ids stay:
