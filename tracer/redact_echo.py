@@ -271,7 +271,7 @@ class EchoGuard:
 
     def _forms_changed(self) -> None:
         self.forms = secret_forms([*self._known, *self._sessions])
-        self._texts = tuple(_as_text(f) for f in self.forms)
+        self._texts = text_forms(self.forms)
 
     def learn_sessions(self, values: Iterable[str]) -> None:
         """Session ids: whoever holds one can act in its session (the spec's session hijacking),
@@ -288,24 +288,35 @@ class EchoGuard:
     def hide_text(self, text: Any, cut: int = 0) -> Any:
         """A header value (or a text cut short: CUT > 0) with the known values hidden (anything
         that is no string as it is)."""
-        if not self.forms or type(text) is not str:
-            return text
-        raw, errors = _encoded(text)
-        out, n = hide_kept(raw, self.forms, cut)
-        return out.decode("utf-8", errors) if n else text
+        return _hide_value(text, self.forms, cut) if self.forms else text
 
     def hide_headers(self, pairs: list) -> list:
-        """`[name, value]` PAIRS with the known values hidden in each value, but for a session's
-        own header (its id is stored as the writer's keyed hash, which the session rules read).
-        Most records repeat none: one look over all the other values at once tells."""
-        texts = self._texts
-        if not texts:
-            return pairs
-        values = "\n".join([v for k, v in pairs if type(v) is str and not is_session(k)])
-        if not any(t in values for t in texts):
-            return pairs
-        hide = self.hide_text
-        return [[k, v if is_session(k) else hide(v)] for k, v in pairs]
+        return hide_in_headers(pairs, self.forms, self._texts)
+
+
+def text_forms(forms: tuple[bytes, ...]) -> tuple[str, ...]:
+    """FORMS as the text a header value holding one would be (for `hide_in_headers`)."""
+    return tuple(_as_text(f) for f in forms)
+
+
+def hide_in_headers(pairs: list, forms: tuple[bytes, ...], texts: tuple[str, ...]) -> list:
+    """`[name, value]` PAIRS with FORMS (as TEXTS: `text_forms`) hidden in each value, but for a
+    session's own header (its id is stored as the writer's keyed hash, which the session rules
+    read). Most records repeat none: one look over all the other values at once tells."""
+    if not texts:
+        return pairs
+    values = "\n".join([v for k, v in pairs if type(v) is str and not is_session(k)])
+    if not any(t in values for t in texts):
+        return pairs
+    return [[k, v if is_session(k) else _hide_value(v, forms)] for k, v in pairs]
+
+
+def _hide_value(text: Any, forms: tuple[bytes, ...], cut: int = 0) -> Any:
+    if type(text) is not str:
+        return text
+    raw, errors = _encoded(text)
+    out, n = hide_kept(raw, forms, cut)
+    return out.decode("utf-8", errors) if n else text
 
 
 def _as_text(form: bytes) -> str:

@@ -24,8 +24,9 @@ from tracer.http.wire import HttpError, Url, iter_body, open_request
 from tracer.model import Direction, Record, RecordType
 from tracer.protocol import META_PROTOCOL_VERSION
 from tracer.redact import PROCESS_HASHER, redact_argv, redact_url
-from tracer.redact_echo import MIN_ECHOED, hide_kept, secret_forms
+from tracer.redact_echo import MIN_ECHOED, hide_in_headers, hide_kept, secret_forms, text_forms
 
+_HEADERS = ("req_headers", "resp_headers")
 GRACE_S = 2.0  # after closing the server's stdin: how long it gets to exit before SIGTERM, then SIGKILL
 
 
@@ -44,6 +45,7 @@ class Tap:
         self.transport = transport
         self._secrets: tuple[bytes, ...] = getattr(writer, "stderr_secrets", ())
         self._forms = secret_forms(self._secrets)
+        self._texts = text_forms(self._forms)
 
     def learn_session(self, sid: str) -> None:
         """A session id the server assigned: whoever holds it can act in the session, so it is
@@ -51,6 +53,7 @@ class Tap:
         if self.writer is not None and self.writer.redact and len(sid) >= MIN_ECHOED:
             self._secrets = (*self._secrets, sid.encode("utf-8", "surrogateescape"))
             self._forms = secret_forms(self._secrets)
+            self._texts = text_forms(self._forms)
 
     def message(self, direction: Direction, raw: bytes, cut: int = 0, **facts: Any) -> None:
         if self.writer is not None:
@@ -68,6 +71,11 @@ class Tap:
             rec.raw, n = hide_kept(rec.raw, self._forms, cut)
             if n:  # (the stored bytes are not the wire's: say so)
                 rec.data = {**(rec.data or {}), "redacted": n}
+        if self._texts and rec.http:  # (a header repeating one: a gateway's trace of the session)
+            hs = {
+                k: hide_in_headers(rec.http[k], self._forms, self._texts) for k in _HEADERS if rec.http.get(k)
+            }
+            rec.http = {**rec.http, **hs}  # (a copy: the SSE events of one answer share their facts)
         return rec
 
 

@@ -96,3 +96,24 @@ def test_over_http_the_bearer_token_given_with_header_is_hidden_where_the_server
     assert pages and all("denied: <redacted> is not allowed" in r["text"] for r in pages)
     assert all(r["data"] == {"redacted": 1} for r in pages)
     assert token.encode() not in out.read_bytes()
+
+
+def test_over_http_the_session_id_the_server_assigns_is_hidden_where_a_header_repeats_it(tmp_path):
+    # (the gateway repeats the session id in a trace header on every answer of the session)
+    out = tmp_path / "new.jsonl"
+    gateway = [sys.executable, str(REPO / "tests" / "servers" / "sdk_gateway.py"), "20"]
+    with serve_http(gateway, "the SDK server behind a gateway") as url:
+        run = subprocess.run(
+            [*MCPTRACE, "replay", str(CAPTURES / "sdk-stdio-legacy.jsonl"), "-o", str(out), "--url", url],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=BOUND_S,
+        )
+    assert "Traceback" not in run.stderr, run.stderr
+    records = [json.loads(line) for line in out.read_bytes().splitlines()]
+    heads = [dict(r["http"]["resp_headers"]) for r in records if "resp_headers" in r.get("http", {})]
+    traced = [h for h in heads if "x-trace" in h]
+    assert traced and {h["x-trace"] for h in traced} == {"upstream=sdk sess=<redacted>"}
+    (sid,) = {h["mcp-session-id"] for h in traced}
+    assert sid.startswith("hmac:")  # (its own header: the keyed hash, as before)
