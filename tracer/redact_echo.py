@@ -245,13 +245,14 @@ class EchoGuard:
     (as many again), hidden wherever they come back. Learning a value already known costs one dict
     look-up."""
 
-    __slots__ = ("_known", "_sessions", "_texts", "forms")
+    __slots__ = ("_known", "_last_sessions", "_sessions", "_texts", "forms")
 
     def __init__(self) -> None:
         self._known: dict[bytes, None] = {}
         self._sessions: dict[bytes, None] = {}
         self.forms: tuple[bytes, ...] = ()
         self._texts: tuple[str, ...] = ()  # the forms as text: a header value is looked at as it is
+        self._last_sessions: list[str] = []  # (a session's id comes on each of its exchanges)
 
     def learn(self, values: Iterable[str]) -> None:
         if _remember(self._known, values):
@@ -266,7 +267,8 @@ class EchoGuard:
             sessions += _url_sessions(url)
         if found:
             self.learn(found)
-        if sessions:
+        if sessions and sessions != self._last_sessions:
+            self._last_sessions = sessions
             self.learn_sessions(_long(sessions))
 
     def _forms_changed(self) -> None:
