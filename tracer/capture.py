@@ -241,7 +241,8 @@ class CaptureWriter:
     writers appending to one file at once never interleave inside a line.
     """
 
-    # credentials a stdio server may echo on its stderr, hidden there (tracer.stdio.tee sets them)
+    # credentials a server started by the tee or by replay may echo anywhere (its arguments and
+    # environment; an endpoint's headers and URL for replay), hidden there (tracer.redact.process_secrets)
     stderr_secrets: tuple[bytes, ...] = ()
 
     def __init__(

@@ -451,6 +451,13 @@ def env_secrets(environ: Any) -> list[str]:
     ]
 
 
+def process_secrets(command: list[str], environ: Any) -> tuple[bytes, ...]:
+    """The credentials a server started as COMMAND in ENVIRON is given (its credential arguments,
+    its environment's credential variables), which it may print anywhere: each door that starts
+    a server (the tee, `mcptrace replay`) learns them here and hides them in its capture."""
+    return known_secrets(argv_secrets(command), env_secrets(environ))
+
+
 def known_secrets(*groups: list[str]) -> tuple[bytes, ...]:
     """Secrets as bytes, longest first, each once (tracer.redact_echo hides them where echoed)."""
     seen = {s.encode("utf-8", "surrogateescape") for group in groups for s in group if s}

@@ -30,8 +30,17 @@ _HIDDEN = REDACTED.encode()
 # A value shorter than this is not looked for in bodies: "1" or "yes" would blank out words.
 MIN_ECHOED = 8
 # Credential values one recorder remembers (the most recent): a proxy sees few, and a flood of
-# distinct tokens must not grow its memory.
+# distinct tokens must not grow its memory. Session ids are kept apart, as many again: a proxy in
+# front of many sessions sees a new id per session, which must not push the bearer token out.
 MAX_KNOWN = 64
+# A record cut by a size limit (a stdio line over the tee's cap, an HTTP body over 64 KiB, an SSE
+# event over its cap) may end inside a known value: its start is all that is kept, and the matcher
+# only sees whole values. A kept tail that is the start of a known value is hidden when it is at
+# least this long, or at least half the value (a 4-character command-line secret): never more than
+# 3 characters, and never half, of a credential stay visible. Shorter tails are let be: where a cut
+# falls is a byte count, not content, so 4 bytes matching the start of a known value by chance are
+# rare, and hiding 1 to 3 bytes would blank out the end of innocent text for almost nothing.
+MIN_CUT_TAIL = 4
 
 
 def secret_forms(secrets: Iterable[bytes]) -> tuple[bytes, ...]:
@@ -86,6 +95,35 @@ def hide_echoed(raw: bytes, forms: tuple[bytes, ...]) -> tuple[bytes, int]:
     return rewritten, max(hits[0], 1)
 
 
+def hide_cut_tail(raw: bytes, forms: tuple[bytes, ...]) -> tuple[bytes, int]:
+    """RAW, the kept start of something cut short, with a tail that is the start of one of FORMS
+    (`secret_forms`) hidden (see MIN_CUT_TAIL), and 1 if it was (0 if not)."""
+    best = 0
+    size = len(raw)
+    for form in forms:
+        n = len(form)
+        head = form[: min(MIN_CUT_TAIL, (n + 1) // 2)]
+        # (the earliest start in the last n-1 bytes whose rest is the start of FORM is the longest)
+        p = raw.find(head, max(0, size - n + 1))
+        while p >= 0 and size - p > best:
+            if form.startswith(raw[p:]):
+                best = size - p
+                break
+            p = raw.find(head, p + 1)
+    return (raw[: size - best] + _HIDDEN, 1) if best else (raw, 0)
+
+
+def hide_kept(raw: bytes, forms: tuple[bytes, ...], cut: int = 0) -> tuple[bytes, int]:
+    """What a recorder stores of RAW (a line, a body, an event's data) and how many values were
+    hidden: every echoed FORM (`hide_echoed`), and when RAW is the kept start of something longer
+    (CUT bytes were not kept), a known value's start at its end (`hide_cut_tail`)."""
+    out, count = hide_echoed(raw, forms)
+    if cut > 0:
+        out, tail = hide_cut_tail(out, forms)
+        count += tail
+    return out, count
+
+
 def _text(form: bytes) -> str:
     try:
         return form.decode("utf-8")
@@ -124,10 +162,11 @@ def _scrub(value: Any, texts: list[str], hits: list[int], depth: int) -> Any:
     return value
 
 
-def header_secrets(headers: Any) -> list[str]:
+def header_secrets(headers: Any, sessions: list[str] | None = None) -> list[str]:
     """The credential values in HEADERS (`[name, value]` pairs or a dict) that the capture hides
     there: a token after its scheme (`Bearer X`), each cookie's value, a whole API-key value.
-    Session ids are not among them (they are stored hashed, not hidden)."""
+    Session ids are not among them (they are stored hashed there): they go to SESSIONS, if given
+    (one pass over the headers for both)."""
     pairs = headers.items() if isinstance(headers, dict) else headers
     if not isinstance(pairs, Iterable) or isinstance(pairs, str | bytes):
         return []
@@ -136,7 +175,11 @@ def header_secrets(headers: Any) -> list[str]:
         if not isinstance(pair, list | tuple) or len(pair) != 2:
             continue
         name, value = pair
-        if type(name) is not str or type(value) is not str or not is_secret(name) or is_session(name):
+        if type(name) is not str or type(value) is not str or not is_secret(name):
+            continue
+        if is_session(name):
+            if sessions is not None:
+                sessions.append(value.strip())
             continue
         low = name.lower()
         if low in ("cookie", "set-cookie"):
@@ -148,6 +191,29 @@ def header_secrets(headers: Any) -> list[str]:
         if sep and scheme.isalpha():
             found.append(rest.strip())
     return [v for v in found if len(v) >= MIN_ECHOED and v != REDACTED and REDACTED not in v]
+
+
+def session_ids(headers: Any, url: Any = None) -> list[str]:
+    """The session ids of HEADERS (`Mcp-Session-Id`, any header named like a session) and of URL's
+    session parameters (the legacy transport's `?sessionId=`), long enough to look for."""
+    found: list[str] = []
+    header_secrets(headers, found)
+    return _long(found + _url_sessions(url))
+
+
+def _url_sessions(url: Any) -> list[str]:
+    if type(url) is not str or "?" not in url:
+        return []
+    found: list[str] = []
+    for part in url.partition("#")[0].split("?", 1)[1].split("&"):
+        name, eq, value = part.partition("=")
+        if eq and is_session(unquote(name)):
+            found += [value, unquote(value)]
+    return found
+
+
+def _long(values: list[str]) -> list[str]:
+    return [v for v in dict.fromkeys(values) if len(v) >= MIN_ECHOED and v != REDACTED]
 
 
 def url_secrets(url: Any) -> list[str]:
@@ -175,38 +241,107 @@ def url_secrets(url: Any) -> list[str]:
 
 
 class EchoGuard:
-    """The credential values one recorder has seen (the most recent MAX_KNOWN), hidden wherever
-    they come back. Learning a value already known costs one dict look-up."""
+    """The credential values one recorder has seen (the most recent MAX_KNOWN), and the session ids
+    (as many again), hidden wherever they come back. Learning a value already known costs one dict
+    look-up."""
 
-    __slots__ = ("_known", "forms")
+    __slots__ = ("_known", "_last_sessions", "_sessions", "_texts", "forms")
 
     def __init__(self) -> None:
         self._known: dict[bytes, None] = {}
+        self._sessions: dict[bytes, None] = {}
         self.forms: tuple[bytes, ...] = ()
+        self._texts: tuple[str, ...] = ()  # the forms as text: a header value is looked at as it is
+        self._last_sessions: list[str] = []  # (a session's id comes on each of its exchanges)
 
     def learn(self, values: Iterable[str]) -> None:
-        changed = False
-        for v in values:
-            b = _encoded(v)[0]
-            if b in self._known:
-                continue
-            if len(self._known) >= MAX_KNOWN:
-                del self._known[next(iter(self._known))]
-            self._known[b] = None
-            changed = True
-        if changed:
-            self.forms = secret_forms(self._known)
+        if _remember(self._known, values):
+            self._forms_changed()
 
-    def hide(self, raw: bytes) -> tuple[bytes, int]:
-        return hide_echoed(raw, self.forms) if self.forms else (raw, 0)
+    def learn_exchange(self, headers: Any, url: Any = None) -> None:
+        """The credentials and session ids of a request's or a response's HEADERS and URL."""
+        sessions: list[str] = []
+        found = header_secrets(headers, sessions)
+        if url is not None:
+            found += url_secrets(url)
+            sessions += _url_sessions(url)
+        if found:
+            self.learn(found)
+        if sessions and sessions != self._last_sessions:
+            self._last_sessions = sessions
+            self.learn_sessions(_long(sessions))
 
-    def hide_text(self, text: Any) -> Any:
-        """A header value with the known values hidden (anything that is no string as it is)."""
-        if not self.forms or type(text) is not str:
-            return text
-        raw, errors = _encoded(text)
-        out, n = hide_echoed(raw, self.forms)
-        return out.decode("utf-8", errors) if n else text
+    def _forms_changed(self) -> None:
+        self.forms = secret_forms([*self._known, *self._sessions])
+        self._texts = text_forms(self.forms)
+
+    def learn_sessions(self, values: Iterable[str]) -> None:
+        """Session ids: whoever holds one can act in its session (the spec's session hijacking),
+        so an id a peer echoes is hidden like a credential. Where a record names the session (its
+        `Mcp-Session-Id` header, a `?sessionId=` parameter) the capture writer stores its keyed
+        hash instead (tracer.redact), which the session rules read: hiding leaves those alone."""
+        if _remember(self._sessions, values):
+            self._forms_changed()
+
+    def hide(self, raw: bytes, cut: int = 0) -> tuple[bytes, int]:
+        """RAW as stored, and how many values were hidden (CUT: see `hide_kept`)."""
+        return hide_kept(raw, self.forms, cut) if self.forms else (raw, 0)
+
+    def hide_text(self, text: Any, cut: int = 0) -> Any:
+        """A header value (or a text cut short: CUT > 0) with the known values hidden (anything
+        that is no string as it is)."""
+        return _hide_value(text, self.forms, cut) if self.forms else text
+
+    def hide_headers(self, pairs: list) -> list:
+        return hide_in_headers(pairs, self.forms, self._texts)
+
+
+def text_forms(forms: tuple[bytes, ...]) -> tuple[str, ...]:
+    """FORMS as the text a header value holding one would be (for `hide_in_headers`)."""
+    return tuple(_as_text(f) for f in forms)
+
+
+def hide_in_headers(pairs: list, forms: tuple[bytes, ...], texts: tuple[str, ...]) -> list:
+    """`[name, value]` PAIRS with FORMS (as TEXTS: `text_forms`) hidden in each value, but for a
+    session's own header (its id is stored as the writer's keyed hash, which the session rules
+    read). Most records repeat none: one look over all the other values at once tells."""
+    if not texts:
+        return pairs
+    values = "\n".join([v for k, v in pairs if type(v) is str and not is_session(k)])
+    if not any(t in values for t in texts):
+        return pairs
+    return [[k, v if is_session(k) else _hide_value(v, forms)] for k, v in pairs]
+
+
+def _hide_value(text: Any, forms: tuple[bytes, ...], cut: int = 0) -> Any:
+    if type(text) is not str:
+        return text
+    raw, errors = _encoded(text)
+    out, n = hide_kept(raw, forms, cut)
+    return out.decode("utf-8", errors) if n else text
+
+
+def _as_text(form: bytes) -> str:
+    """FORM as the text a header value holding it would be (decoded as tracer.redact_echo's
+    `_encoded` encoded it: a lone surrogate of a HAR's JSON, else surrogate-escaped bytes)."""
+    try:
+        return form.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return form.decode("utf-8", "surrogateescape")
+
+
+def _remember(known: dict[bytes, None], values: Iterable[str]) -> bool:
+    """Add VALUES to KNOWN (the most recent MAX_KNOWN kept); whether it changed."""
+    changed = False
+    for v in values:
+        b = _encoded(v)[0]
+        if b in known:
+            continue
+        if len(known) >= MAX_KNOWN:
+            del known[next(iter(known))]
+        known[b] = None
+        changed = True
+    return changed
 
 
 def _encoded(text: str) -> tuple[bytes, str]:

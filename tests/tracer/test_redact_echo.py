@@ -7,7 +7,17 @@ import json
 
 from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.model import Record
-from tracer.redact_echo import MAX_KNOWN, EchoGuard, header_secrets, hide_echoed, secret_forms, url_secrets
+from tracer.redact_echo import (
+    MAX_KNOWN,
+    EchoGuard,
+    header_secrets,
+    hide_cut_tail,
+    hide_echoed,
+    hide_kept,
+    secret_forms,
+    session_ids,
+    url_secrets,
+)
 
 
 def test_a_key_inside_a_json_string_is_hidden_in_place_keeping_every_other_byte():
@@ -123,3 +133,49 @@ def test_a_credential_header_holding_a_lone_surrogate_is_learned_and_hidden_with
     path.write_text(json.dumps({"log": {"version": "1.2", "entries": [entry]}}))
     records = [r for r in open_input(str(path)).records if isinstance(r, Record)]
     assert next(r.raw for r in records if r.type.value == "message") == json.dumps(req).encode()
+
+
+def test_a_cut_tail_that_starts_a_known_value_is_hidden_from_four_bytes_or_half_a_short_value():
+    forms = secret_forms([b"ghp_0123456789abcdef", b"pin7"])
+    assert hide_cut_tail(b"page ... ghp_01", forms) == (b"page ... <redacted>", 1)
+    assert hide_cut_tail(b"page ... ghp_", forms) == (b"page ... <redacted>", 1)  # 4 bytes
+    assert hide_cut_tail(b"page ... ghp", forms) == (b"page ... ghp", 0)  # 3: could be any word
+    assert hide_cut_tail(b"code pi", forms) == (b"code <redacted>", 1)  # half of a 4-byte value
+    assert hide_cut_tail(b"code p", forms) == (b"code p", 0)
+    # the longest start wins; a whole value is no tail (hide_echoed's), and a line not cut keeps it
+    assert hide_cut_tail(b"ghp_0 ghp_0123", forms) == (b"ghp_0 <redacted>", 1)
+    assert hide_kept(b"x ghp_0123", forms) == (b"x ghp_0123", 0)
+    assert hide_kept(b"ghp_0123456789abcdef ghp_0123", forms, cut=9) == (b"<redacted> <redacted>", 2)
+    for raw in (b"", b"\xff\xfe", b"g", b"ghp_0123456789abcde"):
+        hide_kept(raw, forms, cut=1)
+
+
+def test_session_ids_are_kept_apart_so_a_flood_of_sessions_does_not_push_the_token_out():
+    guard = EchoGuard()
+    guard.learn(["tok-kept-0123456789"])
+    guard.learn_sessions(f"session-{i:08d}" for i in range(MAX_KNOWN * 10))
+    assert guard.hide(b"tok-kept-0123456789")[1] == 1
+    assert guard.hide(f"session-{MAX_KNOWN * 10 - 1:08d}".encode())[1] == 1
+    assert guard.hide(b"session-00000000")[1] == 0  # (bounded: the oldest went)
+    assert session_ids([["Mcp-Session-Id", "abcdef0123456789"]], "http://h/m?sessionId=a%2Fb-123456") == [
+        "abcdef0123456789",
+        "a%2Fb-123456",
+        "a/b-123456",
+    ]
+    assert session_ids([["Mcp-Session-Id", "short"]], "http://h/?q=1") == []
+
+
+def test_an_sse_event_left_unterminated_keeps_its_start_with_the_known_token_hidden():
+    # (a stream that ends inside an event: its first 200 characters go in the stream-closed event)
+    out: list[Record] = []
+    rec = HttpRecorder(out.extend, redact=True)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
+    auth = [["Authorization", "Bearer tok-ABCDEF123456"]]
+    ex = Exchange("f1", "127.0.0.1:5000", "POST", "http://h/mcp", auth, body)
+    rec.request(ex)
+    ex.status, ex.resp_headers = 200, [["Content-Type", "text/event-stream"]]
+    tee = rec.response_headers(ex)
+    tee.feed(b"data: " + b"a" * 150 + b" tok-ABCDEF123456 " + b"b" * 25 + b" tok-ABCDEF123456\n")
+    tee.end("server-closed")
+    (closed,) = [r for r in out if r.data and r.data.get("event") == "stream-closed"]
+    assert closed.data["unterminated"] == "a" * 150 + " <redacted> " + "b" * 25 + " <redacted>"

@@ -216,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         sys.stderr.write(f"mcptrace: error: cannot write {out_path}: {exc.strerror or exc}\n")
         return 2
+    if writer.redact:  # (hidden wherever the server or the replayed messages repeat them)
+        writer.stderr_secrets = target.secrets()
     try:
         runs = asyncio.run(replay_all(plans, target, writer, timeout=args.timeout))
     except PeerError as exc:

@@ -49,7 +49,7 @@ from tracer.http.headers import (
 from tracer.http.sse_tee import SseTee
 from tracer.model import Direction, Record, RecordType
 from tracer.redact import redact_headers, redact_url
-from tracer.redact_echo import EchoGuard, header_secrets, url_secrets
+from tracer.redact_echo import EchoGuard
 
 MAX_HTTP_BODY = 64 * 1024  # bytes of a non-JSON-RPC body kept in an `http` record
 
@@ -93,6 +93,17 @@ class _Flow:
 _BODIES = (RecordType.MESSAGE, RecordType.HTTP)
 
 
+def _cut(rec: Record) -> int:
+    """Bytes of REC's body not kept: an SSE event over its cap (`data.cut`), an HTTP body over
+    MAX_HTTP_BODY (`http.body_bytes`)."""
+    data, http = rec.data, rec.http
+    if data and type(data.get("cut")) is int:
+        return data["cut"]
+    if http and type(http.get("body_bytes")) is int:
+        return http["body_bytes"] - len(rec.raw)
+    return 0
+
+
 def _now(t_ns: int) -> int:
     return t_ns or time.time_ns()
 
@@ -120,7 +131,7 @@ class HttpRecorder:
         if self.redact and self.echo.forms:
             for rec in recs:
                 if rec.raw and rec.type in _BODIES:
-                    raw, n = self.echo.hide(rec.raw)
+                    raw, n = self.echo.hide(rec.raw, _cut(rec))
                     if n:
                         rec.raw = raw
                         rec.data = {**(rec.data or {}), "redacted": n}
@@ -133,7 +144,7 @@ class HttpRecorder:
         if f is None:
             f = self._flows[ex.id] = _Flow(ex)
         if self.redact:  # (before its own body: a client may send the key there too)
-            self.echo.learn(header_secrets(ex.req_headers) + url_secrets(ex.url))
+            self.echo.learn_exchange(ex.req_headers, ex.url)
         body = ex.req_body or b""
         rpc = looks_jsonrpc(body)
         sse_conn = self._sse_conn_for(ex, rpc)
@@ -166,8 +177,8 @@ class HttpRecorder:
         if f is None:
             f = self._flows[ex.id] = _Flow(ex)
         headers = ex.resp_headers or []
-        if self.redact:  # (a Set-Cookie value)
-            self.echo.learn(header_secrets(headers))
+        if self.redact:  # (a Set-Cookie value; the session id a server assigns)
+            self.echo.learn_exchange(headers)
         sid = header(headers, "mcp-session-id")
         if not f.mcp and (sid is not None or header(headers, "mcp-protocol-version") is not None):
             f.mcp = True
@@ -393,10 +404,8 @@ class HttpRecorder:
         if not self.redact:
             return out
         out = redact_headers(out)
-        if self.echo.forms:  # (a header that echoes a credential: an error description quoting it)
-            hide = self.echo.hide_text
-            out = [[k, hide(v)] for k, v in out]
-        return out
+        # (a header that echoes a credential, or the session id: an error description quoting it)
+        return self.echo.hide_headers(out)
 
     def record_url(self, url: str) -> str:
         """A URL as records carry it: credentials in its query and userinfo redacted (session ids stay:

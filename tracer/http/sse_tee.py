@@ -216,7 +216,10 @@ class SseTee:
             ),
         }
         if tail is not None:
-            data["unterminated"] = tail.data[:200]
+            kept = tail.data[:200]
+            # (its start only: a known value it holds, or starts at its end, is hidden as in a message)
+            cut = len(tail.data) - len(kept) + tail.cut
+            data["unterminated"] = self.rec.echo.hide_text(kept, cut) if self.rec.redact else kept
         if self.retry_seen:
             data["retry_seen"] = True
         recs = [

@@ -24,7 +24,9 @@ from tracer.http.wire import HttpError, Url, iter_body, open_request
 from tracer.model import Direction, Record, RecordType
 from tracer.protocol import META_PROTOCOL_VERSION
 from tracer.redact import PROCESS_HASHER, redact_argv, redact_url
+from tracer.redact_echo import MIN_ECHOED, hide_in_headers, hide_kept, secret_forms, text_forms
 
+_HEADERS = ("req_headers", "resp_headers")
 GRACE_S = 2.0  # after closing the server's stdin: how long it gets to exit before SIGTERM, then SIGKILL
 
 
@@ -33,29 +35,48 @@ class PeerError(Exception):
 
 
 class Tap:
-    """Writes what crosses to the new capture (or nowhere)."""
+    """Writes what crosses to the new capture (or nowhere). The credentials the server was given
+    (`writer.stderr_secrets`, as the tee's: tracer.cli.replay sets them) are hidden wherever the
+    server or the host's recorded messages repeat them, as the tee hides them (`hide_kept`)."""
 
     def __init__(self, writer: CaptureWriter | None, conn: str, transport: str):
         self.writer = writer
         self.conn = conn
         self.transport = transport
+        self._secrets: tuple[bytes, ...] = getattr(writer, "stderr_secrets", ())
+        self._forms = secret_forms(self._secrets)
+        self._texts = text_forms(self._forms)
 
-    def message(self, direction: Direction, raw: bytes, **facts: Any) -> None:
-        if self.writer is not None:
-            self.writer.write(
-                Record(
-                    RecordType.MESSAGE,
-                    dir=direction,
-                    raw=raw,
-                    transport=self.transport,
-                    conn=self.conn,
-                    **facts,
-                )
-            )
+    def learn_session(self, sid: str) -> None:
+        """A session id the server assigned: whoever holds it can act in the session, so it is
+        hidden where repeated (its own header keeps the writer's keyed hash)."""
+        if self.writer is not None and self.writer.redact and len(sid) >= MIN_ECHOED:
+            self._secrets = (*self._secrets, sid.encode("utf-8", "surrogateescape"))
+            self._forms = secret_forms(self._secrets)
+            self._texts = text_forms(self._forms)
 
-    def record(self, rtype: RecordType, **facts: Any) -> None:
+    def message(self, direction: Direction, raw: bytes, cut: int = 0, **facts: Any) -> None:
         if self.writer is not None:
-            self.writer.write(Record(rtype, transport=self.transport, conn=self.conn, **facts))
+            self.writer.write(self._hidden(Record(RecordType.MESSAGE, dir=direction, raw=raw, **facts), cut))
+
+    def record(self, rtype: RecordType, cut: int = 0, **facts: Any) -> None:
+        if self.writer is not None:
+            self.writer.write(self._hidden(Record(rtype, **facts), cut))
+
+    def _hidden(self, rec: Record, cut: int) -> Record:
+        rec.transport, rec.conn = self.transport, self.conn
+        if cut:
+            rec.data = {**(rec.data or {}), "cut": cut}
+        if self._forms and rec.raw:
+            rec.raw, n = hide_kept(rec.raw, self._forms, cut)
+            if n:  # (the stored bytes are not the wire's: say so)
+                rec.data = {**(rec.data or {}), "redacted": n}
+        if self._texts and rec.http:  # (a header repeating one: a gateway's trace of the session)
+            hs = {
+                k: hide_in_headers(rec.http[k], self._forms, self._texts) for k in _HEADERS if rec.http.get(k)
+            }
+            rec.http = {**rec.http, **hs}  # (a copy: the SSE events of one answer share their facts)
+        return rec
 
 
 class Peer:
@@ -126,17 +147,17 @@ class StdioPeer(Peer):
     def _frame(self, frame) -> None:
         if not frame.data.strip():
             return
-        self.tap.message(Direction.S2C, frame.data, offset=frame.offset, eol=frame.eol)
+        self.tap.message(Direction.S2C, frame.data, frame.cut, offset=frame.offset, eol=frame.eol)
         self.incoming.put_nowait(frame.data)
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
         framer = LineFramer()
         while chunk := await stream.read(65536):
             for frame in framer.feed(chunk):
-                self.tap.record(RecordType.STDERR, raw=frame.data, offset=frame.offset)
+                self.tap.record(RecordType.STDERR, frame.cut, raw=frame.data, offset=frame.offset)
         tail = framer.finish()
         if tail is not None:
-            self.tap.record(RecordType.STDERR, raw=tail.data, offset=tail.offset, eol=False)
+            self.tap.record(RecordType.STDERR, tail.cut, raw=tail.data, offset=tail.offset, eol=False)
 
     async def send(self, data: bytes, obj: Any) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -281,6 +302,7 @@ class HttpPeer(Peer):
             }
             if type(obj) is dict and obj.get("method") == "initialize" and head.headers.get("mcp-session-id"):
                 self.session_id = head.headers.get("mcp-session-id")
+                self.tap.learn_session(self.session_id)
             if head.content_type == "text/event-stream":
                 await self._sse(reader, head, facts, flow, obj)
                 if rid is not None and rid not in self._answered:

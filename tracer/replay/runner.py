@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from tracer.capture import CaptureWriter
 from tracer.classify import id_key
 from tracer.http.headers import headers_with_prefix
-from tracer.redact import PROCESS_HASHER, redact_argv, redact_url
+from tracer.redact import PROCESS_HASHER, known_secrets, process_secrets, redact_argv, redact_url
+from tracer.redact_echo import header_secrets, url_secrets
 from tracer.replay.driver import Replayer, RunResult
 from tracer.replay.peers import HttpPeer, Peer, StdioPeer, Tap
 from tracer.replay.recording import Conversation, Recording
@@ -23,6 +25,14 @@ class Target:
     @property
     def transport(self) -> str:
         return "http" if self.url else "stdio"
+
+    def secrets(self) -> tuple[bytes, ...]:
+        """The credentials the server is given, which the new capture hides wherever they show up:
+        a command's arguments and environment as the tee learns them, an endpoint's credential
+        headers (`--header`) and URL parameters as the proxy learns them."""
+        if self.url:
+            return known_secrets(header_secrets(self.headers), url_secrets(self.url))
+        return process_secrets(self.command or [], os.environ)  # (the server inherits this one)
 
     @property
     def label(self) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from tracer.capture import CaptureWriter
 from tracer.framing import Frame, LineFramer
 from tracer.model import Direction, Finding, Record, RecordType
-from tracer.redact_echo import hide_echoed, secret_forms
+from tracer.redact_echo import hide_kept, secret_forms
 from tracer.stdio.encode import encode_line, is_utf8, looks_suspicious
 from tracer.stdio.runs import RUN_MIN, StreamFramer, make_run
 from tracer.stdio.splice import read_exactly
@@ -387,8 +387,8 @@ class CaptureSink(CaptureOutcome):
         # positional: this runs once per line (type, seq, t_ns, dir, raw, transport, conn, offset, eol)
         data = fr.data
         hidden = 0
-        if self._hidden:
-            data, hidden = hide_echoed(data, self._hidden)
+        if self._hidden:  # (a line over the cap keeps its start: a known value's start at its end too)
+            data, hidden = hide_kept(data, self._hidden, fr.cut)
         rec = Record(rtype, 0, t_ns, _DIRS[stream], data, "stdio", self.conn, fr.offset, fr.eol)
         if fr.cut or hidden:
             rec.data = {"cut": fr.cut} if fr.cut else {}

@@ -425,12 +425,12 @@ def open_capture(
     """Open the capture file (before the server starts: an unwritable path fails first); an
     existing capture gets this session appended unless `overwrite`."""
     from tracer.capture import header_record
-    from tracer.redact import argv_secrets, env_secrets, known_secrets, redact_argv
+    from tracer.redact import process_secrets, redact_argv
 
     shown = redact_argv(command) if redact else list(command)
     writer = CaptureWriter(
         path, header_record("stdio", command=shown, label=label), redact=redact, overwrite=overwrite
     )
     if redact:  # (the server inherits this environment: its keys are what it may print)
-        writer.stderr_secrets = known_secrets(argv_secrets(command), env_secrets(os.environ))
+        writer.stderr_secrets = process_secrets(command, os.environ)
     return writer

@@ -178,3 +178,46 @@ def test_lint_of_a_capture_with_a_hidden_key_reads_the_marked_records_without_a_
     )
     assert b"broken capture record" not in lint.stdout + lint.stderr
     assert lint.returncode in (0, 1), lint.stderr
+
+
+# A real server whose stderr line outgrows the capture's line cap (MAX_STDERR_LINE) right inside
+# its token: the capture keeps the line's first bytes only, the token's first KEPT bytes among them.
+CUT_SERVER = (
+    "import os, sys\n"
+    "kept = int(sys.argv[1])\n"
+    "line = 'x' * ({cap} - kept) + os.environ['GITHUB_TOKEN'] + ' and more\\n'\n"
+    "sys.stderr.write(line); sys.stderr.flush()\n"
+    "for line in sys.stdin:\n"
+    "    sys.stdout.write(line); sys.stdout.flush()\n"
+)
+
+
+def _cut_tee(tmp_path, kept: int) -> tuple[subprocess.CompletedProcess, dict]:
+    from tracer.stdio.capture import MAX_STDERR_LINE
+
+    cap = tmp_path / f"cut{kept}.jsonl"
+    env = {**os.environ, "GITHUB_TOKEN": SECRETS[2].decode()}
+    server = [sys.executable, "-c", CUT_SERVER.replace("{cap}", str(MAX_STDERR_LINE)), str(kept)]
+    run = subprocess.run(
+        [sys.executable, "-m", "tracer", "stdio", "-q", "-o", str(cap), "--", *server],
+        input=PING,
+        capture_output=True,
+        env=env,
+        timeout=BOUND_S,
+    )
+    assert run.returncode == 0, run.stderr
+    (line,) = [json.loads(x) for x in cap.read_bytes().splitlines() if b'"type":"stderr"' in x]
+    return run, line
+
+
+def test_a_token_cut_by_the_stderr_line_cap_does_not_show_its_start_at_the_end_of_the_kept_part(tmp_path):
+    run, line = _cut_tee(tmp_path, kept=20)
+    assert SECRETS[2] in run.stderr  # the host gets the whole line
+    assert not line["text"].endswith(SECRETS[2][:20].decode())
+    assert line["text"].endswith("x<redacted>")
+    assert line["data"]["redacted"] == 1 and line["data"]["cut"] > 0
+
+
+def test_a_cut_that_keeps_three_bytes_of_a_token_leaves_them_short_tails_are_not_hidden(tmp_path):
+    _, line = _cut_tee(tmp_path, kept=3)  # (MIN_CUT_TAIL: 4 bytes; "ghp" could end innocent text)
+    assert line["text"].endswith("x" + SECRETS[2][:3].decode()) and "redacted" not in line["data"]
