@@ -28,10 +28,13 @@ CAPTURES = sorted((ROOT / "fixtures" / "captures").glob("*.jsonl"))
 BOUND_S = 120.0  # generous: the machine may be loaded; every wait below is on a condition
 
 
-def _analyse(capture: Path, workdir: Path, *extra: str) -> list[dict]:
+def _analyse(capture: Path, workdir: Path, *extra: str, flushes: str | None = None) -> list[dict]:
+    """`python -m tracer.view.annotate` run to its end; FLUSHES (a key of FLUSHES) forces when it
+    flushes, in whichever process decides (the analysis process on two): no clock then."""
     workdir.mkdir()
+    cmd = ["-m", "tracer.view.annotate"] if flushes is None else ["-c", FLUSHES[flushes]]
     p = subprocess.run(
-        [sys.executable, "-m", "tracer.view.annotate", str(capture), str(workdir), *extra],
+        [sys.executable, *cmd, str(capture), str(workdir), *extra],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -39,6 +42,19 @@ def _analyse(capture: Path, workdir: Path, *extra: str) -> list[dict]:
         check=True,
     )
     return [json.loads(line) for line in p.stdout.splitlines()]
+
+
+_FORCED = """import sys
+import tracer.view.annotate as a
+{}
+sys.exit(a.main(sys.argv[1:]))
+"""
+FLUSHES = {
+    # at every flush check (2,048 rows, then every 256), as a slow machine flushes
+    "every check": _FORCED.format("a.flush_due = lambda unwritten, last: True"),
+    # none before the end of the file, as a fast machine flushes a small capture
+    "the end only": _FORCED.format("a.flush_due = lambda unwritten, last: False"),
+}
 
 
 def _written(workdir: Path, progress: list[dict]) -> dict:
@@ -82,10 +98,14 @@ def _inputs(tmp_path: Path) -> list[Path]:
     return [*CAPTURES, _rule_cases_capture(tmp_path / "cases.jsonl"), generated]
 
 
-def test_two_processes_write_the_rows_details_and_summary_one_process_writes(tmp_path):
+@pytest.mark.parametrize("flushes", ["every check", "the end only"])
+def test_two_processes_write_the_rows_details_and_summary_one_process_writes(tmp_path, flushes):
+    # the same flushes on both sides: the clock decides them otherwise, and the bytes depend on
+    # them (where details are stored and in which order, the notes' numbering, what the last
+    # report still carries) while what a reader gets does not
     for i, capture in enumerate(_inputs(tmp_path)):
-        one = _analyse(capture, tmp_path / f"one{i}", "--one-process")
-        two = _analyse(capture, tmp_path / f"two{i}")
+        one = _analyse(capture, tmp_path / f"one{i}", "--one-process", flushes=flushes)
+        two = _analyse(capture, tmp_path / f"two{i}", flushes=flushes)
         assert one[-1]["done"] and two[-1]["done"], capture.name
         assert _written(tmp_path / f"two{i}", two) == _written(tmp_path / f"one{i}", one), capture.name
 
