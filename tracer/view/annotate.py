@@ -158,6 +158,8 @@ class Annotator(RowFiller):
             self.write_deferred()
         while len(self.stash) > MAX_STASH:  # requests never answered, oldest first: memory stays bounded
             del self.stash[next(iter(self.stash))]
+        if self.flow_waiting:
+            self.flow_waiting.prune(self.stash)
         if self.timings:  # keep the SSE timing only of rows whose details may be written again
             waiting = {v[1] for v in self.stash.values()}
             self.timings = {r: t for r, t in self.timings.items() if r in waiting}

@@ -53,6 +53,7 @@ from tracer.capture import _fast_record, record_from_dict
 from tracer.index import IndexReset
 from tracer.inputs.lazy import open_rows
 from tracer.model import KIND_BATCH as _BATCH
+from tracer.model import REC_HTTP as _HTTP
 from tracer.model import REC_MESSAGE as _MESSAGE
 from tracer.model import Analysed as _Analysed
 from tracer.model import Direction, Kind
@@ -188,9 +189,22 @@ class Analysis(StashMirror):
         opened = self.open
         while len(opened) > MAX_STASH:  # (as the writer's stash: oldest first)
             del opened[next(iter(opened))]
+        if self.flow_open:
+            self.prune_flows()
         self.send(("flush", eof, done, take, facts, updates))
 
     # -- results -----------------------------------------------------------------------------
+
+    @staticmethod
+    def errors_without_id(a: Any) -> bool:
+        """A message that may answer at the HTTP level (tracer.update.pairing.match_response): an error
+        without id, or a batch with one (the writer's test: RowFiller.message and batch)."""
+        if a.kind is _ERROR:
+            return a.idkey is None
+        return a.kind is _BATCH and any(u.kind is _ERROR and u.idkey is None for u in a.members or ())
+
+    def http_error(self, rec: Any) -> list[tuple]:
+        return self.http_answered(rec) if answers_at_http_level(rec) else []
 
     def encode(self, a: Any, pos: int = -1) -> tuple:
         """What the row writer reads of an `Analysed` it cannot classify itself (tracer.view.rowfill,
@@ -230,6 +244,8 @@ class Analysis(StashMirror):
                     else:
                         self.open[key] = [held]
                     self.fresh_members.append(held)
+                if rec.http is not None:
+                    self.carried(rec, held)
         findings = a.findings
         members = a.members
         extra = None
@@ -305,9 +321,13 @@ class Analysis(StashMirror):
                     out += (row + 1, 2, type(exc).__name__, str(exc)[:300])
                     continue
                 if not message:
-                    if rec.http is not None and answers_at_http_level(rec):  # (tracer.update.http_answer)
+                    http_answer = rec.http is not None and answers_at_http_level(rec)
+                    if http_answer:  # (tracer.update.http_answer)
                         self.dirty = True
-                    out += (row + 1, 1, encode_events(a), self.changed())
+                    updates = self.changed()
+                    if http_answer and rec.type is _HTTP and self.flow_open:
+                        updates += self.http_answered(rec)  # (RowFiller.analyse_row settles them again)
+                    out += (row + 1, 1, encode_events(a), updates)
                     if self.open:
                         for ev in a:  # (RowFiller.analyse_row: a closed session's requests are forgotten)
                             session = getattr(ev, "session", None)
@@ -325,7 +345,12 @@ class Analysis(StashMirror):
                 ):
                     self.dirty = True  # (tracer.update.pairing.answered_at_http_level)
                 if kind is _BATCH or a.findings or a.reason is not None or a.pair_note is not None:
-                    out += (row + 1, 3, self.encode(a))
+                    t = self.encode(a)
+                    if rec.http is not None and self.flow_open and self.errors_without_id(a):
+                        more = self.http_error(rec)  # (RowFiller.message and batch settle them again)
+                        if more:
+                            t = (*t[:-1], (t[-1] or []) + more)
+                    out += (row + 1, 3, t)
                     continue
                 # a plain message: what the writer cannot read from its own bytes (tracer.view.replay)
                 req = a.request
@@ -339,6 +364,7 @@ class Analysis(StashMirror):
                         opened[key] = a
                         if rec.http is not None:
                             self.fresh_http.append(a)
+                            self.carried(rec, a)
                     if req is not None:
                         reqv = (req.seq, req.idkey, req.method, req.dir._value_, req.op_seq)
                 elif req is not None:

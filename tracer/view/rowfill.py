@@ -20,6 +20,7 @@ from tracer.model import Analysed, Finding, Kind, Record, RecordType
 from tracer.pairing import PairStatus
 from tracer.summary import SummaryBuilder
 from tracer.view.details import SseClock, compact, derive, expand
+from tracer.view.flowwait import FlowWaiting
 from tracer.view.notes import Notes
 from tracer.view.rowformat import (
     DIR_OF,
@@ -83,6 +84,7 @@ class RowFiller:
         self.new_frows: list[int] = []
         # (seq, connection) of a request awaiting its answer -> (request, row, top)
         self.stash: dict[tuple, tuple[Analysed, int, Analysed]] = {}
+        self.flow_waiting = FlowWaiting()  # the stashed requests of each HTTP exchange (http_answered)
         # rows whose details wait for their answer -> (message, its row's fields); these fields are
         # the row (the buffer may hold a placeholder: tracer.view.hotrows packs such a row once)
         self.deferred: dict[int, tuple[Analysed, list[Any]]] = {}
@@ -145,6 +147,8 @@ class RowFiller:
             return
         events = self.analyser.feed(rec)
         self.store.put(row, fields)
+        if rtype is RecordType.HTTP and self.flow_waiting.answered_by(rec):  # (tracer.update.http_answer)
+            self.http_answered(rec)
         # Findings that belong to no message: end-of-session rules on a close event (or a new
         # recording's header), and HTTP rules on `http` records and SSE stream events. One raised
         # on this record itself (its seq and line: an HTTP exchange without a message, a stream's
@@ -254,6 +258,8 @@ class RowFiller:
             buf += ROW.pack(*fields)
         else:
             store.put(row, fields)
+        if kind is Kind.ERROR and a.idkey is None and self.flow_waiting.answered_by(a.rec):
+            self.http_answered(a.rec)  # (an error without id: tracer.update.pairing.match_response)
 
     def batch(self, row: int, a: Analysed, fields: list[Any], timing: dict[str, Any] | None) -> None:
         """A batch's row: its members' findings, its first member's pairing."""
@@ -314,6 +320,10 @@ class RowFiller:
         if nfind:
             self.new_frows.append(row)
         self.store.put(row, fields)
+        if self.flow_waiting.answered_by(a.rec) and any(
+            u.kind is Kind.ERROR and u.idkey is None for u in units
+        ):
+            self.http_answered(a.rec)
 
     def settle(self, fields: list[Any], a: Analysed, timing: dict[str, Any] | None) -> None:
         """A message row's details: a note when they can be derived when shown, else stored."""
@@ -335,7 +345,10 @@ class RowFiller:
         forgotten when its session closes."""
         if u.idkey is None:
             return False
-        self.stash[(u.rec.seq, u.rec.conn)] = (u, row, top)
+        key = (u.rec.seq, u.rec.conn)
+        self.stash[key] = (u, row, top)
+        if u.rec.http is not None:  # (an HTTP exchange may answer it without a response: http_answered)
+            self.flow_waiting.add(u.rec, key, row)
         return True
 
     def answered(self, req: Any, hit: tuple[Analysed, int, Analysed], row: int, resp: Analysed) -> None:
@@ -358,6 +371,22 @@ class RowFiller:
             ROW.pack_into(store.buf, (req_row - store.flushed) * ROW_SIZE, *fields)
         else:
             store.put(req_row, fields)
+
+    def http_answered(self, rec: Record) -> None:
+        """The failed HTTP exchange REC has answered the stashed requests it carried (the row's own
+        answer aside): their rows settled again now, as an answer's request's are, not only when the
+        next flush comes after REC. They stay stashed, as requests no answer came for do."""
+        store = self.store
+        for key, row in self.flow_waiting.take(rec):
+            hit = self.stash.get(key)
+            if hit is not None and hit[1] == row and hit[0].partner_seq == rec.seq:
+                waiting = self.deferred.pop(row, None)
+                fields = waiting[1] if waiting is not None else store.get(row)
+                self.settle(fields, hit[2], self.timings.get(row) if self.timings else None)
+                if waiting is not None:
+                    ROW.pack_into(store.buf, (row - store.flushed) * ROW_SIZE, *fields)
+                else:
+                    store.put(row, fields)
 
     def write_deferred(self) -> None:
         store = self.store

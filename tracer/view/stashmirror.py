@@ -7,9 +7,10 @@ Only tracer.update.pairing changes a request's `Analysed` after its row: when it
 partner, latency and first round become the answer's own: the writer derives them from the answer)
 and when an HTTP exchange answers it (answered_at_http_level). The request an answer changed is
 the one of its PendingRequest's line (lines are unique). What is kept per request is its message,
-as long as lint's own pending table keeps it; requests whose change no answer row can tell (an
-HTTP exchange's, a batch's, one a later request took the stash place of) are kept until the
-flush, when the writer settles their rows.
+as long as lint's own pending table keeps it; requests whose change no answer row can tell (a
+batch's, one a later request took the stash place of) are kept until the flush, when the writer
+settles their rows. A failed HTTP exchange's requests are told at its row, after a flush too
+(flow_open): the writer settles their rows again there (RowFiller.http_answered).
 """
 
 from __future__ import annotations
@@ -62,6 +63,48 @@ class StashMirror:
         # pairing may have changed a request no answer row told the writer of (an HTTP exchange
         # answered it, or a batch's request was answered): changed() looks
         self.dirty = False
+        # (connection, HTTP exchange) -> the requests it carried, as `open` holds them (its plain
+        # request's message, or its entry in `fresh` or `fresh_members`): a failed exchange answers
+        # them at the HTTP level, after a flush too, and the writer settles their rows again then
+        # (tracer.view.rowfill.RowFiller.http_answered)
+        self.flow_open: dict[tuple, list] = {}
+
+    def carried(self, rec: Any, held: Any) -> None:
+        """Request HELD (as `open` holds it) was sent on REC's HTTP exchange."""
+        fid = rec.http.get("flow")
+        if type(fid) is str or type(fid) is int:
+            self.flow_open.setdefault((rec.conn, fid), []).append(held)
+
+    def http_answered(self, rec: Any) -> list[tuple]:
+        """The requests the failed exchange REC carried, as pairing has left them (update_of's)."""
+        out: list[tuple] = []
+        for held in self.flow_open.pop((rec.conn, rec.http.get("flow")), ()):
+            if held.__class__ is _Analysed:
+                out.append(
+                    (held.rec.line, -1, held.partner_seq, held.latency_ns, held.op_seq, held.pair_note)
+                )
+            elif len(held) == 6:  # (its entry in `fresh`: what was sent of it is kept up to date)
+                a = held[0]
+                held[2], held[3], held[4], held[5] = a.partner_seq, a.latency_ns, a.op_seq, a.pair_note
+                out.append((held[1], -1, *held[2:]))
+            else:
+                out.append(self.update_of(held))
+        return out
+
+    def prune_flows(self) -> None:
+        """At a flush: only the requests the writer's stash still holds (`open`) are kept."""
+        opened = self.open
+
+        def held_still(held: Any) -> bool:
+            a = held if held.__class__ is _Analysed else held[0]
+            now = opened.get((a.rec.seq, a.rec.conn))
+            return now is held or (type(now) is list and now and type(now[0]) is list and held in now)
+
+        self.flow_open = {
+            flow: kept
+            for flow, carried in self.flow_open.items()
+            if (kept := [h for h in carried if held_still(h)])
+        }
 
     def answer(self, a: Any, req: Any, derive: bool = True) -> int | list | None:
         """The answered request's message as pairing has just changed it, for the writer to read
