@@ -1,9 +1,8 @@
 """MCP620-MCP629: server features (resources, prompts, completion, pagination) and client features
 (roots, sampling, elicitation).
 
-Legacy servers send client-feature requests as JSON-RPC requests and the client answers them; in
-2026-07-28 they travel inside an `InputRequiredResult` (`inputRequests`) and come back in the
-retry's `inputResponses` (linked to their round by the analyser, see tracer.tracking).
+Legacy servers send client-feature requests as JSON-RPC requests; in 2026-07-28 they travel in an
+`InputRequiredResult` (`inputRequests`) and come back in the retry's `inputResponses` (tracer.tracking).
 """
 
 from __future__ import annotations
@@ -38,8 +37,7 @@ def input_requests(m: Analysed, method: str):
 
 
 def input_responses(m: Analysed, s, method: str):
-    """(value, JSON path) of every `inputResponses` value of a retry that answers a `method` input
-    request of the round it retries."""
+    """(value, JSON path) of each `inputResponses` value answering its round's `method` request."""
     params = m.params
     got = params.get("inputResponses") if params is not None else None
     if type(got) is not dict or m.idkey is None:
@@ -239,7 +237,7 @@ def read_result_malformed(m: Analysed, s):
     "MCP621",
     "prompt-malformed",
     Severity.ERROR,
-    kinds=(Kind.REQUEST, Kind.RESULT),
+    kinds=REQ_RES,
     methods=("prompts/get",),
     spec="schema GetPromptRequestParams.arguments {[key]: string}, PromptMessage",
 )
