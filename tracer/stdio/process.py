@@ -69,9 +69,11 @@ LINGER_BELOW = 64 * _NOTE.size
 # leaves none on a busy machine: the capture would get no CPU until the budget overflowed. So when
 # copies start to wait in the relay's memory (the capture pipe is full) the relay asks for normal
 # scheduling for the capture process (`hurry`, again every HURRY_EVERY_NS while it lasts), and the
-# capture process goes back to the background by itself once it has caught up. At the end of the
-# session it asks for normal scheduling too, to finish promptly. (Raising a priority needs root or
-# RLIMIT_NICE; without, the capture stays in the background and a flood may drop, counted.)
+# capture process goes back to the background by itself once it has caught up. At the end of the session it asks for normal
+# scheduling too, to finish promptly. (A thread's priority goes back up only with root or
+# RLIMIT_NICE; the capture process's autogroup, where the kernel has them, with any user's rights:
+# tracer.stdio.priority. Without either, the capture stays in the background and a flood may drop,
+# counted.)
 HURRY_EVERY_NS = 20_000_000  # the relay asks at most this often (each time costs a few system calls)
 
 
@@ -259,6 +261,7 @@ class CaptureProcess(CaptureOutcome):
         clock = time.monotonic_ns
         give_up = clock() + self.room_wait_ns
         while True:
+            self.hurry()  # (again while it waits: it may have stepped back meanwhile)
             self.flush_notes()  # (the capture reads a copy only after its note)
             with self._spill_cv:
                 if self._spilled + need <= self.budget:
@@ -389,6 +392,7 @@ class CaptureProcess(CaptureOutcome):
             elif clock() >= give_up:
                 self._stalled = True
                 return False
+            self.hurry()  # (again while it waits, as `wait_room`)
             waiter.poll(ROOM_POLL_MS)
 
     def _unpark(self) -> bool:

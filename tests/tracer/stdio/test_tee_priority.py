@@ -1,0 +1,85 @@
+"""The capture process stays out of the relay's way (tracer.stdio.priority): its session's
+autogroup waits in the background, and is hurried, unprivileged too."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.tracer.stdio.test_tee_relay import BOUND_S
+from tracer.stdio import splice as tee_splice
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# A real capture process, in a process of its own (the test runner's priority stays as it is): its
+# session's autogroup nice at rest, once hurried (asked again as the relay does, as long as an
+# unprivileged change is refused for being too soon after the last), and once it caught up.
+_AUTOGROUP = textwrap.dedent("""
+    import os, signal, sys, time
+    from tracer.capture import CaptureWriter, header_record
+    from tracer.stdio.process import CaptureProcess
+
+    def nice(pid):
+        with open(f"/proc/{pid}/autogroup") as fh:
+            return int(fh.read().rsplit("nice", 1)[1])
+
+    def until(cond):
+        deadline = time.monotonic() + float(sys.argv[2])
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return cond()
+
+    writer = CaptureWriter(sys.argv[1], header_record("stdio"))
+    feed = CaptureProcess(writer, live_lint=False)
+    feed.start()
+    seen = [until(lambda: nice(feed.pid) == 19)]
+    os.kill(feed.pid, signal.SIGSTOP)  # (it would step back to the background while we look)
+    seen.append(until(lambda: feed.hurry(True) or nice(feed.pid) == 0))
+    os.kill(feed.pid, signal.SIGCONT)
+    feed.event("note")  # work for it; once done and quiet, it steps back by itself
+    seen.append(until(lambda: nice(feed.pid) == 19))
+    print(*seen)
+    feed.close(float(sys.argv[2]))
+    writer.close()
+""")
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix that runs without any capability (root's included), or [] when this user
+    has none to drop."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv is needed to drop root's capabilities")
+    return [setpriv, "--securebits=+noroot,+noroot_locked", "--bounding-set=-all", "--inh-caps=-all"]
+
+
+@pytest.mark.skipif(
+    not tee_splice.available() or not os.path.exists("/proc/self/autogroup"),
+    reason="autogroups are Linux's (CONFIG_SCHED_AUTOGROUP)",
+)
+@pytest.mark.parametrize("privileges", ["as they are", "none"])
+def test_the_capture_process_session_waits_in_the_background_and_is_hurried_with_any_users_rights(
+    tmp_path, privileges
+):
+    # The capture process leads a session of its own; where the kernel groups tasks by session its
+    # threads' SCHED_IDLE counted only against each other, and it took as much CPU as the tee's
+    # whole session. Its autogroup now waits at nice 19, and goes to 0 and back, unprivileged too
+    # (where its threads' priority cannot come back up).
+    prefix = _unprivileged() if privileges == "none" else []
+    p = subprocess.run(
+        [*prefix, sys.executable, "-c", _AUTOGROUP, str(tmp_path / "cap.jsonl"), str(BOUND_S)],
+        capture_output=True,
+        text=True,
+        timeout=4 * BOUND_S,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert p.stdout.split() == ["True", "True", "True"], p.stderr
