@@ -339,7 +339,8 @@ class _Step:
             put = ring.put(w.src, rest)
             if put:
                 sink.ringed(stream, t_ns, put)
-                sink.hurry()  # a flood: the capture must not wait for idle CPU now (asked again while it lasts)
+                if ring.used > ring.hurry_at:  # (below: relayed first, captured on idle CPU)
+                    sink.hurry()  # the capture must not wait for idle CPU now (asked again while it lasts)
                 rest -= put
         if rest:
             data = tee_splice.read_exactly(w.src, rest)

@@ -67,9 +67,10 @@ LINGER_BELOW = 64 * _NOTE.size
 # and nice 19 where that is missing): framing a batch of records then never delays the relay, the
 # server or the host (p99 latency 4x lower here); real sessions leave plenty of idle CPU. A flood
 # leaves none on a busy machine: the capture would get no CPU until the budget overflowed. So when
-# copies start to wait in the relay's memory (the capture pipe is full) the relay asks for normal
-# scheduling for the capture process (`hurry`, again every HURRY_EVERY_NS while it lasts), and the
-# capture process goes back to the background by itself once it has caught up. At the end of the session it asks for normal
+# copies start to wait in the relay's memory (the capture pipe is full; with the ring, once half of
+# it waits: tracer.stdio.ring.HURRY_SHARE) the relay asks for normal scheduling for the capture
+# process (`hurry`, again every HURRY_EVERY_NS while it lasts), and the capture process goes back to
+# the background by itself once it has caught up. At the end of the session it asks for normal
 # scheduling too, to finish promptly. (A thread's priority goes back up only with root or
 # RLIMIT_NICE; the capture process's autogroup, where the kernel has them, with any user's rights:
 # tracer.stdio.priority. Without either, the capture stays in the background and a flood may drop,

@@ -1,5 +1,6 @@
-"""The capture process stays out of the relay's way (tracer.stdio.priority): its session's
-autogroup waits in the background, and is hurried, unprivileged too."""
+"""The capture process stays out of the relay's way (tracer.stdio.priority, tracer.stdio.ring): its
+session's autogroup waits in the background, unprivileged too, and a flood that fits in half the
+ring is relayed without hurrying it."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.tracer.stdio.test_tee_relay import BOUND_S
+from tests.tracer.stdio.test_tee_relay import BOUND_S, stream_of
+from tests.tracer.stdio.test_tee_ring_memory import BUDGET, LINE, _Tee, _until
+from tracer.model import Direction, RecordType
 from tracer.stdio import splice as tee_splice
+from tracer.stdio.ring import MIN_SIZE, Ring
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -83,3 +87,42 @@ def test_the_capture_process_session_waits_in_the_background_and_is_hurried_with
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert p.stdout.split() == ["True", "True", "True"], p.stderr
+
+
+def _record_hurries(feed) -> list[bool]:
+    asked: list[bool] = []
+    hurry = feed.hurry
+
+    def on_hurry(at_once: bool = False) -> None:
+        asked.append(at_once)
+        hurry(*([True] if at_once else []))
+
+    feed.hurry = on_hurry
+    return asked
+
+
+@pytest.mark.skipif(
+    not tee_splice.available() or Ring.create(MIN_SIZE) is None,
+    reason="memfd, eventfd and splice are Linux's",
+)
+def test_a_flood_within_half_the_ring_is_relayed_first_and_only_more_hurries_the_capture(tmp_path):
+    # The capture process stopped (it gets no CPU while the relay works): the first flood waits in
+    # the capture pipe and under half the ring, and the relay leaves the capture process on idle
+    # CPU; past half the ring it asks for normal scheduling, without waiting for it.
+    tee = _Tee(tmp_path, stopped=True)
+    asked = _record_hurries(tee.feed)
+    half = tee.feed.ring.size // 2
+    first = LINE * (half // len(LINE))
+    more = LINE * (BUDGET // len(LINE))
+    try:
+        tee.send(first)
+        _until(lambda: tee.got == len(first), "the first flood relayed")
+        assert asked == []  # (before: hurried from the first copy the capture pipe had no room for)
+        tee.send(more)
+        _until(lambda: False in asked, "the capture process hurried past half the ring")
+        _until(lambda: tee.got == len(first) + len(more), "the second flood relayed")
+        assert True not in asked  # the relay never waited: the ring had room
+    finally:
+        records = tee.finish()
+    assert not [r for r in records if r.type is RecordType.EVENT]  # nothing dropped
+    assert stream_of(records, Direction.S2C) == first + more
