@@ -126,3 +126,31 @@ def test_a_flood_within_half_the_ring_is_relayed_first_and_only_more_hurries_the
         records = tee.finish()
     assert not [r for r in records if r.type is RecordType.EVENT]  # nothing dropped
     assert stream_of(records, Direction.S2C) == first + more
+
+
+@pytest.mark.skipif(not tee_splice.available(), reason="the capture process needs Linux pipes")
+def test_the_session_end_keeps_hurrying_the_capture_process_until_it_has_finished(tmp_path):
+    # One hurry at the end was not enough: an unprivileged autogroup change is refused 0.1 s after
+    # the last (the capture process's own step back), and the capture then finished at nice 19 (12 s
+    # for a 50 MB flood on a busy machine). Stopped here, it cannot finish while the tee asks.
+    import signal
+    import threading
+
+    from tracer.capture import CaptureWriter, header_record
+    from tracer.stdio.process import CaptureProcess
+
+    writer = CaptureWriter(tmp_path / "cap.jsonl", header_record("stdio"))
+    feed = CaptureProcess(writer, live_lint=False)
+    feed.start()
+    asked = _record_hurries(feed)
+    os.kill(feed.pid, signal.SIGSTOP)
+    closed: list[bool] = []
+    closing = threading.Thread(target=lambda: closed.append(feed.close(BOUND_S)))
+    try:
+        closing.start()
+        _until(lambda: len(asked) >= 3, "hurried again while the capture process had not finished")
+    finally:
+        os.kill(feed.pid, signal.SIGCONT)
+        closing.join(BOUND_S)
+        writer.close()
+    assert closed == [True]
