@@ -96,6 +96,8 @@ def _child(
             return STEP_BACK_MS
         if hurried():
             background(True)
+            if hurried():  # (refused for now: an unprivileged autogroup change waits 0.1 s after the last)
+                return STEP_BACK_MS
         seen = sink.bytes_seen - trimmed_at
         if seen >= TRIM_AFTER_BYTES or (for_a_while and seen >= TRIM_IDLE_FROM):
             trimmed_at = sink.bytes_seen

@@ -339,7 +339,8 @@ class _Step:
             put = ring.put(w.src, rest)
             if put:
                 sink.ringed(stream, t_ns, put)
-                sink.hurry()  # a flood: the capture must not wait for idle CPU now (asked again while it lasts)
+                if ring.used > ring.hurry_at:  # (below: relayed first, captured on idle CPU)
+                    sink.hurry()  # the capture must not wait for idle CPU now (asked again while it lasts)
                 rest -= put
         if rest:
             data = tee_splice.read_exactly(w.src, rest)
@@ -369,6 +370,7 @@ class _Step:
         clock = time.monotonic_ns
         give_up = clock() + self.room_wait_ns
         while ring.room() < need:
+            sink.hurry()  # (again while it waits: the capture process may have stepped back meanwhile)
             if flush_notes is not None:
                 flush_notes()  # (the capture reads the ring's bytes only after their notes)
             if poller.poll(ROOM_POLL_MS) and ring.reclaim():
@@ -395,6 +397,7 @@ class _Step:
         clock = time.monotonic_ns
         give_up = clock() + self.room_wait_ns
         while by_cap and self.spilled + need > self.budget:
+            self.sink.hurry()  # (again while it waits, as `_ring_room`)
             if flush_notes is not None:
                 flush_notes()
             events = poller.poll(ROOM_POLL_MS)

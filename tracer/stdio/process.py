@@ -67,11 +67,12 @@ LINGER_BELOW = 64 * _NOTE.size
 # and nice 19 where that is missing): framing a batch of records then never delays the relay, the
 # server or the host (p99 latency 4x lower here); real sessions leave plenty of idle CPU. A flood
 # leaves none on a busy machine: the capture would get no CPU until the budget overflowed. So when
-# copies start to wait in the relay's memory (the capture pipe is full) the relay asks for normal
-# scheduling for the capture process (`hurry`, again every HURRY_EVERY_NS while it lasts), and the
-# capture process goes back to the background by itself once it has caught up. At the end of the
-# session it asks for normal scheduling too, to finish promptly. (Raising a priority needs root or
-# RLIMIT_NICE; without, the capture stays in the background and a flood may drop, counted.)
+# copies start to wait in the relay's memory (the capture pipe is full; with the ring, once half of
+# it waits: tracer.stdio.ring.HURRY_SHARE) the relay asks for normal scheduling for the capture
+# process (`hurry`, again every HURRY_EVERY_NS while it lasts), and the capture process goes back to
+# the background by itself once it has caught up. At the end of the session it asks for normal
+# scheduling too, to finish promptly. (Threads go back up only with root or RLIMIT_NICE, autogroups
+# with any user's rights: tracer.stdio.priority. Without either, a flood may drop, counted.)
 HURRY_EVERY_NS = 20_000_000  # the relay asks at most this often (each time costs a few system calls)
 
 
@@ -259,6 +260,7 @@ class CaptureProcess(CaptureOutcome):
         clock = time.monotonic_ns
         give_up = clock() + self.room_wait_ns
         while True:
+            self.hurry()  # (again while it waits: it may have stepped back meanwhile)
             self.flush_notes()  # (the capture reads a copy only after its note)
             with self._spill_cv:
                 if self._spilled + need <= self.budget:
@@ -389,6 +391,7 @@ class CaptureProcess(CaptureOutcome):
             elif clock() >= give_up:
                 self._stalled = True
                 return False
+            self.hurry()  # (again while it waits, as `wait_room`)
             waiter.poll(ROOM_POLL_MS)
 
     def _unpark(self) -> bool:
@@ -438,8 +441,12 @@ class CaptureProcess(CaptureOutcome):
             parked.clear()
             os.close(ctl)
         # (the capture pipes stay open: a relay thread may still tee into them; they close at exit)
-        if self._back.is_alive():
-            self._back.join(timeout)
+        # Hurried again while it finishes: an unprivileged autogroup change is refused 0.1 s after
+        # the last (its own step back): left at nice 19, a busy machine's took 12 s for 50 MB.
+        end = None if timeout is None else time.monotonic() + timeout
+        while self._back.is_alive() and (end is None or time.monotonic() < end):
+            self._back.join(HURRY_EVERY_NS / 1e9)
+            self.hurry()
         deadline = time.monotonic() + (timeout or 0)
         try:
             exited = os.pidfd_open(self.pid)  # (readable once it has exited: no polling on a timer)

@@ -37,6 +37,12 @@ FLOOD_FACTOR = 4  # the ring's length, in capture budgets (`--queue-mb`)
 MEM_SHARE = 32  # ...and at most this share of the memory available when the tee starts (ten tees flooding
 # at once: under a third of it)
 IDLE_TRIM_MS = 100  # an empty ring that got no copy for this long gives its pages back
+# The relay hurries the capture process (normal scheduling: tracer.stdio.priority) only once more
+# than 1/HURRY_SHARE of the ring waits for it, or when it must wait for room. Below that the
+# capture stays on idle CPU: a flood that fits is relayed first, at the relay's own speed, and
+# captured just after (the session's end hurries it); hurried from the first copy, as before, it
+# took its share of the CPUs from the relay, the server and the host while they relayed.
+HURRY_SHARE = 2
 
 
 def ring_size(budget: int) -> int:
@@ -58,13 +64,14 @@ class Ring:
     """The relay's side: `put` moves bytes from a pipe into the ring; `reclaim` learns what the
     capture process took. One thread (the relay loop) uses it."""
 
-    __slots__ = ("fd", "head", "size", "taken_fd", "untrimmed", "used")
+    __slots__ = ("fd", "head", "hurry_at", "size", "taken_fd", "untrimmed", "used")
 
     def __init__(self, fd: int, taken_fd: int, size: int):
         self.fd, self.taken_fd, self.size = fd, taken_fd, size
         self.head = 0  # where the next byte goes
         self.used = 0  # bytes put and not yet taken by the capture process
         self.untrimmed = 0  # bytes put since the pages were last given back
+        self.hurry_at = size // HURRY_SHARE  # more bytes than this waiting: the capture is hurried
 
     @classmethod
     def create(cls, size: int) -> Ring | None:
