@@ -10,6 +10,7 @@ flow file of the same traffic read as one and found it."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -18,6 +19,9 @@ from tests.proxy_peers import lint_findings, mitmdump
 from tests.sdk_peers import BOUND_S, REPO, sdk_http_server
 from tracer.cli.inputs import register_optional_inputs
 from tracer.inputs import open_input
+from tracer.inputs.har import read as har_read
+from tracer.inputs.harstream import stream
+from tracer.inputs.hartail import read_har_tail
 from tracer.model import Record, RecordType
 
 
@@ -50,3 +54,12 @@ def test_a_mitmproxy_har_of_one_sdk_session_with_a_slow_connect_reads_as_its_flo
         assert len({r.conn for r in messages}) == 1, path  # one client, one session
     found = [f.rule for f in lint_findings(har)]
     assert "MCP418" in found and found == [f.rule for f in lint_findings(flows)]
+    # the viewer's entry-by-entry reader, a document cut short and the viewer's tail read the same
+    data = har.read_bytes()
+    cut = data[: len(data) * 2 // 3]  # (after the first entries: the log's creator is read)
+    for doc in (data, cut):
+        whole = [(r.conn, r.t_ns, r.raw) for r in har_read(io.BytesIO(doc), "h") if isinstance(r, Record)]
+        assert whole == [(r.conn, r.t_ns, r.raw) for r in stream(io.BytesIO(doc), "h", [])]
+        assert json.loads(whole[0][2])["method"] == "initialize"
+    tail = [json.loads(line) for line in read_har_tail(str(har))]
+    assert len({line.get("conn") for line in tail}) == 1
