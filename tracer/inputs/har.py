@@ -20,7 +20,7 @@ from tracer.classify import parse_json
 from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.http.headers import header
 from tracer.http.recorder import Exchange
-from tracer.inputs.harcut import cut_short, whole_entries
+from tracer.inputs.harcut import cut_log, cut_short
 from tracer.model import Record
 
 _HEAD = re.compile(rb'\A\s*\{\s*"log"\s*:')
@@ -92,17 +92,35 @@ def _sse_bytes(content: Any, body: bytes | None) -> bytes | None:
     return raw
 
 
-def _entry_steps(entry: dict, index: int) -> list[Step]:
+def connect_apart(log: Any) -> bool:
+    """Whether the writer of LOG (a HAR's `log`) times an entry's `connect` apart from the entry.
+    HAR 1.2 (and a browser) has blocked, dns, connect, send, wait, receive one after the other from
+    `startedDateTime`. mitmproxy's `hardump` does not: `startedDateTime` is when the request began
+    to arrive, send, wait and receive follow it (the flow file's timestamps), and `connect` is the
+    server connection's set-up, done before the request (its eager strategy: when the client
+    connected) or inside `wait` (lazy); its `time` adds it in. Read in line, a set-up slower than
+    the exchange (a loaded proxy: 33 ms) put an `initialize` after the requests its answer's
+    session id made possible, and one client's session read as two connections."""
+    creator = log.get("creator") if isinstance(log, dict) else None
+    return isinstance(creator, dict) and creator.get("name") == "mitmproxy"
+
+
+def _entry_steps(entry: dict, index: int, apart: bool = False) -> list[Step]:
+    """The steps of ENTRY; APART: its writer times `connect` apart from it (connect_apart)."""
     req = entry.get("request") or {}
     resp = entry.get("response")
     if not isinstance(resp, dict):  # a string, a number, a list: no response was recorded
         resp = {}
     timings = entry.get("timings") if isinstance(entry.get("timings"), dict) else {}
     t0 = _ns(entry.get("startedDateTime", ""))
-    sent = t0 + int(_ms(timings, "blocked", "dns", "connect", "send") * 1e6)  # ssl is inside connect
+    before = ("send",) if apart else ("blocked", "dns", "connect", "send")  # ssl is inside connect
+    sent = t0 + int(_ms(timings, *before) * 1e6)
     head = sent + int(_ms(timings, "wait") * 1e6)
     total = entry.get("time")
-    end = t0 + int(total * 1e6) if _ok_ms(total) else head
+    if apart:
+        end = head + int(_ms(timings, "receive") * 1e6)
+    else:
+        end = t0 + int(total * 1e6) if _ok_ms(total) else head
     ex = Exchange(
         id=f"har-{index}",
         client="",
@@ -143,17 +161,19 @@ def _entry_steps(entry: dict, index: int) -> list[Step]:
     return steps
 
 
-def _cut(fh: IO[bytes], data: bytes, source: str) -> tuple[list, ReadProblem] | None:
-    """The whole entries of a document cut short, and the read problem saying where it ends."""
+def _cut(fh: IO[bytes], data: bytes, source: str) -> tuple[dict, ReadProblem] | None:
+    """The log of a document cut short (its whole entries, its creator), and the read problem
+    saying where it ends."""
     text = cut_short(data)
     if text is None:
         return None
-    entries = whole_entries(text)
+    log = cut_log(text)
+    entries = log["entries"]
     try:
         end = fh.tell()  # (past a byte order mark the caller read)
     except (OSError, ValueError):
         end = len(data)
-    return entries, cut_problem(source, end, text.count("\n") + 1, len(entries))
+    return log, cut_problem(source, end, text.count("\n") + 1, len(entries))
 
 
 def cut_problem(source: str, end: int, line: int, entries: int) -> ReadProblem:
@@ -181,7 +201,7 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
         if cut is None:
             yield ReadProblem(source, 1, f"not a readable HAR file: {why}")
             return
-        doc = {"log": {"entries": cut[0]}}
+        doc = {"log": cut[0]}
     del data
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
@@ -190,10 +210,11 @@ def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:
         return
     steps: list[Step] = []
     problems = [cut[1]] if cut is not None else []
+    apart = connect_apart(log)
     for i, entry in enumerate(entries, 1):
         if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
             problems.append(no_request(source, i))
             continue
-        steps.extend(_entry_steps(entry, i))
+        steps.extend(_entry_steps(entry, i, apart))
     yield from problems
     yield from replay(steps, source)

@@ -74,6 +74,7 @@ class _Walk:
         self.i = 0
         self.dec = json.JSONDecoder(parse_constant=_reject_constant)
         self.entries: list[Any] = []
+        self.creator: Any = None  # (the log's writer: tracer.inputs.har.connect_apart reads it)
 
     def peek(self) -> str:
         text, i = self.text, self.i
@@ -110,7 +111,7 @@ class _Walk:
             return []
         for key in self.members():
             if key == "log":
-                self.entries = []
+                self.entries, self.creator = [], None
             if key != "log" or self.peek() != "{":
                 if not self.value()[0]:
                     return self.entries
@@ -119,8 +120,11 @@ class _Walk:
                 if name == "entries":
                     self.entries = []
                 if name != "entries" or self.peek() != "[":
-                    if not self.value()[0]:
+                    ok, value = self.value()
+                    if not ok:
                         return self.entries
+                    if name == "creator":
+                        self.creator = value
                     continue
                 self.i += 1  # (the `[`)
                 while self.peek() not in ("", "]"):
@@ -138,6 +142,14 @@ class _Walk:
 def whole_entries(text: str) -> list[Any]:
     """The entries whole before the cut of TEXT (a document cut_short said is cut)."""
     return _Walk(text).run()
+
+
+def cut_log(text: str) -> dict:
+    """The log of TEXT (a document cut_short said is cut): its whole entries and its creator, as
+    far as the cut lets them be read."""
+    walk = _Walk(text)
+    entries = walk.run()
+    return {"entries": entries, "creator": walk.creator}
 
 
 def begins_value(text: str) -> bool:

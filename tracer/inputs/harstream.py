@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from tracer.capture import ReadProblem
 from tracer.http.flows import Step, WireOrder, replay_sorted
-from tracer.inputs.har import _entry_steps, _ns, cut_problem, no_request
+from tracer.inputs.har import _entry_steps, _ns, connect_apart, cut_problem, no_request
 from tracer.inputs.harcut import begins_value
 from tracer.model import Record
 
@@ -59,6 +59,7 @@ class _Text:
         self.want = READ
         self.json = json.JSONDecoder(parse_constant=_reject)
         self.newlines = 0  # in the text read (a cut document's read problem names its last line)
+        self.apart = False  # the log's creator times `connect` apart (tracer.inputs.har.connect_apart)
 
     def more(self) -> bool:
         """Read more of the document into the window. False at its end."""
@@ -156,6 +157,12 @@ def _entries(text: _Text) -> Iterator[Any]:
             raise Unstreamable("a second log, or a log that is not an object")
         seen_log = True
         for name in _members(text):
+            if name == "creator":
+                apart = connect_apart({"creator": text.value()})
+                if seen_entries and apart != text.apart:  # (har.read times the entries read by it)
+                    raise Unstreamable("a log's creator after its entries that changes their timings")
+                text.apart = apart
+                continue
             if name != "entries":
                 text.value()
                 continue
@@ -191,7 +198,7 @@ def _steps(fh: IO[bytes], source: str, problems: list[ReadProblem]) -> Iterator[
                 skipped.append(no_request(source, i))  # (har.read reports it and skips it)
                 continue
             # (no step of an entry is earlier than its start: see har._entry_steps)
-            order.add(i, _ns(entry.get("startedDateTime", "")), _entry_steps(entry, i))
+            order.add(i, _ns(entry.get("startedDateTime", "")), _entry_steps(entry, i, text.apart))
             yield from order.ready()
     except _Cut:
         # (a document cut short: har.read reads the entries whole before the cut, as here)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from tracer.http.flows import replay
 from tracer.inputs.har import _entry_steps
@@ -23,6 +24,8 @@ from tracer.inputs.lazy import record_line
 WINDOW = 1 << 20  # bytes of the document's end searched (a few hundred MCP-sized entries)
 ATTEMPTS = 256  # `{` tried before giving up (a hostile window of nested objects stays cheap)
 _WS = " \t\n\r"
+HEAD = 4096  # bytes of the document's beginning searched for its creator
+_MITMPROXY = re.compile(rb'"creator"\s*:\s*\{\s*"name"\s*:\s*"mitmproxy"')
 
 
 def _entry(obj: object) -> bool:
@@ -71,6 +74,17 @@ def _last_entries(text: str) -> list[dict]:
     return entries
 
 
+def _connect_apart(path: str) -> bool:
+    """Whether the HAR's head names mitmproxy as its writer (tracer.inputs.har.connect_apart): its
+    `creator` comes before its entries, in the first bytes (a preview guesses no further)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD)
+    except OSError:
+        return False
+    return _MITMPROXY.search(head) is not None
+
+
 def read_har_tail(path: str, *, nbytes: int = WINDOW, rows: int = 512) -> list[bytes] | None:
     """Capture lines (seq 0, no entry number) of the last entries of the HAR at PATH, or None."""
     try:
@@ -88,11 +102,12 @@ def read_har_tail(path: str, *, nbytes: int = WINDOW, rows: int = 512) -> list[b
     except UnicodeDecodeError:
         return None
     entries = _last_entries(text)
+    apart = _connect_apart(path)
     steps = []
     for i, entry in enumerate(entries, 1):
         if isinstance(entry.get("request"), dict):
             try:
-                steps.extend(_entry_steps(entry, i))
+                steps.extend(_entry_steps(entry, i, apart))
             except Exception:  # (har.read reads it; this is a preview only)
                 return None
     lines: list[bytes] = []
