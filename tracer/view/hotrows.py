@@ -135,9 +135,9 @@ def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
             pending = False
             if kind is _RESULT or kind is _ERROR:
                 req = a.request
-                hit = stash.pop((req.seq, rec.conn), None) if req is not None and ps in _ANSWERED else None
-                if hit is not None and hit[0].idkey != req.idkey:
-                    hit = None
+                hit = None
+                if req is not None and ps in _ANSWERED:
+                    hit = stash.pop((req.seq, rec.conn, req.idkey), None)
                 partner = a.partner_seq
                 if partner is not None:
                     # the request's row, as the stash knows it (one recording: seqs rise, so it is
@@ -196,7 +196,7 @@ def fill(f: RowFiller, first: int, lines: list[bytes]) -> None:
                     _MESSAGE_CODE, KIND_OF[kind], DIR_OF[rec.dir], ERA_OF[a.era], 0, flags, 0, midx, prow,
                     lat_us, oprow, -1, -1, seq, NO_LAT,
                 ]  # fmt: skip
-                stash[(seq, rec.conn)] = (a, row, a)
+                stash[(seq, rec.conn, a.idkey)] = (a, row, a)
                 deferred[row] = (a, fields)
                 data = _WAITING  # (packed when answered or at the flush: RowFiller.deferred)
             else:

@@ -228,7 +228,7 @@ class Analysis(StashMirror):
             if a.idkey is not None:
                 rec = a.rec
                 line = rec.line
-                key = (rec.seq, rec.conn)
+                key = (rec.seq, rec.conn, a.idkey)
                 same = self.open.get(key)
                 if same is not None and same.__class__ is _Analysed:
                     self.shadowed[same.rec.line] = same  # (its row still waits: its answer may come)
@@ -239,10 +239,11 @@ class Analysis(StashMirror):
                     self.open[key] = held
                 else:
                     held = [a, line, pos, (a.partner_seq, a.latency_ns, a.op_seq, a.pair_note)]
-                    if same is not None and type(same[0]) is list and same[0][1] == line:
-                        same.append(held)
-                    else:
-                        self.open[key] = [held]
+                    batch = self.batch_open
+                    if not batch or batch[0][1] != line:  # (its first request: the batch's list)
+                        batch = self.batch_open = []
+                    batch.append(held)
+                    self.open[key] = batch
                     self.fresh_members.append(held)
                 if rec.http is not None:
                     self.carried(rec, held)
@@ -357,7 +358,7 @@ class Analysis(StashMirror):
                 upd = reqv = None
                 if kind is _REQUEST:
                     if a.idkey is not None:
-                        key = (rec.seq, rec.conn)
+                        key = (rec.seq, rec.conn, a.idkey)
                         old = opened.get(key)
                         if old is not None and old.__class__ is _Analysed:
                             shadowed[old.rec.line] = old  # (its row still waits: its answer may come)
@@ -387,7 +388,7 @@ class Analysis(StashMirror):
                     if (kind is _RESULT or kind is _ERROR) and a.pair_status in _ANSWERED:
                         # (answer(), inlined for the answer nearly every one is: the plain request the
                         # writer's stash holds, changed as the answer's own values give)
-                        hit = opened.pop((req.seq, rec.conn), None)
+                        hit = opened.pop((req.seq, rec.conn, req.idkey), None)
                         if (
                             hit.__class__ is _Analysed
                             and hit.rec.line == req.line

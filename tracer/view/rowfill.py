@@ -82,7 +82,7 @@ class RowFiller:
         self.notes = Notes()  # era reasons of rows whose details are derived (tracer.view.notes)
         self.new_methods: dict[str, int] = {}
         self.new_frows: list[int] = []
-        # (seq, connection) of a request awaiting its answer -> (request, row, top)
+        # (seq, connection, id) of a request awaiting its answer -> (request, row, top) (a batch's share its seq)
         self.stash: dict[tuple, tuple[Analysed, int, Analysed]] = {}
         self.flow_waiting = FlowWaiting()  # the stashed requests of each HTTP exchange (http_answered)
         # rows whose details wait for their answer -> (message, its row's fields); these fields are
@@ -217,9 +217,9 @@ class RowFiller:
         row_of = self.seqmap.of(a.rec.conn)  # (a partner is of the message's own connection)
         if kind is Kind.RESULT or kind is Kind.ERROR:
             req = a.request
-            hit = self.stash.pop((req.seq, a.rec.conn), None) if req is not None and ps in _ANSWERED else None
-            if hit is not None and hit[0].idkey != req.idkey:
-                hit = None
+            hit = None
+            if req is not None and ps in _ANSWERED:
+                hit = self.stash.pop((req.seq, a.rec.conn, req.idkey), None)
             if partner is not None:
                 # the request's row, as the stash knows it (one recording: seqs rise, so it is the
                 # row the seq map would find) or as the seq map finds it
@@ -271,16 +271,12 @@ class RowFiller:
         fields[1] = KIND_OF[kind]
         fields[3] = ERA_OF[a.era]
         pending = False
-        if kind is Kind.BATCH:
-            units = a.members or ()
-            for mem in units:
-                if mem.findings:
-                    nfind += len(mem.findings)
-                    worst = max(worst, *(f.severity for f in mem.findings))
-            one = units[0] if units else a
-        else:
-            units = (a,)
-            one = a
+        units = a.members or ()  # (message() sends only batches here)
+        for mem in units:
+            if mem.findings:
+                nfind += len(mem.findings)
+                worst = max(worst, *(f.severity for f in mem.findings))
+        one = units[0] if units else a
         fields[5] |= PAIR_CODE.get(one.pair_status or "", 0)
         fields[6] = min(nfind, 65535)
         fields[4] = int(worst)
@@ -296,11 +292,11 @@ class RowFiller:
                     fields[9] = _lat_us(u.latency_ns)
                 req = u.request
                 if req is not None and u.pair_status in _ANSWERED:
-                    hit = self.stash.pop((req.seq, u.rec.conn), None)
-                    if hit is not None and hit[0].idkey == req.idkey:
+                    hit = self.stash.pop((req.seq, u.rec.conn, req.idkey), None)
+                    if hit is not None:
                         self.answered(req, hit, row, u)
             elif ukind is Kind.REQUEST:
-                pending = pending or self.remember(u, row, a)  # (a batch: its first pending request)
+                pending = self.remember(u, row, a) or pending  # (a batch: every request waits)
             elif u.partner_seq is not None and fields[8] < 0:
                 prow = row_of(u.partner_seq)
                 if prow is not None:
@@ -345,7 +341,7 @@ class RowFiller:
         forgotten when its session closes."""
         if u.idkey is None:
             return False
-        key = (u.rec.seq, u.rec.conn)
+        key = (u.rec.seq, u.rec.conn, u.idkey)
         self.stash[key] = (u, row, top)
         if u.rec.http is not None:  # (an HTTP exchange may answer it without a response: http_answered)
             self.flow_waiting.add(u.rec, key, row)
@@ -353,15 +349,16 @@ class RowFiller:
 
     def answered(self, req: Any, hit: tuple[Analysed, int, Analysed], row: int, resp: Analysed) -> None:
         """The stashed request HIT (its PendingRequest REQ) is answered by ROW: its row learns its
-        partner."""
-        _, req_row, top = hit
+        partner (a batch's row: its first request's, as batch() shows it)."""
+        u, req_row, top = hit
         store = self.store
         # a row still deferred is its fields (its place in the buffer is packed from them)
         waiting = self.deferred.pop(req_row, None)
         fields = waiting[1] if waiting is not None else store.get(req_row)
-        fields[8] = row
-        if resp.latency_ns is not None:
-            fields[9] = _lat_us(resp.latency_ns)
+        if top is u or top.members[0] is u:
+            fields[8] = row
+            if resp.latency_ns is not None:
+                fields[9] = _lat_us(resp.latency_ns)
         if req.op_seq is not None and fields[10] < 0:
             oprow = self.seqmap.row(req.op_seq, top.rec.conn)
             if oprow is not None:
@@ -377,9 +374,11 @@ class RowFiller:
         answer aside): their rows settled again now, as an answer's request's are, not only when the
         next flush comes after REC. They stay stashed, as requests no answer came for do."""
         store = self.store
+        done = -1  # (a batch's requests: its row settled once)
         for key, row in self.flow_waiting.take(rec):
             hit = self.stash.get(key)
-            if hit is not None and hit[1] == row and hit[0].partner_seq == rec.seq:
+            if hit is not None and hit[1] == row and row != done and hit[0].partner_seq == rec.seq:
+                done = row
                 waiting = self.deferred.pop(row, None)
                 fields = waiting[1] if waiting is not None else store.get(row)
                 self.settle(fields, hit[2], self.timings.get(row) if self.timings else None)

@@ -46,20 +46,22 @@ class StashMirror:
         # changes without an answer row): their messages, None once their change was sent
         self.fresh_http: list[Any] = []
         # plain requests fed since the last flush that the writer's stash no longer holds (a later
-        # request took their (seq, connection), or an answer that was not theirs popped them) but
+        # request took their (seq, connection, id), or an answer that was not theirs popped them) but
         # whose rows still wait for the flush: line -> message, so their answer can tell their change
         self.shadowed: dict[int, Any] = {}
         # a batch's requests fed since the last flush: [message, line, place in its batch, what was
         # last sent of it]
         self.fresh_members: list[list] = []
-        # (seq, connection) -> a request awaiting its answer, as the writer's stash keeps them
+        # (seq, connection, id) -> a request awaiting its answer, as the writer's stash keeps them
         # (RowFiller.remember): a plain request's message itself (what was sent of it is what it
-        # had when fed: no partner, latency or pairing note), another's entry in `fresh`, or a
-        # batch's [[message, line, place in its batch, what was last sent of it]...] (the writer
-        # reads every request of the batch again when one is answered); pairing changes their
+        # had when fed: no partner, latency or pairing note), another's entry in `fresh`, or, for
+        # each request of a batch, the batch's [[message, line, place in its batch, what was last
+        # sent of it]...] (the writer reads every request of the batch again when one is
+        # answered); pairing changes their
         # messages when the answer comes. Nothing else is kept per request: lint's own pending
         # table holds the same messages as long
         self.open: dict[tuple, Any] = {}
+        self.batch_open: list = []  # the last batch's requests, as `open` holds them (encode)
         # pairing may have changed a request no answer row told the writer of (an HTTP exchange
         # answered it, or a batch's request was answered): changed() looks
         self.dirty = False
@@ -97,7 +99,7 @@ class StashMirror:
 
         def held_still(held: Any) -> bool:
             a = held if held.__class__ is _Analysed else held[0]
-            now = opened.get((a.rec.seq, a.rec.conn))
+            now = opened.get((a.rec.seq, a.rec.conn, a.idkey))
             return now is held or (type(now) is list and now and type(now[0]) is list and held in now)
 
         self.flow_open = {
@@ -111,10 +113,10 @@ class StashMirror:
         again with the answer's row: its line when it is what the writer derives from the answer
         (partner: the answer's seq, its latency and first round; tracer.update.pairing sets the
         request's from the answer's own values), else [update_of...]; None when nothing changed."""
-        return self.answered(a, req, self.open.pop((req.seq, a.rec.conn), None), derive)
+        return self.answered(a, req, self.open.pop((req.seq, a.rec.conn, req.idkey), None), derive)
 
     def answered(self, a: Any, req: Any, hit: Any, derive: bool) -> int | list | None:
-        """answer() once the entry of `open` for the answered request's (seq, connection) is popped
+        """answer() once the entry of `open` for the answered request's (seq, connection, id) is popped
         (HIT, as the writer's stash pops its own). The request pairing changed is the one of REQ's
         line (lines are unique): HIT when it is that one, else one `shadowed` holds (its row waits for
         the flush), else one whose change changed() finds, or one the writer reads no more."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cases import build_records, load_rule_cases
+from tests.cases import build_records, initialize, initialize_result, load_rule_cases
 from tracer.analyser import analyse_all
 from tracer.capture import header_record, read_capture, write_records
 from tracer.model import RecordType
@@ -112,6 +112,35 @@ def test_the_viewer_shows_for_each_row_of_a_rule_case_what_the_analyser_says_of_
         work = tmp_path / f"w{i}"
         work.mkdir()
         _same_rows(cap, work)
+
+
+@pytest.mark.parametrize("flush", ["at the end", "after every row"])
+def test_each_request_of_a_batch_answered_apart_shows_its_own_answer(tmp_path, monkeypatch, flush):
+    # before, the batch's requests took one place in the row writer's stash (its seq): only the
+    # first learned its answer; prompts/list, answered 2 ms later, read as unanswered
+    from tracer.view import annotate
+
+    if flush == "after every row":
+        monkeypatch.setattr(annotate, "FLUSH_ROWS", 1)
+        monkeypatch.setattr(annotate, "CHECK_ROWS", 1)
+        monkeypatch.setattr(annotate, "flush_due", lambda unwritten, last: True)
+    caps = {"tools": {}, "prompts": {}}
+    messages = [
+        {"c2s": initialize(1, "c", version="2025-03-26")},
+        {"s2c": initialize_result(1, caps, version="2025-03-26")},
+        {"c2s": {"jsonrpc": "2.0", "method": "notifications/initialized"}},
+        {"c2s": [{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 6, "method": "prompts/list"}]},
+        {"s2c": {"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}, "t_ms": 1},
+        {"s2c": {"jsonrpc": "2.0", "id": 6, "result": {"prompts": []}}, "t_ms": 2},
+    ]  # fmt: skip
+    cap = tmp_path / "batch.jsonl"
+    write_records(str(cap), header_record("stdio"), build_records(messages), redact=False)
+    work = tmp_path / "w"
+    work.mkdir()
+    assert _same_rows(cap, work) == 6
+    batch = _in_process(cap)[4]["members"]
+    assert [(m["method"], m.get("partner")) for m in batch] == [("tools/list", 5), ("prompts/list", 6)]
+    assert all(m.get("lat") is not None for m in batch)  # (what the viewer shows: the test above)
 
 
 def test_ids_and_reasons_that_json_cannot_keep_as_they_are_still_read_the_same(tmp_path):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -135,10 +136,15 @@ def _what_a_reader_gets(capture: Path, workdir: Path, progress: list[dict]) -> d
 @pytest.mark.parametrize("how", [(), ("--one-process",)], ids=["two processes", "one process"])
 def test_what_a_reader_gets_does_not_depend_on_when_the_flushes_come(tmp_path, how):
     # before, a request answered at the HTTP level (a 4xx/5xx exchange without a response of its
-    # own) after a flush kept the details it had at that flush: no answer, no latency, no reason.
-    # (Not yet: a request whose stash place a later request of the same seq took, seqs restarting
-    # on one connection without a header, as _restarting_seqs writes, answered after a flush.)
-    captures = [*CAPTURES, _rule_cases_capture(tmp_path / "cases.jsonl")]
+    # own) after a flush kept the details it had at that flush: no answer, no latency, no reason;
+    # so did a batch's requests answered apart but the first (_batch_answered_apart), and a request
+    # whose stash place a later request of the same seq took (_restarting_seqs), answered after it
+    captures = [
+        *CAPTURES,
+        _rule_cases_capture(tmp_path / "cases.jsonl"),
+        _batch_answered_apart(tmp_path / "batch.jsonl"),
+        _restarting_seqs(tmp_path / "restarts.jsonl"),
+    ]
     for i, capture in enumerate(captures):
         seen = {}
         for flushes in ("every row", "the end only"):
@@ -239,6 +245,64 @@ def test_a_request_answered_after_a_later_one_took_its_seq_is_written_as_one_pro
     # (what the test is about: both tools/list and ping requests know their answers' latencies)
     rows = (tmp_path / "two" / "rows.bin").read_bytes()
     assert [ROW.unpack_from(rows, r * ROW.size)[F_LAT_NS] for r in (3, 4)] == [1_000_000, 2_000_000]
+
+
+def _batch_answered_apart(path: Path) -> Path:
+    """A legacy session's batch of two requests (tools/list id 5, prompts/list id 6), each answered
+    by a response of its own, 1 and 2 ms later: the batch's requests share its seq."""
+
+    def msg(seq: int, direction: str, body: Any) -> dict:
+        return {"type": "message", "seq": seq, "t_ns": seq * 1_000_000, "dir": direction,
+                "transport": "stdio", "conn": "c1", "text": json.dumps(body)}  # fmt: skip
+
+    init = {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    caps = {"tools": {}, "prompts": {}}
+    served = {
+        "protocolVersion": "2025-03-26",
+        "capabilities": caps,
+        "serverInfo": {"name": "s", "version": "1"},
+    }
+    records = [
+        header_record("stdio", command=["server"]),
+        msg(1, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}),
+        msg(2, "s2c", {"jsonrpc": "2.0", "id": 1, "result": served}),
+        msg(3, "c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        msg(
+            4,
+            "c2s",
+            [
+                {"jsonrpc": "2.0", "id": 5, "method": "tools/list"},
+                {"jsonrpc": "2.0", "id": 6, "method": "prompts/list"},
+            ],
+        ),
+        msg(5, "s2c", {"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}),
+        msg(6, "s2c", {"jsonrpc": "2.0", "id": 6, "result": {"prompts": []}}),
+    ]
+    path.write_bytes(
+        b"".join(orjson.dumps(r if type(r) is dict else record_to_dict(r)) + b"\n" for r in records)
+    )
+    return path
+
+
+@pytest.mark.parametrize("flushes", ["every row", "the end only"])
+@pytest.mark.parametrize("how", [(), ("--one-process",)], ids=["two processes", "one process"])
+def test_each_request_of_a_batch_shows_its_own_answer_as_lint_pairs_it(tmp_path, how, flushes):
+    # before, the batch's requests took one place in the writer's stash (its seq): only the first
+    # learned its answer, the second's details said it was unanswered, under any flush schedule
+    capture = _batch_answered_apart(tmp_path / "batch.jsonl")
+    with open(capture, "rb") as fh:
+        recs = [r for r in read_capture(fh, str(capture)) if getattr(r, "type", None) is not None]
+    an = Analyser()
+    batch = [an.feed(r) for r in recs][4]
+    an.finish()
+    lint = [(m.method, m.partner_seq, m.latency_ns) for m in batch.members]
+    assert lint == [("tools/list", 5, 1_000_000), ("prompts/list", 6, 2_000_000)]
+    work = tmp_path / "work"
+    got = _what_a_reader_gets(capture, work, _analyse(capture, work, *how, flushes=flushes))
+    _, fields, details, _ = got["rows"][4]
+    assert [(m["method"], m.get("partner"), m.get("lat")) for m in details["members"]] == lint
+    assert [m.get("pr") for m in details["members"]] == ["answered by seq 5", "answered by seq 6"]
+    assert (fields[8], fields[9]) == (5, 1000)  # (the row itself: its first request's answer)
 
 
 def _children(pid: int) -> list[int]:
