@@ -41,6 +41,7 @@ FRESH_METHODS = ("initialize", "server/discover")
 NAMES_CAP = 200_000  # connection names remembered for uniqueness
 SESSIONS_CAP = 100_000  # Mcp-Session-Ids remembered
 CANCELS_KEPT = 256  # characters of a string request id an `unattributed` note keeps
+UNANSWERED_CAP = 1024  # ids sent and never answered a HAR's shared modern connection remembers
 
 
 def client_ip(client: str) -> str:
@@ -81,6 +82,18 @@ def has_result(body: bytes | bytearray) -> bool:
     return type(obj) is dict and "result" in obj
 
 
+def answers(body: bytes | bytearray, key: tuple) -> bool:
+    """Whether BODY is the JSON-RPC response (a `result` or an `error`) to the request whose id key
+    is KEY (untrusted bytes: anything else is not)."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    if type(obj) is not dict or "method" in obj or ("result" not in obj and "error" not in obj):
+        return False
+    return id_key(obj.get("id")) == key
+
+
 def _id(value: object) -> object:
     return value if type(value) is int or type(value) is str else None
 
@@ -114,6 +127,8 @@ class Connections:
         self._modern: BoundedMap = BoundedMap(SESSIONS_CAP)  # group -> its modern requests' conn (HAR)
         # such a conn -> ids of its requests in progress (forgotten with its `_modern` entry)
         self._busy: BoundedMap = BoundedMap(SESSIONS_CAP)
+        # such a conn -> ids of its requests whose exchange ended unanswered (the newest UNANSWERED_CAP)
+        self._unanswered: BoundedMap = BoundedMap(SESSIONS_CAP)
 
     def unique(self, base: str) -> str:
         """BASE, else BASE#2, BASE#3...: the first name not taken. The search starts after the
@@ -208,13 +223,18 @@ class Connections:
         answer was paired with a modern request there), and one whose id is in progress on it is
         another client's, so it is on a connection of its own, which ends with its exchange (memory
         stays bounded). Before, 24 concurrent modern SDK clients in stock mitmdump's HAR were judged
-        as one session: 278 false MCP202/MCP204."""
+        as one session: 278 false MCP202/MCP204. An id whose exchange ended without its answer (a
+        stream the client gave up on: mitmproxy writes it as 200 with an empty body) is still
+        pending for the analysis, so it is taken too: 8 concurrent modern SDK clients whose
+        cancelled `tools/call` id 13 went unanswered were read as one client reusing id 13 (false
+        MCP202/MCP511)."""
         conn = self._modern.get(group)
         if conn is None:
             conn = self.unique(self.base(client, url))
             self._modern.put(group, conn)
             self._busy.put(conn, {})
-        elif key is not None and key in self._busy.get(conn, ()):
+            self._unanswered.put(conn, BoundedMap(UNANSWERED_CAP))
+        elif key is not None and (key in self._busy.get(conn, ()) or key in self._unanswered.get(conn, ())):
             conn = self.unique(self.base(client, url))
             self._closing[conn] = "entry"
         return conn
@@ -330,13 +350,24 @@ class Connections:
             on = self._open.setdefault(key, {})
             on[conn] = on.get(conn, 0) + 1
 
-    def finished(self, conn: str, key: tuple | None = None) -> None:
+    def watches(self, conn: str) -> bool:
+        """Whether CONN is a HAR's shared modern connection: `finished` wants to know whether its
+        exchanges' requests were answered (`_modern_conn`)."""
+        return conn in self._busy
+
+    def finished(self, conn: str, key: tuple | None = None, answered: bool = True) -> None:
         busy = self._busy.get(conn) if key is not None else None
         if busy is not None and key in busy:
             if busy[key] > 1:
                 busy[key] -= 1
             else:
                 del busy[key]
+            unanswered = self._unanswered.get(conn)
+            if unanswered is not None:
+                if answered:
+                    unanswered.pop(key, None)
+                else:
+                    unanswered.put(key, None)
         if key is not None:
             on = self._open.get(key)
             if on is not None and conn in on:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-from tracer.http.conns import Connections, body_facts, client_ip, has_result, id_key
+from tracer.http.conns import Connections, answers, body_facts, client_ip, has_result, id_key
 from tracer.http.headers import (
     HTTP,
     HTTP_SSE,
@@ -88,6 +88,7 @@ class _Flow:
     tee: SseTee | None = None
     done: bool = False
     begun: bool = False  # an `initialize` it carries got a result (a session began)
+    answered: bool = False  # its request's response came (kept only where Connections.watches)
 
 
 _BODIES = (RecordType.MESSAGE, RecordType.HTTP)
@@ -219,6 +220,8 @@ class HttpRecorder:
         ok = ex.status is not None and 200 <= ex.status < 300
         if ok and rpc and f.rpc_method == "initialize":
             f.begun = has_result(body)
+        if rpc and f.rpc_key is not None and self.conns.watches(f.conn):
+            f.answered = answers(body, f.rpc_key)
         if rpc or (ok and body.strip() and is_json(header(ex.resp_headers, "content-type"))):
             self.emit(
                 [
@@ -392,7 +395,7 @@ class HttpRecorder:
             f.counted = False
             # (a connection it was the last exchange of ends when it did: an imported file's time)
             self._closed_at = t_ns
-            self.conns.finished(f.conn, f.rpc_key)
+            self.conns.finished(f.conn, f.rpc_key, f.answered)
             self._closed_at = 0
         if f.rpc_method == "initialize" and not f.begun and f.conn:
             self.conns.refused(f.conn, bool(f.ex.client_id or f.ex.client))

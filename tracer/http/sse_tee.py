@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tracer.framing import SseEvent, SseParser
-from tracer.http.conns import has_result
+from tracer.http.conns import answers, has_result
 from tracer.http.headers import HTTP_SSE, looks_jsonrpc
 from tracer.model import Direction, Record, RecordType
 
@@ -148,6 +148,8 @@ class SseTee:
             self.messages += 1
             if f.rpc_method == "initialize" and not f.begun:
                 f.begun = has_result(ev.data.encode("utf-8", "surrogatepass"))
+            if not f.answered and f.rpc_key is not None and self.rec.conns.watches(f.conn):
+                f.answered = answers(ev.data.encode("utf-8", "surrogatepass"), f.rpc_key)
             out.append(
                 Record(
                     RecordType.MESSAGE,

@@ -134,6 +134,18 @@ def _response_head(rec: Record, facts: FlowFacts, st: HttpState) -> None:
         st.terminated.setdefault(asked, (rec.seq, rec.t_ns))
 
 
+def _maybe_cancelled_by_client(facts: FlowFacts, s: Session) -> None:
+    """A modern request's stream broke and the capture does not say who broke it (mitmproxy's HAR
+    of a stream the client gave up on: tracer.inputs.har.UNFINISHED). The client may have closed
+    it, which cancels the request: not "never answered" (MCP211), as the flow file of the same
+    traffic, which says the client disconnected, does not say either."""
+    if facts.era is not _ERA_MODERN or facts.body_kind is not _KIND_REQUEST or facts.answered_seq is not None:
+        return
+    req = s.pending.get((_DIR_C2S, facts.idkey))
+    if req is not None and req.seq == facts.first_seq:
+        req.maybe_cancelled = True
+
+
 def _cancelled_by_client(rec: Record, facts: FlowFacts, s: Session) -> None:
     """Modern Streamable HTTP: "Closing the SSE response stream MUST be treated by the server as
     cancellation of that request" (streamable-http.mdx:L235-240). The request is over: it leaves the
@@ -173,6 +185,8 @@ def _event(rec: Record, facts: FlowFacts, st: HttpState, cur: Current, s: Sessio
             st.last_close_ns = rec.t_ns
         elif data.get("reason") == "client-closed":
             _cancelled_by_client(rec, facts, s)
+        elif str(data.get("reason")).startswith("error: "):
+            _maybe_cancelled_by_client(facts, s)
     elif name in ("sse-event", "endpoint"):
         facts.events += 1
         sse = rec.sse or {}
