@@ -14,22 +14,14 @@ import json
 import sys
 from urllib.parse import urlsplit
 
+from tests.cases import initialize
 from tests.proxy_peers import REPO, _stop, capture_records, lint_findings, mitmdump, start_proxy
 from tests.sdk_peers import serve_http
 from tracer.model import Record, RecordType
 
 TOKEN = "tok-GATEWAY-0d9c8b7a6f5e4d3c"
 KEPT = 20  # bytes of the token inside the 64 KiB the capture keeps of the error page
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = initialize()  # (id 1, client "t", 2025-11-25)
 
 
 def _traffic(port: int) -> tuple[str, bytes, bytes, str]:

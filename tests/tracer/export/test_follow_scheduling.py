@@ -7,29 +7,16 @@ spans and metrics were dropped)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 
-import pytest
-
+from tests.scheduling import per_thread_scheduling, raising_priority
 from tests.sdk_peers import BOUND_S, REPO
 
 
-def _may_raise_priority() -> bool:
-    import resource
-
-    return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20
-
-
-@pytest.mark.skipif(
-    not os.path.isdir("/proc/self/task") or not hasattr(os, "SCHED_IDLE"),
-    reason="per-thread scheduling is Linux's",
-)
-@pytest.mark.skipif(
-    not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE"
-)
+@per_thread_scheduling
+@raising_priority
 def test_the_exporters_threads_leave_the_background_with_it_at_the_end():
     # In a process of its own (the test runner's priority stays as it is), as the follower runs:
     # background first, then the sink (the SDK starts its threads), then the session's end.

@@ -76,13 +76,13 @@ def test_no_redact_keeps_them_in_the_replay_capture(tmp_path):
     assert API_KEY.encode() in capture and ENV_TOKEN.encode() in capture
 
 
-def test_over_http_the_bearer_token_given_with_header_is_hidden_where_the_server_repeats_it(tmp_path):
-    # (the gateway in front of the SDK server refuses /mcp/denied with a page quoting the token)
-    token = "tok-REPLAY-HTTP-44aa55bb66cc"
+def _replay_through_gateway(tmp_path, path: str, *flags: str):
+    """Replay the SDK's legacy capture against the SDK server behind tests/servers/sdk_gateway.py
+    (its `path` under the server's URL); the new capture's file."""
     out = tmp_path / "new.jsonl"
     gateway = [sys.executable, str(REPO / "tests" / "servers" / "sdk_gateway.py"), "20"]
     with serve_http(gateway, "the SDK server behind a gateway") as url:
-        target = ["--url", url + "/denied", "--header", f"Authorization: Bearer {token}"]
+        target = ["--url", url + path, *flags]
         run = subprocess.run(
             [*MCPTRACE, "replay", str(CAPTURES / "sdk-stdio-legacy.jsonl"), "-o", str(out), *target],
             cwd=REPO,
@@ -91,6 +91,13 @@ def test_over_http_the_bearer_token_given_with_header_is_hidden_where_the_server
             timeout=BOUND_S,
         )
     assert "Traceback" not in run.stderr, run.stderr
+    return out
+
+
+def test_over_http_the_bearer_token_given_with_header_is_hidden_where_the_server_repeats_it(tmp_path):
+    # (the gateway in front of the SDK server refuses /mcp/denied with a page quoting the token)
+    token = "tok-REPLAY-HTTP-44aa55bb66cc"
+    out = _replay_through_gateway(tmp_path, "/denied", "--header", f"Authorization: Bearer {token}")
     records = [json.loads(line) for line in out.read_bytes().splitlines()]
     pages = [r for r in records if r["type"] == "http" and r["http"].get("status") == 403]
     assert pages and all("denied: <redacted> is not allowed" in r["text"] for r in pages)
@@ -100,17 +107,7 @@ def test_over_http_the_bearer_token_given_with_header_is_hidden_where_the_server
 
 def test_over_http_the_session_id_the_server_assigns_is_hidden_where_a_header_repeats_it(tmp_path):
     # (the gateway repeats the session id in a trace header on every answer of the session)
-    out = tmp_path / "new.jsonl"
-    gateway = [sys.executable, str(REPO / "tests" / "servers" / "sdk_gateway.py"), "20"]
-    with serve_http(gateway, "the SDK server behind a gateway") as url:
-        run = subprocess.run(
-            [*MCPTRACE, "replay", str(CAPTURES / "sdk-stdio-legacy.jsonl"), "-o", str(out), "--url", url],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=BOUND_S,
-        )
-    assert "Traceback" not in run.stderr, run.stderr
+    out = _replay_through_gateway(tmp_path, "")
     records = [json.loads(line) for line in out.read_bytes().splitlines()]
     heads = [dict(r["http"]["resp_headers"]) for r in records if "resp_headers" in r.get("http", {})]
     traced = [h for h in heads if "x-trace" in h]

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tracer.stdio.capture as capture_module
+from tests.scheduling import per_thread_scheduling, raising_priority
 from tests.tracer.stdio.test_tee_relay import BOUND_S, TEE, read_records, split, stream_of
 from tracer.analyser import Analyser
 from tracer.capture import CaptureWriter, header_record, record_to_dict
@@ -201,19 +202,8 @@ def test_a_50_mb_flood_through_the_real_tee_is_captured_completely_and_byte_exac
     assert sum(1 for r in records if r.type is RecordType.MESSAGE) == 2 * lines
 
 
-def _may_raise_priority() -> bool:
-    import resource
-
-    return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20
-
-
-@pytest.mark.skipif(
-    not os.path.isdir("/proc/self/task") or not hasattr(os, "SCHED_IDLE"),
-    reason="per-thread scheduling is Linux's",
-)
-@pytest.mark.skipif(
-    not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE"
-)
+@per_thread_scheduling
+@raising_priority
 def test_the_capture_process_moves_every_thread_between_background_and_normal_scheduling():
     # In a process of its own: the test runner's priority stays as it is. The writer thread exists
     # before the switch, as in the capture process (where it does the heavy work).
@@ -250,9 +240,7 @@ def _all_stopped(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not tee_splice.available() or not hasattr(os, "SCHED_IDLE"), reason="Linux only")
-@pytest.mark.skipif(
-    not _may_raise_priority(), reason="raising a priority again needs CAP_SYS_NICE or RLIMIT_NICE"
-)
+@raising_priority
 def test_a_hurried_capture_process_runs_normally_and_goes_back_to_the_background_once_caught_up(tmp_path):
     import time
 
