@@ -21,6 +21,12 @@ from tracer.model import Record
 from tracer.session import Session
 from tracer.state.http import Current, EndpointFacts, FlowFacts, HttpState
 
+# Why an exchange's stream ended when its capture cannot say who ended it: mitmproxy's HAR of a body
+# that never ended (tracer.inputs.har). The recorder makes it the stream's close reason
+# "error: <why>" (no "client" or "server" in it: not judged); tracer.update.http reads exactly that.
+UNFINISHED = "its body never ended (the HAR's writer recorded no end of it)"
+UNFINISHED_REASON = f"error: {UNFINISHED}"
+
 HTTP_TRANSPORTS = ("http", "http+sse")
 
 

@@ -20,6 +20,7 @@ from tracer.classify import parse_json
 from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.http.headers import header
 from tracer.http.recorder import Exchange
+from tracer.http.state import UNFINISHED
 from tracer.inputs.harcut import cut_log, cut_short
 from tracer.model import Record
 
@@ -96,8 +97,7 @@ def _sse_bytes(content: Any, body: bytes | None) -> bytes | None:
 # the proxy stopped) with no `_error` and `receive` the integer 0 (a measured one is a float): the
 # flow file says "Client disconnected." there, and read as the server finishing it, a cancelled
 # request's stream was judged ended without its response (MCP708) and the request unanswered
-# (MCP211). Who ended it the HAR does not say (no "client" or "server" in it: an error, not judged).
-UNFINISHED = "its body never ended (the HAR's writer recorded no end of it)"
+# (MCP211). Who ended it the HAR does not say: tracer.http.state.UNFINISHED.
 
 
 def connect_apart(log: Any) -> bool:

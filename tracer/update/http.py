@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from tracer.classify import id_key
-from tracer.http.state import endpoint_tool, header_map
+from tracer.http.state import UNFINISHED_REASON, endpoint_tool, header_map
 from tracer.http.tools import header_problem
 from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
 from tracer.model import DIR_S2C as _DIR_S2C
@@ -136,7 +136,7 @@ def _response_head(rec: Record, facts: FlowFacts, st: HttpState) -> None:
 
 def _maybe_cancelled_by_client(facts: FlowFacts, s: Session) -> None:
     """A modern request's stream broke and the capture does not say who broke it (mitmproxy's HAR
-    of a stream the client gave up on: tracer.inputs.har.UNFINISHED). The client may have closed
+    of a stream the client gave up on: tracer.http.state.UNFINISHED). The client may have closed
     it, which cancels the request: not "never answered" (MCP211), as the flow file of the same
     traffic, which says the client disconnected, does not say either."""
     if facts.era is not _ERA_MODERN or facts.body_kind is not _KIND_REQUEST or facts.answered_seq is not None:
@@ -185,7 +185,7 @@ def _event(rec: Record, facts: FlowFacts, st: HttpState, cur: Current, s: Sessio
             st.last_close_ns = rec.t_ns
         elif data.get("reason") == "client-closed":
             _cancelled_by_client(rec, facts, s)
-        elif str(data.get("reason")).startswith("error: "):
+        elif data.get("reason") == UNFINISHED_REASON:  # (only that: another error says who it was)
             _maybe_cancelled_by_client(facts, s)
     elif name in ("sse-event", "endpoint"):
         facts.events += 1
