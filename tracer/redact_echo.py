@@ -193,14 +193,6 @@ def header_secrets(headers: Any, sessions: list[str] | None = None) -> list[str]
     return [v for v in found if len(v) >= MIN_ECHOED and v != REDACTED and REDACTED not in v]
 
 
-def session_ids(headers: Any, url: Any = None) -> list[str]:
-    """The session ids of HEADERS (`Mcp-Session-Id`, any header named like a session) and of URL's
-    session parameters (the legacy transport's `?sessionId=`), long enough to look for."""
-    found: list[str] = []
-    header_secrets(headers, found)
-    return _long(found + _url_sessions(url))
-
-
 def _url_sessions(url: Any) -> list[str]:
     if type(url) is not str or "?" not in url:
         return []

@@ -15,7 +15,6 @@ from tracer.redact_echo import (
     hide_echoed,
     hide_kept,
     secret_forms,
-    session_ids,
     url_secrets,
 )
 
@@ -157,12 +156,14 @@ def test_session_ids_are_kept_apart_so_a_flood_of_sessions_does_not_push_the_tok
     assert guard.hide(b"tok-kept-0123456789")[1] == 1
     assert guard.hide(f"session-{MAX_KNOWN * 10 - 1:08d}".encode())[1] == 1
     assert guard.hide(b"session-00000000")[1] == 0  # (bounded: the oldest went)
-    assert session_ids([["Mcp-Session-Id", "abcdef0123456789"]], "http://h/m?sessionId=a%2Fb-123456") == [
-        "abcdef0123456789",
-        "a%2Fb-123456",
-        "a/b-123456",
-    ]
-    assert session_ids([["Mcp-Session-Id", "short"]], "http://h/?q=1") == []
+    # (a request's session id header and the legacy transport's ?sessionId=, as written and unquoted)
+    guard = EchoGuard()
+    guard.learn_exchange([["Mcp-Session-Id", "abcdef0123456789"]], "http://h/m?sessionId=a%2Fb-123456")
+    for sid in (b"abcdef0123456789", b"a%2Fb-123456", b"a/b-123456"):
+        assert guard.hide(b"id " + sid) == (b"id <redacted>", 1)
+    guard = EchoGuard()
+    guard.learn_exchange([["Mcp-Session-Id", "short"]], "http://h/?q=1")
+    assert guard.forms == ()  # (too short to look for: it would blank words)
 
 
 def test_an_sse_event_left_unterminated_keeps_its_start_with_the_known_token_hidden():

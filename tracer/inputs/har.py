@@ -93,13 +93,6 @@ def _sse_bytes(content: Any, body: bytes | None) -> bytes | None:
     return raw
 
 
-# mitmproxy's `hardump` writes an answer whose body never ended (the client gave up on its stream,
-# the proxy stopped) with no `_error` and `receive` the integer 0 (a measured one is a float): the
-# flow file says "Client disconnected." there, and read as the server finishing it, a cancelled
-# request's stream was judged ended without its response (MCP708) and the request unanswered
-# (MCP211). Who ended it the HAR does not say: tracer.http.state.UNFINISHED.
-
-
 def connect_apart(log: Any) -> bool:
     """Whether the writer of LOG (a HAR's `log`) times an entry's `connect` apart from the entry.
     HAR 1.2 (and a browser) has blocked, dns, connect, send, wait, receive one after the other from
@@ -165,6 +158,11 @@ def _entry_steps(entry: dict, index: int, apart: bool = False) -> list[Step]:
     if ctype.split(";", 1)[0].strip().lower() == "text/event-stream" and "charset" not in ctype.lower():
         body = _sse_bytes(content, body)
     why = resp.get("_error")  # a stream that ended otherwise than by the server finishing it
+    # mitmproxy's `hardump` writes an answer whose body never ended (the client gave up on its
+    # stream, the proxy stopped) with no `_error` and `receive` the integer 0 (a measured one is a
+    # float); its flow file says "Client disconnected." there. Read as the server finishing it, a
+    # cancelled request's stream was judged ended without its response (MCP708) and the request
+    # unanswered (MCP211). Who ended it the HAR does not say: tracer.http.state.UNFINISHED.
     if not why and apart and type(timings.get("receive")) is int and timings["receive"] == 0:
         why = UNFINISHED
     steps.append(Step(max(end, head), END, index, ex, body=body, why=why if isinstance(why, str) else ""))

@@ -139,11 +139,6 @@ class _Walk:
         return self.entries
 
 
-def whole_entries(text: str) -> list[Any]:
-    """The entries whole before the cut of TEXT (a document cut_short said is cut)."""
-    return _Walk(text).run()
-
-
 def cut_log(text: str) -> dict:
     """The log of TEXT (a document cut_short said is cut): its whole entries and its creator, as
     far as the cut lets them be read."""

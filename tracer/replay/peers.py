@@ -24,7 +24,7 @@ from tracer.http.wire import HttpError, Url, iter_body, open_request
 from tracer.model import Direction, Record, RecordType
 from tracer.protocol import META_PROTOCOL_VERSION
 from tracer.redact import PROCESS_HASHER, redact_argv, redact_url
-from tracer.redact_echo import MIN_ECHOED, hide_in_headers, hide_kept, secret_forms, text_forms
+from tracer.redact_echo import MIN_ECHOED, EchoGuard
 
 _HEADERS = ("req_headers", "resp_headers")
 GRACE_S = 2.0  # after closing the server's stdin: how long it gets to exit before SIGTERM, then SIGKILL
@@ -37,23 +37,21 @@ class PeerError(Exception):
 class Tap:
     """Writes what crosses to the new capture (or nowhere). The credentials the server was given
     (`writer.stderr_secrets`, as the tee's: tracer.cli.replay sets them) are hidden wherever the
-    server or the host's recorded messages repeat them, as the tee hides them (`hide_kept`)."""
+    server or the host's recorded messages repeat them, as the tee and the proxy hide them."""
 
     def __init__(self, writer: CaptureWriter | None, conn: str, transport: str):
         self.writer = writer
         self.conn = conn
         self.transport = transport
-        self._secrets: tuple[bytes, ...] = getattr(writer, "stderr_secrets", ())
-        self._forms = secret_forms(self._secrets)
-        self._texts = text_forms(self._forms)
+        self._guard = EchoGuard()  # (the proxy's recorder's own: the same forms, the same hiding)
+        secrets = getattr(writer, "stderr_secrets", ())
+        self._guard.learn(s.decode("utf-8", "surrogateescape") for s in secrets)
 
     def learn_session(self, sid: str) -> None:
         """A session id the server assigned: whoever holds it can act in the session, so it is
         hidden where repeated (its own header keeps the writer's keyed hash)."""
         if self.writer is not None and self.writer.redact and len(sid) >= MIN_ECHOED:
-            self._secrets = (*self._secrets, sid.encode("utf-8", "surrogateescape"))
-            self._forms = secret_forms(self._secrets)
-            self._texts = text_forms(self._forms)
+            self._guard.learn_sessions([sid])
 
     def message(self, direction: Direction, raw: bytes, cut: int = 0, **facts: Any) -> None:
         if self.writer is not None:
@@ -67,14 +65,13 @@ class Tap:
         rec.transport, rec.conn = self.transport, self.conn
         if cut:
             rec.data = {**(rec.data or {}), "cut": cut}
-        if self._forms and rec.raw:
-            rec.raw, n = hide_kept(rec.raw, self._forms, cut)
+        guard = self._guard
+        if guard.forms and rec.raw:
+            rec.raw, n = guard.hide(rec.raw, cut)
             if n:  # (the stored bytes are not the wire's: say so)
                 rec.data = {**(rec.data or {}), "redacted": n}
-        if self._texts and rec.http:  # (a header repeating one: a gateway's trace of the session)
-            hs = {
-                k: hide_in_headers(rec.http[k], self._forms, self._texts) for k in _HEADERS if rec.http.get(k)
-            }
+        if guard.forms and rec.http:  # (a header repeating one: a gateway's trace of the session)
+            hs = {k: guard.hide_headers(rec.http[k]) for k in _HEADERS if rec.http.get(k)}
             rec.http = {**rec.http, **hs}  # (a copy: the SSE events of one answer share their facts)
         return rec
 

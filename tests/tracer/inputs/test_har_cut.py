@@ -148,7 +148,7 @@ def test_a_har_broken_before_its_end_still_reads_as_one_problem_and_no_entries(t
 
 
 def _every_prefix_reads_as_cut(doc: str) -> None:
-    from tracer.inputs.harcut import cut_short, whole_entries
+    from tracer.inputs.harcut import cut_log, cut_short
 
     dec, ends, i = json.JSONDecoder(), [], doc.index("[") + 1
     for _ in json.loads(doc)["log"]["entries"]:
@@ -160,7 +160,7 @@ def _every_prefix_reads_as_cut(doc: str) -> None:
         text = doc[:n]
         if text.strip():
             assert cut_short(text.encode("utf-8", "surrogatepass")) == text, repr(text[-20:])
-            assert len(whole_entries(text)) == sum(e <= n for e in ends), repr(text[-20:])
+            assert len(cut_log(text)["entries"]) == sum(e <= n for e in ends), repr(text[-20:])
 
 
 def test_every_beginning_of_a_har_is_read_as_cut_with_the_entries_whole_in_it():
