@@ -143,19 +143,30 @@ def _logged_before(m: Analysed, req: PendingRequest) -> None:
     )
 
 
+def may_answer_at_http_level(rec) -> bool:
+    """Whether REC (a record with HTTP facts) can answer requests at the HTTP level: an error
+    status, not the client's, on an exchange with an id (answered_at_http_level's first test; the
+    viewer's row writer asks it too, tracer.view.stashmirror)."""
+    http = rec.http
+    status = http.get("status")
+    fid = http.get("flow")
+    return (
+        type(status) is int
+        and status >= 400
+        and rec.dir is not _DIR_C2S
+        and (type(fid) is str or type(fid) is int)
+    )
+
+
 def answered_at_http_level(rec, s: Session) -> list[PendingRequest]:
     """A POST answered with an HTTP error status (4xx/5xx) and no JSON-RPC response of its own (a
     non-JSON body, or an error without id) is answered by that exchange: each request the POST
     carried (one, or a batch's) leaves the pending table as answered with an error, and learns why.
     Returns them (none when REC is no such answer)."""
-    http = rec.http
-    status = http.get("status")
-    if type(status) is not int or status < 400 or rec.dir is _DIR_C2S:
+    if not may_answer_at_http_level(rec):
         return []
-    fid = http.get("flow")
-    if type(fid) is not str and type(fid) is not int:
-        return []
-    known = s.flow_requests.pop(fid, None)
+    status = rec.http["status"]
+    known = s.flow_requests.pop(rec.http["flow"], None)
     out = []
     for key, seq in known or ():
         req = s.pending.get(key)

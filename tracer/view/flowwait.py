@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model import Record
-from tracer.view.stashmirror import answers_at_http_level
+from tracer.update.pairing import may_answer_at_http_level
 
 
 class FlowWaiting:
@@ -20,7 +20,7 @@ class FlowWaiting:
 
     def answered_by(self, rec: Record) -> bool:
         """REC may answer requests at the HTTP level (a failed exchange), and some were carried."""
-        return bool(self.flows) and rec.http is not None and answers_at_http_level(rec)
+        return bool(self.flows) and rec.http is not None and may_answer_at_http_level(rec)
 
     def add(self, rec: Record, key: tuple, row: int) -> None:
         """The request stashed under KEY, of row ROW, was sent on REC's exchange."""

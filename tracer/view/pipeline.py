@@ -60,9 +60,10 @@ from tracer.model import Direction, Kind
 from tracer.pairing import PairStatus
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 from tracer.summary import session_facts
+from tracer.update.pairing import may_answer_at_http_level
 from tracer.view import annotate as _ann
 from tracer.view.rowfill import MAX_STASH
-from tracer.view.stashmirror import StashMirror, answers_at_http_level
+from tracer.view.stashmirror import StashMirror
 
 HEAD = struct.Struct("<cI")
 META_KEYS = (META_PROTOCOL_VERSION, META_CLIENT_CAPS, META_CLIENT_INFO)  # what the summary reads of _meta
@@ -204,7 +205,7 @@ class Analysis(StashMirror):
         return a.kind is _BATCH and any(u.kind is _ERROR and u.idkey is None for u in a.members or ())
 
     def http_error(self, rec: Any) -> list[tuple]:
-        return self.http_answered(rec) if answers_at_http_level(rec) else []
+        return self.http_answered(rec) if may_answer_at_http_level(rec) else []
 
     def encode(self, a: Any, pos: int = -1) -> tuple:
         """What the row writer reads of an `Analysed` it cannot classify itself (tracer.view.rowfill,
@@ -322,7 +323,7 @@ class Analysis(StashMirror):
                     out += (row + 1, 2, type(exc).__name__, str(exc)[:300])
                     continue
                 if not message:
-                    http_answer = rec.http is not None and answers_at_http_level(rec)
+                    http_answer = rec.http is not None and may_answer_at_http_level(rec)
                     if http_answer:  # (tracer.update.http_answer)
                         self.dirty = True
                     updates = self.changed()
@@ -342,7 +343,7 @@ class Analysis(StashMirror):
                 if (
                     rec.http is not None
                     and (kind is _BATCH or (kind is _ERROR and a.idkey is None))
-                    and answers_at_http_level(rec)
+                    and may_answer_at_http_level(rec)
                 ):
                     self.dirty = True  # (tracer.update.pairing.answered_at_http_level)
                 if kind is _BATCH or a.findings or a.reason is not None or a.pair_note is not None:

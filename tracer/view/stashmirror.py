@@ -18,21 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model import Analysed as _Analysed
-from tracer.model import Direction
-
-
-def answers_at_http_level(rec: Any) -> bool:
-    """REC may answer requests at the HTTP level (tracer.update.pairing.answered_at_http_level's own
-    first test: an error status, not the client's, on an exchange with an id)."""
-    http = rec.http
-    status = http.get("status")
-    fid = http.get("flow")
-    return (
-        type(status) is int
-        and status >= 400
-        and rec.dir is not Direction.C2S
-        and (type(fid) is str or type(fid) is int)
-    )
 
 
 class StashMirror:
@@ -57,9 +42,8 @@ class StashMirror:
         # had when fed: no partner, latency or pairing note), another's entry in `fresh`, or, for
         # each request of a batch, the batch's [[message, line, place in its batch, what was last
         # sent of it]...] (the writer reads every request of the batch again when one is
-        # answered); pairing changes their
-        # messages when the answer comes. Nothing else is kept per request: lint's own pending
-        # table holds the same messages as long
+        # answered); pairing changes their messages when the answer comes. Nothing else is kept
+        # per request: lint's own pending table holds the same messages as long.
         self.open: dict[tuple, Any] = {}
         self.batch_open: list = []  # the last batch's requests, as `open` holds them (encode)
         # pairing may have changed a request no answer row told the writer of (an HTTP exchange
