@@ -133,7 +133,7 @@ def lint_paths(
         if any(tasks):  # (else one process lints them all: the pool's modules are not even loaded)
             from tracer.parallel_pool import start_pool
 
-            pool = start_pool(opened, jobs, rules, digests is not None, fmt, tasks=tasks)
+            pool = start_pool(opened, jobs, rules, digests is not None, tasks)
     given = [
         pool is not None and pool.takes(i) for i in range(len(opened))
     ]  # (the pool closed their handles)

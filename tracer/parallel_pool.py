@@ -14,7 +14,7 @@ from operator import itemgetter
 
 from tracer.analyser import RuleSet
 from tracer.inputs import InputError, OpenInput
-from tracer.parallel import Channel, FileResult, Task, finding_from, plan
+from tracer.parallel import Channel, FileResult, Task, finding_from
 from tracer.parallel_route import route
 
 PIPE_BYTES = 1 << 20
@@ -207,17 +207,10 @@ def _route_all(sharded: list[Task], inboxes: list[Channel]) -> None:
 
 
 def start_pool(
-    opened: list[OpenInput],
-    jobs: int,
-    rules: RuleSet,
-    digests: bool,
-    fmt: str | None = None,
-    *,
-    tasks: list[Task | None] | None = None,
+    opened: list[OpenInput], jobs: int, rules: RuleSet, digests: bool, tasks: list[Task | None]
 ) -> Pool | None:
-    """A pool for these inputs, or None when one process is the faster way. TASKS: their `plan`,
-    when the caller has made it already."""
-    tasks = plan(opened, jobs, fmt) if tasks is None else tasks
+    """A pool for these inputs and their TASKS (tracer.parallel.plan: the caller plans first, and
+    loads this module only when a task is given), or None when one process is the faster way."""
     if not any(tasks) or not sys.executable:  # (an embedded interpreter: nothing to start workers with)
         return None
     for inp, task in zip(opened, tasks, strict=True):
