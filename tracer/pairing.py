@@ -6,7 +6,8 @@ its JSON type) is tracer.update.pairing's, the one writer of the pending table.
 from __future__ import annotations
 
 from tracer.classify import id_key
-from tracer.model import KIND_ERROR as _KIND_ERROR  # (enum members as globals: tracer.model)
+from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
+from tracer.model import KIND_ERROR as _KIND_ERROR
 from tracer.model import KIND_RESULT as _KIND_RESULT
 from tracer.model import Analysed
 from tracer.session import PendingRequest, Session
@@ -64,3 +65,19 @@ def operation_rounds(m: Analysed) -> int:
     req = m.request if m.kind in (_KIND_RESULT, _KIND_ERROR) else None
     rnd = req.retry_of if req is not None else None
     return rnd.number + 1 if rnd is not None else 1
+
+
+def may_answer_at_http_level(rec) -> bool:
+    """Whether REC (a record with HTTP facts) can answer requests at the HTTP level: an error
+    status, not the client's, on an exchange with an id. The writer's first test
+    (tracer.update.pairing.answered_at_http_level) and the viewer's row writer (tracer.view.pipeline,
+    flowwait) both ask it here: the viewer never imports the session writer."""
+    http = rec.http
+    status = http.get("status")
+    fid = http.get("flow")
+    return (
+        type(status) is int
+        and status >= 400
+        and rec.dir is not _DIR_C2S
+        and (type(fid) is str or type(fid) is int)
+    )

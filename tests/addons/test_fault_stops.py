@@ -136,7 +136,13 @@ def test_sigterm_to_the_tee_mid_session_keeps_every_message_and_ends_the_capture
     _assert_session_so_far(records)
     events = [r.data for r in records if r.type is RecordType.EVENT]
     assert {"event": "signal", "signal": "SIGTERM", "forwarded": True} in events
-    assert events[-1]["event"] == "exit", events
+    names = [e["event"] for e in events]
+    assert "exit" in names, events
+    # (the host, seeing the server gone, may close its end, or write once more, before the tee has
+    # closed the capture: those notes of its input's end come after the exit, in the order they
+    # happened; nothing of the server's does)
+    after = names[names.index("exit") + 1 :]
+    assert set(after) <= {"stdin-eof", "server-stdin-closed"}, events
 
 
 def test_sigint_to_the_http_mock_with_the_hosts_stream_open_ends_it_cleanly():

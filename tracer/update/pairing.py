@@ -14,7 +14,7 @@ from tracer.model import KIND_ERROR as _KIND_ERROR
 from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
 from tracer.model import KIND_RESULT as _KIND_RESULT
 from tracer.model import Analysed, Direction
-from tracer.pairing import PairStatus, fmt_id
+from tracer.pairing import PairStatus, fmt_id, may_answer_at_http_level
 from tracer.session import PendingRequest, Session, find_pending_any_type
 from tracer.update.tracking import link_retry
 
@@ -140,21 +140,6 @@ def _logged_before(m: Analysed, req: PendingRequest) -> None:
         f"id {shown} answers the {req.method} request that {req.dir.value} sent at seq {req.seq}; "
         f"the input logged this answer {when}before it (its order is not authoritative), "
         "so they are paired"
-    )
-
-
-def may_answer_at_http_level(rec) -> bool:
-    """Whether REC (a record with HTTP facts) can answer requests at the HTTP level: an error
-    status, not the client's, on an exchange with an id (answered_at_http_level's first test; the
-    viewer's row writer asks it too, tracer.view.stashmirror)."""
-    http = rec.http
-    status = http.get("status")
-    fid = http.get("flow")
-    return (
-        type(status) is int
-        and status >= 400
-        and rec.dir is not _DIR_C2S
-        and (type(fid) is str or type(fid) is int)
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.model import Record
-from tracer.update.pairing import may_answer_at_http_level
+from tracer.pairing import may_answer_at_http_level
 
 
 class FlowWaiting:

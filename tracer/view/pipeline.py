@@ -57,10 +57,9 @@ from tracer.model import REC_HTTP as _HTTP
 from tracer.model import REC_MESSAGE as _MESSAGE
 from tracer.model import Analysed as _Analysed
 from tracer.model import Direction, Kind
-from tracer.pairing import PairStatus
+from tracer.pairing import PairStatus, may_answer_at_http_level
 from tracer.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_PROTOCOL_VERSION, META_SERVER_INFO
 from tracer.summary import session_facts
-from tracer.update.pairing import may_answer_at_http_level
 from tracer.view import annotate as _ann
 from tracer.view.rowfill import MAX_STASH
 from tracer.view.stashmirror import StashMirror
