@@ -14,7 +14,7 @@ Prints, per tree (this checkout, and any other given with --tree, e.g. an older 
   comparable.
 
     python tests/bench/bench_view_analysis.py [--messages 300000] [--pad 200] [--file PATH]
-        [--tree /tmp/other-checkout] [--rounds 3] [--own] [--instructions]
+        [--tree /tmp/other-checkout] [--rounds 3] [--own] [--instructions] [--floor]
 
 With --own it prints instead, per tree, what the viewer adds per row beside the analyser (the
 analyser's results computed once and handed back to both loops: see OWN), a figure that moves
@@ -23,6 +23,13 @@ of 20,000 messages or so: valgrind runs some 50 times slower) it prints the mach
 per row of each PIECE of the work, which are the same on a loaded machine as on a quiet one:
 lint's loop, the viewer's loop with the analyser alone, that loop handing each row's results to
 another process as a pipeline would, and the viewer's whole analysis.
+
+With --floor it prints the floor of two processes on this machine: lint alone; lint while the other
+core spins (a loop that touches no memory: what any second busy process costs); and lint while the
+other core runs the viewer's row writer over the frames the analysis wrote (COLOAD, in a loop, as
+the writer runs beside the analysis), side by side with the viewer's analysis. What the analysis
+loses to lint beside that writer is its own; what lint itself loses when the writer shares the
+machine (its caches, its memory bus, the host's scheduling of the two virtual cores) is the floor.
 
 CPU time is the steadier figure on a shared machine (wall time counts the other processes' turns
 too). Nothing here asserts a time; it reports.
@@ -211,6 +218,21 @@ wd = tempfile.mkdtemp()
 A.Annotator(path, wd).run()
 shutil.rmtree(wd)
 """
+# --floor: the viewer's row writer over recorded frames, again and again until stdin closes, so
+# that the other core does what it does beside the analysis while lint runs
+COLOAD = """
+import shutil, sys, tempfile, threading
+from tracer.view.replay import Writer
+path, frames = sys.argv[1], sys.argv[2]
+stop = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+print("ready", flush=True)
+while not stop.is_set():
+    wd = tempfile.mkdtemp()
+    with open(frames, "rb") as fh:
+        Writer(path, wd, fh).run()
+    shutil.rmtree(wd)
+"""
 PIECES = ("cli", "lint", "loop", "handoff", "view", "analysis", "writer")
 
 
@@ -232,6 +254,55 @@ def instructions(tree: str, piece: str, path: str) -> int:
     raise SystemExit("valgrind printed no instruction count")
 
 
+def floor(trees: list[str], path: str, rounds: int) -> None:
+    """Lint alone, lint beside the row writer (COLOAD), and the viewer's analysis, interleaved."""
+    print(f"capture: {path}; medians of {rounds} rounds, CPU time (see --floor)")
+    for tree in trees:
+        with tempfile.NamedTemporaryFile() as frames:
+            subprocess.run([sys.executable, "-c", PIECE, path, "analysis", frames.name], cwd=tree, check=True)
+            got: dict[str, list] = {"alone": [], "spin": [], "beside": [], "view": []}
+            for _ in range(rounds):
+                got["alone"].append(run(tree, LINT, path))
+                spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                try:
+                    got["spin"].append(run(tree, LINT, path))
+                finally:
+                    spin.kill()
+                    spin.wait()
+                co = subprocess.Popen(
+                    [sys.executable, "-c", COLOAD, path, frames.name],
+                    cwd=tree,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+                co.stdout.readline()  # (its imports are done: from here on it only writes rows)
+                try:
+                    got["beside"].append(run(tree, LINT, path))
+                finally:
+                    co.stdin.close()
+                    co.wait()
+                got["view"].append(run(tree, VIEW, path))
+        n = got["alone"][0]["messages"]
+        alone, spun, beside, view = (
+            statistics.median(n / x["cpu"] for x in got[k]) for k in ("alone", "spin", "beside", "view")
+        )
+        print(f"{tree}")
+        print(f"  lint alone:                      {alone:9,.0f} msg/s CPU")
+        print(f"  lint beside a spinning core:     {spun:9,.0f} msg/s CPU   {spun / alone:5.2f} of alone")
+        print(
+            f"  lint beside the row writer:      {beside:9,.0f} msg/s CPU   {beside / alone:5.2f} of alone (the floor)"
+        )
+        print(f"  the viewer's analysis:           {view:9,.0f} msg/s CPU   {view / alone:5.2f} of alone")
+        print(
+            f"  analysis / lint beside the writer: {view / beside:5.2f} (1.00: all of the gap is the floor)"
+        )
+        duty = statistics.median(x["writer"] / x["wall"] for x in got["view"])
+        print(
+            f"  (the real writer was busy {duty:4.0%} of the analysis' wall time; the loop beside lint ~100%)"
+        )
+
+
 def run(tree: str, code: str, path: str, *extra: str) -> dict:
     p = subprocess.run([sys.executable, "-c", code, path, *extra], cwd=tree, capture_output=True, text=True)
     if p.returncode != 0:
@@ -248,6 +319,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--own", action="store_true", help="the viewer's own part per row alone (see OWN)")
     ap.add_argument("--no-one-process", action="store_true", help="skip the one-process analysis' rounds")
+    ap.add_argument("--floor", action="store_true", help="lint beside the row writer (see COLOAD)")
     ap.add_argument(
         "--instructions", action="store_true", help="instructions per row of each piece (see PIECE)"
     )
@@ -263,6 +335,9 @@ def main() -> None:
             print(f"generating {path} ({args.messages:,} messages)...", file=sys.stderr)
             generate(path, args.messages, args.pad)
     trees = [str(REPO), *args.tree]
+    if args.floor:
+        floor(trees, path, args.rounds)
+        return
     if args.instructions:
         with open(path, "rb") as fh:
             rows = sum(1 for _ in fh)
