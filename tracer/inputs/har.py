@@ -193,11 +193,15 @@ def _event_blocks(body: bytes) -> tuple[list[bytes], bytes]:
     return blocks, bytes(cur)
 
 
+EVENT_SLACK_NS = 1_000_000_000  # an event time this far outside its response is on another clock
+
+
 def _timed_events(messages: Any, body: bytes | None, head: int, end: int):
     """([(time, the bytes of one event)], the rest of BODY) when MESSAGES (an entry's
     `_eventSourceMessages`: one `{"time": seconds, ...}` per event) times each event of BODY; else
-    None (the events then get the time the response ended). Times stay within the response, in
-    order: a HAR's own cannot move an event before its stream's head or after its end."""
+    None (the events then get the time the response ended), as when a time is more than a second
+    outside the response (another clock). Times stay within the response, in order: a HAR's own
+    cannot move an event before its stream's head or after its end."""
     if not body or type(messages) is not list or not messages:
         return None
     blocks, rest = _event_blocks(body)
@@ -209,7 +213,10 @@ def _timed_events(messages: Any, body: bytes | None, head: int, end: int):
         t = msg.get("time") if type(msg) is dict else None
         if type(t) not in (int, float) or not 0 <= t < 1e10:  # (seconds: NaN, 1e308, a string: none)
             return None
-        prev = min(max(int(t * 1e9), prev), end)
+        t_ns = int(t * 1e9)
+        if not head - EVENT_SLACK_NS <= t_ns <= end + EVENT_SLACK_NS:
+            return None  # another clock (times from the stream's start, in ms...): not this stream's
+        prev = min(max(t_ns, prev), end)
         out.append((prev, block))
     return out, rest
 

@@ -305,6 +305,8 @@ def test_event_times_a_har_cannot_vouch_for_leave_its_events_at_the_stream_end(t
         [{"time": "soon"}, {"time": t0}],
         [{"time": True}, {"time": -1}],
         [{"time": 1e308}, {"time": t0}],
+        [{"time": 0.01}, {"time": 2.0}],  # seconds from the stream's start: another clock
+        [{"time": (t0 + 0.01) * 1000}, {"time": (t0 + 2) * 1000}],  # milliseconds
         ["x", 5],
         {"time": t0},
     ):
