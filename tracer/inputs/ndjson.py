@@ -47,8 +47,9 @@ class DirectionGuesser:
 
     Methods either side may send are told by what they name: `notifications/progress` comes from
     the other side of the pending request that supplied its progressToken (nearly always the
-    server), `notifications/cancelled` from the side of the pending request it cancels. Only what
-    names nothing seen (a `ping`, say) is assumed to come from the host."""
+    server; a token no request seen supplied, as in a log that begins mid-session, the server's
+    too), `notifications/cancelled` from the side of the pending request it cancels. What names
+    nothing seen (a `ping`, a cancel) is assumed to come from the host."""
 
     def __init__(self) -> None:
         self.pending: dict[tuple, Direction] = {}
@@ -88,15 +89,14 @@ class DirectionGuesser:
 
     def _either_side(self, method: str, params: object) -> Direction:
         """The sender of a method both sides may send (ping, cancelled, progress)."""
-        if type(params) is dict:
-            if method == "notifications/progress":
-                d = self.tokens.get(id_key(params.get("progressToken")))
-                if d is not None:
-                    return d.other
-            elif method == "notifications/cancelled":
-                d = self.pending.get(id_key(params.get("requestId")))
-                if d is not None:
-                    return d
+        if method == "notifications/progress":
+            d = self.tokens.get(id_key(params.get("progressToken"))) if type(params) is dict else None
+            # a token of a request before the log began: most progress is a server's
+            return d.other if d is not None else Direction.S2C
+        if method == "notifications/cancelled" and type(params) is dict:
+            d = self.pending.get(id_key(params.get("requestId")))
+            if d is not None:
+                return d
         return Direction.C2S  # assume the host
 
 

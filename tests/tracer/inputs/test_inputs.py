@@ -119,3 +119,13 @@ def test_ndjson_progress_and_cancels_take_the_side_their_request_names(tmp_path)
     analysed, ends = analyse_all(recs)
     found = [x.rule for a in analysed for x in a.findings] + [x.rule for x in ends]
     assert "MCP512" not in found and "MCP502" not in found
+
+
+def test_ndjson_progress_on_a_request_before_the_log_began_is_the_servers(tmp_path):
+    """A log that begins mid-session: progress whose token no request in it supplied is taken as
+    the server's (servers report progress), so MCP512 says no *client* request supplied it."""
+    f = tmp_path / "tail.ndjson"
+    progress = '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}'
+    f.write_text(progress + "\n" + '{"jsonrpc":"2.0","id":7,"result":{"content":[]}}\n')
+    _fmt, recs, _ = _records(f)
+    assert [r.dir for r in recs] == [Direction.S2C, Direction.S2C]
