@@ -141,6 +141,8 @@ def load_baseline(path: str) -> Baseline:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise BaselineError(f"baseline {path} is not JSON: {exc}") from None
+    except RecursionError:
+        raise BaselineError(f"baseline {path} is not JSON: nested too deeply") from None
     if type(doc) is not dict or doc.get("tool") != "mcptrace" or type(doc.get("findings")) is not list:
         raise BaselineError(f"{path} is not an mcptrace baseline (write one with --write-baseline)")
     if doc.get("baseline") != FORMAT_VERSION:

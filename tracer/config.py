@@ -80,10 +80,11 @@ def find_config(start: str | os.PathLike | None = None) -> tuple[Path, dict] | N
                 raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
             try:
                 data = tomllib.loads(raw.decode("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
                 if name == "pyproject.toml" and b"mcptrace" not in raw:
                     continue  # somebody else's broken pyproject: not ours to report
-                raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+                why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+                raise ConfigError(f"{path}: not valid TOML: {why}") from None
             tool = data.get("tool")
             table = tool.get("mcptrace") if isinstance(tool, dict) else None
             if name == "mcptrace.toml":

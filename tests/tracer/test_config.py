@@ -107,6 +107,9 @@ def test_a_baseline_path_in_the_config_is_relative_to_the_config_file(project, c
         ),
         ('select = ["MCP999"]\n', "[tool.mcptrace] select: unknown rule"),
         ("select = [\n", "not valid TOML"),
+        pytest.param(  # (before: "internal error: RecursionError", exit 70)
+            "select = " + "[" * 50_000 + "]" * 50_000 + "\n", "not valid TOML: nested too deeply", id="deep"
+        ),
     ],
 )
 def test_a_bad_config_is_one_line_naming_the_file_and_key_and_exit_2(project, capsys, text, expected):
@@ -179,3 +182,13 @@ def test_a_baseline_entry_of_the_wrong_shape_is_refused_naming_the_field(project
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1
     assert f"baseline {base} has a malformed entry: {expected}" in err
+
+
+def test_a_baseline_nested_past_any_parser_is_one_line_and_exit_2(project, capsys):
+    # (before: "internal error: RecursionError", exit 70)
+    base = project / "base.json"
+    base.write_text("[" * 100_000)
+    rc = main(["lint", "--no-config", "--baseline", str(base), "demo.jsonl"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert f"baseline {base} is not JSON: nested too deeply" in err

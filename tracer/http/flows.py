@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.model import Record
 
-REQUEST, HEAD, END, FAILED, CLIENT_CLOSED = 0, 1, 2, 3, 4
+REQUEST, HEAD, CHUNK, END, FAILED, CLIENT_CLOSED = 0, 1, 2, 3, 4, 5
 
 
 @dataclass(slots=True)
@@ -20,10 +20,10 @@ class Step:
     HAR) and must put them back in wire order."""
 
     t_ns: int
-    what: int  # REQUEST, HEAD, END, FAILED or CLIENT_CLOSED (also the tie-break at the same time)
+    what: int  # REQUEST, HEAD, CHUNK, END, FAILED or CLIENT_CLOSED (also the tie-break at the same time)
     index: int  # the exchange's position in the file (1-based): findings point at it
     ex: Exchange
-    body: bytes | None = None  # END: the response body
+    body: bytes | None = None  # END: the response body (the rest of it after its CHUNKs); CHUNK: a part
     why: str = ""  # FAILED: what went wrong; END: how a stream ended, when not by the server finishing it
     # CLIENT_CLOSED: the client's TCP connection (`ex.client_id`) closed; its session-less
     # connections end (tracer.http.conns), so a long file is read in bounded memory
@@ -51,6 +51,8 @@ def replay_sorted(steps: Iterable[Step], source: str, *, redact: bool = True):
             recorder.request(ex)
         elif step.what == HEAD:
             recorder.response_headers(ex)
+        elif step.what == CHUNK:
+            recorder.response_part(ex, step.body or b"", step.t_ns)
         elif step.what == END:
             recorder.response(ex, step.body, step.t_ns, why=step.why)
         elif step.what == FAILED:

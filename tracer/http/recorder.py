@@ -89,6 +89,7 @@ class _Flow:
     done: bool = False
     begun: bool = False  # an `initialize` it carries got a result (a session began)
     answered: bool = False  # its request's response came (kept only where Connections.watches)
+    held: bytearray | None = None  # parts of a body not teed, for `response` (response_part)
 
 
 _BODIES = (RecordType.MESSAGE, RecordType.HTTP)
@@ -193,6 +194,21 @@ class HttpRecorder:
         f.tee = SseTee(self, f, _now(ex.t_resp_ns))
         return f.tee
 
+    def response_part(self, ex: Exchange, chunk: bytes, t_ns: int = 0) -> None:
+        """Part of a buffered SSE body at the time it streamed (a HAR's `_eventSourceMessages`): fed
+        to the body's tee then, so its events keep their place among the other exchanges' messages;
+        held for `response` when the body is not teed."""
+        f = self._flows.get(ex.id)
+        if f is None:
+            return
+        if f.tee is not None:
+            if not f.tee.ended:
+                f.tee.feed(chunk, t_ns)
+        elif f.held is None:
+            f.held = bytearray(chunk)
+        else:
+            f.held += chunk
+
     def response(self, ex: Exchange, body: bytes | None, t_ns: int = 0, why: str = "") -> None:
         """A whole response body (not teed): a JSON answer, an error page, or a buffered SSE body
         (an importer, or a proxy that did not stream it). `why`: how a buffered SSE body's stream
@@ -200,6 +216,8 @@ class HttpRecorder:
         f = self._flows.get(ex.id)
         if f is None:  # never saw its request (or already finished)
             return
+        if f.held is not None:
+            body, f.held = bytes(f.held) + (body or b""), None
         if f.tee is None:
             self.response_headers(ex)
         if f.tee is not None:

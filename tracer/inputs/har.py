@@ -2,8 +2,9 @@
 
 Each entry is an exchange with whole bodies; entries are replayed through the HTTP door's recorder
 (tracer.http.recorder) in wire order, so a HAR gives the same envelopes as a live capture of the
-same traffic. Times come from `startedDateTime` and `timings`; SSE events get the time the
-response ended (a HAR holds bodies, not chunks). The file is parsed whole.
+same traffic. Times come from `startedDateTime` and `timings`; an SSE event gets its own time when
+the entry lists it under `_eventSourceMessages` (mcptrace's HAR export, Chrome DevTools' field),
+else the time the response ended (a HAR holds bodies, not chunks). The file is parsed whole.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import IO, Any
 
 from tracer.capture import ReadProblem
 from tracer.classify import parse_json
-from tracer.http.flows import END, FAILED, HEAD, REQUEST, Step, replay
+from tracer.http.flows import CHUNK, END, FAILED, HEAD, REQUEST, Step, replay
 from tracer.http.headers import header
 from tracer.http.recorder import Exchange
 from tracer.http.state import UNFINISHED
@@ -155,8 +156,13 @@ def _entry_steps(entry: dict, index: int, apart: bool = False) -> list[Step]:
     content = resp.get("content")
     body = _text(content)
     ctype = header(ex.resp_headers, "content-type") or ""
-    if ctype.split(";", 1)[0].strip().lower() == "text/event-stream" and "charset" not in ctype.lower():
+    sse = ctype.split(";", 1)[0].strip().lower() == "text/event-stream"
+    if sse and "charset" not in ctype.lower():
         body = _sse_bytes(content, body)
+    timed = _timed_events(entry.get("_eventSourceMessages"), body, head, max(end, head)) if sse else None
+    if timed is not None:
+        parts, body = timed
+        steps.extend(Step(t, CHUNK, index, ex, body=part) for t, part in parts)
     why = resp.get("_error")  # a stream that ended otherwise than by the server finishing it
     # mitmproxy's `hardump` writes an answer whose body never ended (the client gave up on its
     # stream, the proxy stopped) with no `_error` and `receive` the integer 0 (a measured one is a
@@ -167,6 +173,52 @@ def _entry_steps(entry: dict, index: int, apart: bool = False) -> list[Step]:
         why = UNFINISHED
     steps.append(Step(max(end, head), END, index, ex, body=body, why=why if isinstance(why, str) else ""))
     return steps
+
+
+def _event_blocks(body: bytes) -> tuple[list[bytes], bytes]:
+    """BODY (an event stream) cut after each blank line that ends an event, and what follows the
+    last one. A blank line with no field before it ends no event: it goes with the next one."""
+    blocks: list[bytes] = []
+    cur = bytearray()
+    fields = False
+    for line in body.splitlines(keepends=True):
+        cur += line
+        if line in (b"\n", b"\r\n", b"\r"):
+            if fields:
+                blocks.append(bytes(cur))
+                cur = bytearray()
+                fields = False
+        else:
+            fields = True
+    return blocks, bytes(cur)
+
+
+EVENT_SLACK_NS = 1_000_000_000  # an event time this far outside its response is on another clock
+
+
+def _timed_events(messages: Any, body: bytes | None, head: int, end: int):
+    """([(time, the bytes of one event)], the rest of BODY) when MESSAGES (an entry's
+    `_eventSourceMessages`: one `{"time": seconds, ...}` per event) times each event of BODY; else
+    None (the events then get the time the response ended), as when a time is more than a second
+    outside the response (another clock). Times stay within the response, in order: a HAR's own
+    cannot move an event before its stream's head or after its end."""
+    if not body or type(messages) is not list or not messages:
+        return None
+    blocks, rest = _event_blocks(body)
+    if len(blocks) != len(messages):
+        return None
+    out = []
+    prev = head
+    for msg, block in zip(messages, blocks, strict=True):
+        t = msg.get("time") if type(msg) is dict else None
+        if type(t) not in (int, float) or not 0 <= t < 1e10:  # (seconds: NaN, 1e308, a string: none)
+            return None
+        t_ns = int(t * 1e9)
+        if not head - EVENT_SLACK_NS <= t_ns <= end + EVENT_SLACK_NS:
+            return None  # another clock (times from the stream's start, in ms...): not this stream's
+        prev = min(max(t_ns, prev), end)
+        out.append((prev, block))
+    return out, rest
 
 
 def _cut(fh: IO[bytes], data: bytes, source: str) -> tuple[dict, ReadProblem] | None:

@@ -43,10 +43,18 @@ def sniff(head: bytes) -> bool:
 
 
 class DirectionGuesser:
-    """Infers who sent each message of a direction-less log."""
+    """Infers who sent each message of a direction-less log.
+
+    Methods either side may send are told by what they name: `notifications/progress` comes from
+    the other side of the pending request that supplied its progressToken (nearly always the
+    server; a token no request seen supplied, as in a log that begins mid-session, the server's
+    too), `notifications/cancelled` from the side of the pending request it cancels. What names
+    nothing seen (a `ping`, a cancel) is assumed to come from the host."""
 
     def __init__(self) -> None:
         self.pending: dict[tuple, Direction] = {}
+        self.tokens: dict[tuple, Direction] = {}  # progressToken -> direction of its pending request
+        self.token_of: dict[tuple, tuple] = {}  # request id -> the progressToken it supplied
 
     def guess(self, obj: object) -> Direction:
         if type(obj) is list:
@@ -60,15 +68,36 @@ class DirectionGuesser:
             elif method in SERVER_METHODS_ANY and method not in CLIENT_METHODS_ANY:
                 d = Direction.S2C
             else:
-                d = Direction.C2S  # ping, cancelled, progress: both sides; assume the host
+                d = self._either_side(method, obj.get("params"))
             key = id_key(obj.get("id"))
             if key is not None:
                 self.pending[key] = d
+                params = obj.get("params")
+                meta = params.get("_meta") if type(params) is dict else None
+                tok = id_key(meta.get("progressToken")) if type(meta) is dict else None
+                if tok is not None:
+                    self.tokens[tok] = d
+                    self.token_of[key] = tok
             return d
         key = id_key(obj.get("id"))
         if key is not None and key in self.pending:
+            tok = self.token_of.pop(key, None)
+            if tok is not None:
+                self.tokens.pop(tok, None)
             return self.pending.pop(key).other
         return Direction.S2C  # a response to nothing we saw: most responses come from servers
+
+    def _either_side(self, method: str, params: object) -> Direction:
+        """The sender of a method both sides may send (ping, cancelled, progress)."""
+        if method == "notifications/progress":
+            d = self.tokens.get(id_key(params.get("progressToken"))) if type(params) is dict else None
+            # a token of a request before the log began: most progress is a server's
+            return d.other if d is not None else Direction.S2C
+        if method == "notifications/cancelled" and type(params) is dict:
+            d = self.pending.get(id_key(params.get("requestId")))
+            if d is not None:
+                return d
+        return Direction.C2S  # assume the host
 
 
 def read(fh: IO[bytes], source: str) -> Iterator[Record | ReadProblem]:

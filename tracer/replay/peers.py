@@ -207,6 +207,22 @@ def header_value(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
+_TOKEN = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _sendable(name: str, value: str) -> bool:
+    """Whether NAME: VALUE can go in an HTTP/1.1 head as they are (RFC 9110 field-name token,
+    field-value of visible characters, spaces, tabs and obs-text): a method, version or recorded
+    header taken from a capture may hold a line break, a control character or a lone surrogate."""
+    return (
+        type(name) is str
+        and type(value) is str
+        and bool(name)
+        and all(c in _TOKEN for c in name)
+        and all(c == "\t" or 0x20 <= ord(c) <= 0x7E or 0x80 <= ord(c) <= 0xFF for c in value)
+    )
+
+
 class HttpPeer(Peer):
     def __init__(
         self, url: str, tap: Tap, *, headers: list[tuple[str, str]] | None = None, timeout: float = 10.0
@@ -244,7 +260,14 @@ class HttpPeer(Peer):
                 hs.append(("MCP-Protocol-Version", self.legacy_version))
         if type(obj) is dict and (key := id_key(obj.get("id"))) is not None:
             hs.extend(self.recorded_param_headers.get(key, ()))
-        return hs + self.extra
+        # (a hostile capture's method, version or header: never a crash, never a header it injects)
+        sendable = []
+        for k, v in hs:
+            if _sendable(k, v):
+                sendable.append((k, v))
+            else:
+                self.problems.append(f"header {k[:40]!a} not sent: its value cannot be an HTTP header value")
+        return sendable + self.extra
 
     async def start(self) -> None:
         try:

@@ -275,6 +275,9 @@ def cross_origin_served(rec: Record, m: Analysed | None, s):
     return None
 
 
+SERVER_ENDS = ("end", "server-closed")  # stream-closed reasons where the server ended the stream
+
+
 @http_rule(
     "MCP707",
     "sse-data-not-one-message",
@@ -285,8 +288,10 @@ def cross_origin_served(rec: Record, m: Analysed | None, s):
 )
 def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
     """(Inferred.) An SSE event's data (its `data:` lines joined) is not a single JSON-RPC message:
-    not JSON, an array, or an event cut off by the end of the stream. Comment lines (`:`) are
-    keep-alives and are not judged.
+    not JSON, an array, or an event cut off by the server ending the stream. Comment lines (`:`)
+    are keep-alives and are not judged. An event cut off by the client closing the stream (the
+    official SDK client refuses an event over 1 MiB), or by the capture stopping, is not the
+    server's framing.
 
     Each SSE event carries one JSON-RPC message (2025-11-25 "The server MAY send JSON-RPC requests
     and notifications before sending the JSON-RPC response"). Example: `data: hello`.
@@ -299,7 +304,8 @@ def sse_data_not_one_message(rec: Record, m: Analysed | None, s):
         if m.kind is _KIND_INVALID and m.problem in NOT_A_MESSAGE:
             return Hit(f"the SSE event's data is not a JSON-RPC message ({m.reason})")
         return None
-    if _event_name(rec) == "stream-closed" and "unterminated" in (rec.data or {}):
+    data = rec.data or {}
+    if _event_name(rec) == "stream-closed" and "unterminated" in data and data.get("reason") in SERVER_ENDS:
         return Hit(
             "the stream ended in the middle of an event (no blank line after its data), so it is lost: "
             f"{rec.data['unterminated'][:60]!r}"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.proxy_peers import mcptrace_proxy
-from tests.sdk_peers import CAPTURES, REPO, run_clients, sdk_http_server
+from tests.sdk_peers import CAPTURES, REPO, run_clients, sdk_http_server, serve_http
 
 
 def mcptrace(*args: str) -> subprocess.CompletedProcess:
@@ -44,6 +44,25 @@ def test_har_export_then_lint_gives_the_same_findings_as_the_capture(proxied, tm
     expected = findings(proxied)
     assert expected, "the session has findings to compare (MCP905)"
     assert findings(har) == expected
+
+
+def test_a_server_request_on_a_stream_keeps_its_place_before_its_answer_in_the_har(tmp_path):
+    """The asking server's legacy `elicitation/create` and `sampling/createMessage` go out on the
+    `tools/call`'s SSE stream, and the client POSTs each answer before that stream ends. Read at
+    the stream's end, each question came after its answer when the stream outlived the answer by
+    50 ms or more (20 concurrent clients: false MCP203, an answer to nothing, and MCP211, a
+    question never answered); each event reads at its own time (`_eventSourceMessages`). The same
+    order every run: tests/tracer/inputs/test_har_import.py."""
+    cap, har = tmp_path / "asking.jsonl", tmp_path / "asking.har"
+    server = [sys.executable, str(REPO / "fixtures" / "sdk" / "asking_server.py"), "--http", "--port", "0"]
+    with serve_http(server, "the asking server") as upstream, mcptrace_proxy(upstream, cap) as url:
+        client = [sys.executable, str(REPO / "fixtures" / "sdk" / "asking_client.py"), "--era", "legacy"]
+        done = subprocess.run([*client, "--url", url], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    assert mcptrace("export", "-f", "har", "-o", str(har), str(cap)).returncode == 0
+    asked = [e for e in json.loads(har.read_text())["log"]["entries"] if "createMessage" in str(e)]
+    assert asked, "the sampling request and its answer are in the HAR"
+    assert findings(har) == findings(cap)
 
 
 def test_har_export_is_har_1_2_with_sse_events_kept_and_no_credentials(proxied, tmp_path):

@@ -254,3 +254,69 @@ def test_the_request_lines_http_version_is_kept_from_a_har_to_the_spans_and_back
     for r in recs:
         builder.feed(r)
     assert {e["request"]["httpVersion"] for e in builder.entries()} == {"HTTP/2.0"}
+
+
+def _asking_session(messages) -> list[dict]:
+    """The session, then a tools/call whose SSE stream (2 s long) carries the server's `ping` at
+    once and the tool's result at its end, while the client POSTs its answer to the ping after 1 s.
+    MESSAGES: the stream entry's `_eventSourceMessages`."""
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo"}}
+    ping = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
+    done = {"jsonrpc": "2.0", "id": 3, "result": {"content": []}}
+    stream = entry(
+        "2026-11-29T10:00:03.000Z",
+        "POST",
+        call,
+        200,
+        [["content-type", "text/event-stream"]],
+        {"size": 10, "mimeType": "text/event-stream", "text": sse_text(ping, done)},
+        req_headers=SESSION,
+        time_ms=2000.0,
+    )
+    stream["_eventSourceMessages"] = messages
+    pong = {"jsonrpc": "2.0", "id": 0, "result": {}}
+    answer = entry("2026-11-29T10:00:04.000Z", "POST", pong, 202, [], {"size": 0, "text": ""}, SESSION)
+    return [*_session(), stream, answer]
+
+
+def test_sse_events_of_a_har_read_at_their_own_times(tmp_path):
+    """An SSE stream's events read at the times `_eventSourceMessages` gives them (mcptrace's HAR
+    export writes it): the server's ping goes before the client's answer to it, as on the wire.
+    Read at the stream's end, as before, the answer came first: a false MCP203 (an answer to no
+    request) and MCP211 (a ping never answered)."""
+    t0 = 1_795_946_403.0  # 2026-11-29T10:00:03Z
+    timed = [{"time": t0 + 0.01, "eventName": "message"}, {"time": t0 + 2.0, "eventName": "message"}]
+    path = tmp_path / "asking.har"
+    path.write_text(json.dumps(har(_asking_session(timed))))
+    recs, problems = _read(path)
+    assert not problems
+    order = [json.loads(r.raw) for r in recs if r.type is RecordType.MESSAGE][-3:]
+    assert [m.get("method") or ("result", m["id"]) for m in order] == ["ping", ("result", 0), ("result", 3)]
+    analysed, ends = analyse_all(recs)
+    assert [f.rule for a in analysed for f in a.findings] == [] and ends == []
+
+
+def test_event_times_a_har_cannot_vouch_for_leave_its_events_at_the_stream_end(tmp_path):
+    """Times of the wrong type or count, negative or past any clock: the events read at the stream's
+    end, as a HAR without them reads; never a crash."""
+    t0 = 1_795_946_403.0
+    for bad in (
+        [{"time": t0}],
+        [{"time": "soon"}, {"time": t0}],
+        [{"time": True}, {"time": -1}],
+        [{"time": 1e308}, {"time": t0}],
+        [{"time": 0.01}, {"time": 2.0}],  # seconds from the stream's start: another clock
+        [{"time": (t0 + 0.01) * 1000}, {"time": (t0 + 2) * 1000}],  # milliseconds
+        ["x", 5],
+        {"time": t0},
+    ):
+        path = tmp_path / "bad.har"
+        path.write_text(json.dumps(har(_asking_session(bad))))
+        recs, problems = _read(path)
+        assert not problems
+        order = [json.loads(r.raw) for r in recs if r.type is RecordType.MESSAGE][-3:]
+        assert [m.get("method") or ("result", m["id"]) for m in order] == [
+            ("result", 0),
+            "ping",
+            ("result", 3),
+        ]

@@ -90,3 +90,42 @@ def test_a_50_mb_single_line_is_read_as_one_message(tmp_path):
     assert fmt == "ndjson" and len(recs) == 1
     analysed, _ = analyse_all(recs)
     assert analysed[0].kind is Kind.REQUEST
+
+
+def test_ndjson_progress_and_cancels_take_the_side_their_request_names(tmp_path):
+    """A server's progress on the host's tools/call is the server's (no MCP512 "no request supplied
+    that token"), and a cancel of a server's sampling request is the server's; a ping names nothing
+    and stays the host's."""
+    call = (
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{},'
+        '"_meta":{"progressToken":"tok-2"}}}'
+    )
+    progress = (
+        '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok-2","progress":1}}'
+    )
+    sample = (
+        '{"jsonrpc":"2.0","id":0,"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}'
+    )
+    cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}'
+    ping = '{"jsonrpc":"2.0","id":9,"method":"ping"}'
+    result = '{"jsonrpc":"2.0","id":2,"result":{"content":[]}}'
+    f = tmp_path / "traffic.ndjson"
+    f.write_text(
+        "\n".join([INIT, INIT_RESULT, call, progress, progress, sample, cancel, result, ping]) + "\n"
+    )
+    _fmt, recs, _ = _records(f)
+    c, s = Direction.C2S, Direction.S2C
+    assert [r.dir for r in recs] == [c, s, c, s, s, s, s, s, c]
+    analysed, ends = analyse_all(recs)
+    found = [x.rule for a in analysed for x in a.findings] + [x.rule for x in ends]
+    assert "MCP512" not in found and "MCP502" not in found
+
+
+def test_ndjson_progress_on_a_request_before_the_log_began_is_the_servers(tmp_path):
+    """A log that begins mid-session: progress whose token no request in it supplied is taken as
+    the server's (servers report progress), so MCP512 says no *client* request supplied it."""
+    f = tmp_path / "tail.ndjson"
+    progress = '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}'
+    f.write_text(progress + "\n" + '{"jsonrpc":"2.0","id":7,"result":{"content":[]}}\n')
+    _fmt, recs, _ = _records(f)
+    assert [r.dir for r in recs] == [Direction.S2C, Direction.S2C]

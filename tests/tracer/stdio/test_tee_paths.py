@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +88,25 @@ def test_credential_arguments_are_redacted_in_the_stored_command():
         "Authorization: Bearer <redacted>",
         "--verbose",
     ]
+
+
+def test_the_tee_runs_its_server_whatever_the_project_config_nests(tmp_path):
+    """A `[tool.mcptrace]` nested past the TOML parser is a warning on stderr, and the server runs
+    as always (before: "internal error: RecursionError", exit 70, no server: the host's tool gone)."""
+    repo = Path(__file__).resolve().parents[3]
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.mcptrace]\nselect = " + "[" * 50_000 + "]" * 50_000 + "\n"
+    )
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    echo = [sys.executable, str(repo / "tests" / "servers" / "echo.py")]
+    done = subprocess.run(
+        [sys.executable, "-m", "tracer", "stdio", "-q", "-o", str(tmp_path / "c.jsonl"), "--", *echo],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        input=ping,
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b'"id":1' in done.stdout
+    assert b"nested too deeply" in done.stderr and b"Traceback" not in done.stderr
