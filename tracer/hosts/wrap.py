@@ -75,7 +75,7 @@ def _ledger_path(config: Path) -> Path:
 def _read_ledger(config: Path) -> dict:
     try:
         data = json.loads(_ledger_path(config).read_text("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (a damaged ledger: unwrap reads the config alone)
         return {}
     entries = data.get("entries") if isinstance(data, dict) else None
     return entries if isinstance(entries, dict) else {}

@@ -12,7 +12,7 @@ import pytest
 
 from tests.proxy_peers import free_port
 from tests.sdk_peers import sdk_http_server
-from tests.wrap_support import entry, home, write_host_file
+from tests.wrap_support import SDK_SERVER, entry, home, write_host_file
 from tracer.cli import main
 from tracer.hosts.entries import load
 from tracer.hosts.hosts import HOSTS
@@ -263,3 +263,17 @@ def test_a_config_with_two_servers_of_one_name_is_unwrapped_byte_for_byte(home, 
     out = capsys.readouterr().out
     assert path.read_bytes() == original
     assert out.count("sdk: unwrapped") == 2 and "from its arguments" not in out
+
+
+def test_a_corrupted_ledger_costs_its_entries_not_a_traceback(home, capsys):
+    path, _ = write_host_file(home, "vscode")
+    assert main(["wrap", "--host", "vscode"]) == 0
+    (ledger,) = (home / ".local" / "state" / "mcptrace" / "wrap").iterdir()
+    ledger.write_text("[" * 100_000 + "]" * 100_000)  # (nested past json's recursion limit)
+    capsys.readouterr()
+    code = main(["unwrap", "--host", "vscode"])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "internal error" not in out + err
+    assert code == 0 and "unwrapped from its arguments" in out  # (the wrapped command says what it ran)
+    text = path.read_text()
+    assert "mcptrace" not in text and f'"args": [{json.dumps(SDK_SERVER)}]' in text
