@@ -204,6 +204,7 @@ class HttpRecorder:
             self.response_headers(ex)
         if f.tee is not None:
             if not f.tee.ended:  # buffered SSE: replay it through the tee
+                why = self.wire_text(why)
                 f.tee.feed(body or b"", t_ns)
                 f.tee.end((why if why in _STREAM_ENDS else _reason(why)) if why else "end", t_ns)
             self._forget(f, t_ns)
@@ -259,6 +260,7 @@ class HttpRecorder:
         f = self._flows.get(ex.id)
         if f is None:
             return
+        why = self.wire_text(why)  # (mitmproxy's error may quote the server's bytes: a bad header line)
         if f.tee is not None:
             if not f.tee.ended:
                 f.tee.end(_reason(why), t_ns)
@@ -410,6 +412,12 @@ class HttpRecorder:
         # (a header that echoes a credential, or the session id: an error description quoting it)
         return self.echo.hide_headers(out)
 
+    def wire_text(self, text):
+        """A text from the wire a record keeps outside a body (an SSE event's `id:` and name, an
+        error quoting the server, a Content-Type) with the known credentials and session ids
+        hidden, as they are in bodies and headers."""
+        return self.echo.hide_text(text) if self.redact else text
+
     def record_url(self, url: str) -> str:
         """A URL as records carry it: credentials in its query and userinfo redacted (session ids stay:
         the capture writer hashes them, an importer's analysis needs them)."""
@@ -423,7 +431,7 @@ class HttpRecorder:
             http["request_t_ns"] = _now(ex.t_ns)
             ct = header(ex.req_headers, "content-type")
             if ct is not None:
-                http["content_type"] = ct
+                http["content_type"] = self.wire_text(ct)
             if ex.http_version:
                 http["http_version"] = ex.http_version
             f.head_sent = True
@@ -446,7 +454,7 @@ class HttpRecorder:
                 http["server"] = ex.server
             ct = header(ex.resp_headers, "content-type")
             if ct is not None:
-                http["content_type"] = ct
+                http["content_type"] = self.wire_text(ct)
         return http
 
 

@@ -117,15 +117,22 @@ class SseTee:
         self.events += 1
         if self.first_ns is None:
             self.first_ns = t
-        sse = {"stream": self.stream, "event": ev.event}
-        if ev.id is not None:
-            sse["id"] = ev.id
+        # (the server's own fields: an event id built from the session id is hidden as its echo)
+        name = self.rec.wire_text(ev.event)
+        sse = {"stream": self.stream, "event": name}
+        eid = self.rec.wire_text(ev.id)
+        if eid is not None:
+            sse["id"] = eid
         if ev.retry is not None:
             sse["retry"] = ev.retry
             self.retry_seen = True
         http = self.rec.response_http(f, full=False)
         if ev.event == "endpoint":
             post_url = self.rec.open_sse_session(f, ev.data)
+            if self.rec.redact:
+                # its session id, hidden wherever the stream repeats it before the client's first POST
+                # (the announced URL itself keeps it: the writer stores the keyed hash, as in the POSTs')
+                self.rec.echo.learn_exchange((), post_url)
             out.append(
                 Record(
                     RecordType.EVENT,
@@ -177,9 +184,9 @@ class SseTee:
                 data={
                     "event": "sse-event",
                     "stream": self.stream,
-                    "id": ev.id,
+                    "id": eid,
                     "retry": ev.retry,
-                    "name": ev.event,
+                    "name": name,
                 },
             )
         )
