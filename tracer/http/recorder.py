@@ -129,7 +129,7 @@ class HttpRecorder:
     def emit(self, recs: list[Record]) -> object:
         """Records out, with the known credentials hidden in their bytes (a record that had one
         says how many: `data.redacted`)."""
-        if self.redact and self.echo.forms:
+        if self.redact and self.echo.watching:
             for rec in recs:
                 if rec.raw and rec.type in _BODIES:
                     raw, n = self.echo.hide(rec.raw, _cut(rec))
@@ -413,9 +413,9 @@ class HttpRecorder:
         return self.echo.hide_headers(out)
 
     def wire_text(self, text):
-        """A text from the wire a record keeps outside a body (an SSE event's `id:` and name, an
-        error quoting the server, a Content-Type) with the known credentials and session ids
-        hidden, as they are in bodies and headers."""
+        """A text from the wire a record keeps outside a body and its headers (an SSE event's `id:`
+        and name, an error quoting the server) with the known credentials and session ids hidden,
+        as they are in bodies and headers."""
         return self.echo.hide_text(text) if self.redact else text
 
     def record_url(self, url: str) -> str:
@@ -427,11 +427,11 @@ class HttpRecorder:
         ex = f.ex
         http = {"method": ex.method, "url": self.record_url(ex.url), "flow": ex.id}
         if head:
-            http["req_headers"] = self._headers(ex.req_headers)
+            http["req_headers"] = hs = self._headers(ex.req_headers)
             http["request_t_ns"] = _now(ex.t_ns)
-            ct = header(ex.req_headers, "content-type")
+            ct = header(hs, "content-type")  # (as stored: a known value it repeats hidden there)
             if ct is not None:
-                http["content_type"] = self.wire_text(ct)
+                http["content_type"] = ct
             if ex.http_version:
                 http["http_version"] = ex.http_version
             f.head_sent = True
@@ -449,12 +449,12 @@ class HttpRecorder:
                 http["http_version"] = ex.http_version
             f.head_sent = True
         if full:
-            http["resp_headers"] = self._headers(ex.resp_headers)
+            http["resp_headers"] = hs = self._headers(ex.resp_headers)
             if ex.server:
                 http["server"] = ex.server
-            ct = header(ex.resp_headers, "content-type")
+            ct = header(hs, "content-type")  # (as stored: a known value it repeats hidden there)
             if ct is not None:
-                http["content_type"] = self.wire_text(ct)
+                http["content_type"] = ct
         return http
 
 
