@@ -94,7 +94,7 @@ def test_a_session_id_the_endpoint_announces_is_hidden_in_events_before_the_firs
     ex.status, ex.resp_headers = 200, [["Content-Type", "text/event-stream"]]
     tee = rec.response_headers(ex)
     log = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"session %s"}}'
-    tee.feed(f"event: endpoint\ndata: /messages?sessionId={SID}\n\n".encode())
+    tee.feed(f"event: endpoint\nid: {SID}-0\ndata: /messages?sessionId={SID}\n\n".encode())
     tee.feed(f"event: message\ndata: {log % SID}\n\n".encode())
     stored = [record_to_dict(r) for r in out]
     assert SID not in repr(stored)
@@ -102,3 +102,4 @@ def test_a_session_id_the_endpoint_announces_is_hidden_in_events_before_the_firs
     assert message["text"] == log % "<redacted>" and message["data"] == {"redacted": 1}
     (endpoint,) = [d["data"] for d in stored if (d.get("data") or {}).get("event") == "endpoint"]
     assert re.fullmatch(r"/messages\?sessionId=hmac:[0-9a-f]{16}", endpoint["uri"])
+    assert [d["sse"]["id"] for d in stored if "id" in d.get("sse", {})] == ["<redacted>-0"]

@@ -32,7 +32,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 from tracer.http.conns import Connections, answers, body_facts, client_ip, has_result, id_key
 from tracer.http.headers import (
@@ -43,6 +42,7 @@ from tracer.http.headers import (
     header,
     is_json,
     is_sse,
+    join_url,
     looks_jsonrpc,
     split_url,
 )
@@ -377,7 +377,7 @@ class HttpRecorder:
             f.conn = self.legacy_stream_name(f.ex)
         self.conns.keep(f.conn)  # the stream's session outlives the TCP connection that opened it
         f.transport = HTTP_SSE
-        post_url = urljoin(f.ex.url, uri)
+        post_url = join_url(f.ex.url, uri)
         self._sse_posts[post_url] = f.conn
         self._sse_streams[f.conn] = (_client_ip(f.ex.client), f.ex.url, post_url)
         return post_url
