@@ -14,14 +14,13 @@ One request per read, HTTP/1.1 keep-alive; answers by the JSON-RPC method:
 """
 
 import json
-import socket
 import socketserver
 import sys
 
 SESSION = sys.argv[1] if len(sys.argv) > 1 else "sess-0123456789abcdef"
 
 
-def _answer(msg: dict, body: bytes) -> bytes:
+def _answer(msg: dict) -> bytes:
     method = msg.get("method", "")
     if method == "initialize":
         result = {
@@ -63,7 +62,8 @@ class Handler(socketserver.StreamRequestHandler):
                 msg = json.loads(body)
             except ValueError:
                 msg = {}
-            self.wfile.write(_answer(msg if isinstance(msg, dict) else {}, body))
+            msg = msg if isinstance(msg, dict) else {}
+            self.wfile.write(_answer(msg))
             self.wfile.flush()
             if msg.get("method") == "tools/call":
                 return  # (the broken head: nothing sensible can follow it)
@@ -77,5 +77,4 @@ class Server(socketserver.ThreadingTCPServer):
 if __name__ == "__main__":
     with Server(("127.0.0.1", 0), Handler) as srv:
         print(f"listening on http://127.0.0.1:{srv.server_address[1]}/mcp", flush=True)
-        srv.socket.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         srv.serve_forever()
