@@ -17,8 +17,10 @@ Q = B / 2, so one short value does not make the text be cut at every few bytes f
 ones. Forms under 8 bytes (the tee's short command-line secrets; EchoGuard learns none) are
 searched one by one.
 
-Memory: S slices per form (17 for a 32- to 63-byte session id): bounded by the caller's cap on
-values. Total: any bytes give an answer, never an exception.
+Memory: S slices per form (17 for a 32- to 63-byte session id: about 1.8 KB with its dict
+entries, 7.4 MB for 4,096 uuid4().hex ids, tracemalloc), bounded by the caller's cap on values.
+A few forms in a short text are searched one by one (cheaper; see _SEARCH_FIXED). Total: any
+bytes give an answer, never an exception.
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from itertools import chain
 _TIERS = ((64, 32), (32, 16), (16, 8), (8, 4))
 # The start of a form a cut record may end with is looked for from this many bytes (MIN_CUT_TAIL)
 _HEAD = 4
-# Searching a text for each form costs about 1 us + 0.2 ns a byte per form; cutting it costs about
-# 2 us + 8 ns a byte whatever the number of forms (measured here: 32-byte ids, 112- and 56,000-byte
-# texts). So a few forms in a short text (3 in 112 bytes, 37 in 56,000) are searched one by one.
-_SEARCH_US, _SEARCH_BYTES = 5000, 1  # (one form: 5000 + size, in units of 0.2 ns)
-_CUT_US, _CUT_BYTES = 10000, 40  # (cutting: 10000 + 40 * size)
+# Searching a text for one form costs about 4,000 + 2 per byte (instructions, callgrind; the same
+# order in time), cutting it about 10,000 + 72 per byte whatever the number of forms (its slices
+# are objects): so up to 4 forms in a 112-byte message, 19 in 2,000 bytes or 35 in 56,000 bytes
+# are searched one by one (tests/bench/bench_recorder_echo.py measures the whole recorder).
+_SEARCH_FIXED, _SEARCH_BYTES = 4000, 2
+_CUT_FIXED, _CUT_BYTES = 10000, 72
 
 
 class _Tier:
@@ -107,7 +110,7 @@ class KnownForms:
     def found(self, raw: bytes) -> tuple[bytes, ...]:
         """The forms that occur in RAW, longest first (so one holding another is hidden whole)."""
         size = len(raw)
-        if len(self._count) * (_SEARCH_US + _SEARCH_BYTES * size) <= _CUT_US + _CUT_BYTES * size:
+        if len(self._count) * (_SEARCH_FIXED + _SEARCH_BYTES * size) <= _CUT_FIXED + _CUT_BYTES * size:
             return tuple([f for f in self.all() if f in raw])
         hits: set[bytes] = set()
         for tier in self._tiers:
