@@ -25,14 +25,18 @@ from typing import Any
 from urllib.parse import unquote
 
 from tracer.redact import REDACTED, is_secret, is_session
+from tracer.redact_match import KnownForms
 
 _HIDDEN = REDACTED.encode()
 # A value shorter than this is not looked for in bodies: "1" or "yes" would blank out words.
 MIN_ECHOED = 8
 # Credential values one recorder remembers (the most recent): a proxy sees few, and a flood of
-# distinct tokens must not grow its memory. Session ids are kept apart, as many again: a proxy in
-# front of many sessions sees a new id per session, which must not push the bearer token out.
+# distinct tokens must not grow its memory. Session ids are kept apart, many more: a proxy in front
+# of many sessions sees a new id per session, which must not push the bearer token out, and each
+# live session's echoes must stay hidden. Looking for them costs one pass over a text however many
+# are known (tracer.redact_match); memory is what bounds them (about 2 KB per 32-byte id indexed).
 MAX_KNOWN = 64
+MAX_SESSIONS = 4096
 # A record cut by a size limit (a stdio line over the tee's cap, an HTTP body over 64 KiB, an SSE
 # event over its cap) may end inside a known value: its start is all that is kept, and the matcher
 # only sees whole values. A kept tail that is the start of a known value is hidden when it is at
@@ -234,21 +238,30 @@ def url_secrets(url: Any) -> list[str]:
 
 class EchoGuard:
     """The credential values one recorder has seen (the most recent MAX_KNOWN), and the session ids
-    (as many again), hidden wherever they come back. Learning a value already known costs one dict
-    look-up."""
+    (the most recent MAX_SESSIONS), hidden wherever they come back. Learning a value already known
+    costs one dict look-up, a new one its own forms only; looking costs one pass over the text,
+    however many are known (tracer.redact_match)."""
 
-    __slots__ = ("_known", "_last_sessions", "_sessions", "_texts", "forms")
+    __slots__ = ("_known", "_last_sessions", "_match", "_sessions")
 
     def __init__(self) -> None:
-        self._known: dict[bytes, None] = {}
-        self._sessions: dict[bytes, None] = {}
-        self.forms: tuple[bytes, ...] = ()
-        self._texts: tuple[str, ...] = ()  # the forms as text: a header value is looked at as it is
+        self._known: dict[bytes, tuple[bytes, ...]] = {}  # value -> its forms, oldest first
+        self._sessions: dict[bytes, tuple[bytes, ...]] = {}
+        self._match = KnownForms()
         self._last_sessions: list[str] = []  # (a session's id comes on each of its exchanges)
 
+    @property
+    def watching(self) -> bool:
+        """Whether any value is known (else nothing is looked for)."""
+        return bool(self._match)
+
+    @property
+    def forms(self) -> tuple[bytes, ...]:
+        """Every form looked for, longest first."""
+        return self._match.all()
+
     def learn(self, values: Iterable[str]) -> None:
-        if _remember(self._known, values):
-            self._forms_changed()
+        _remember(self._known, values, MAX_KNOWN, self._match)
 
     def learn_exchange(self, headers: Any, url: Any = None) -> None:
         """The credentials and session ids of a request's or a response's HEADERS and URL."""
@@ -263,77 +276,60 @@ class EchoGuard:
             self._last_sessions = sessions
             self.learn_sessions(_long(sessions))
 
-    def _forms_changed(self) -> None:
-        self.forms = secret_forms([*self._known, *self._sessions])
-        self._texts = text_forms(self.forms)
-
     def learn_sessions(self, values: Iterable[str]) -> None:
         """Session ids: whoever holds one can act in its session (the spec's session hijacking),
         so an id a peer echoes is hidden like a credential. Where a record names the session (its
         `Mcp-Session-Id` header, a `?sessionId=` parameter) the capture writer stores its keyed
         hash instead (tracer.redact), which the session rules read: hiding leaves those alone."""
-        if _remember(self._sessions, values):
-            self._forms_changed()
+        _remember(self._sessions, values, MAX_SESSIONS, self._match)
 
     def hide(self, raw: bytes, cut: int = 0) -> tuple[bytes, int]:
         """RAW as stored, and how many values were hidden (CUT: see `hide_kept`)."""
-        return hide_kept(raw, self.forms, cut) if self.forms else (raw, 0)
+        match = self._match
+        if not match:
+            return raw, 0
+        hits = match.found(raw)
+        out, count = hide_echoed(raw, hits) if hits else (raw, 0)
+        if cut > 0:
+            out, tail = hide_cut_tail(out, match.tail_candidates(out))
+            count += tail
+        return out, count
 
     def hide_text(self, text: Any, cut: int = 0) -> Any:
         """A header value (or a text cut short: CUT > 0) with the known values hidden (anything
         that is no string as it is)."""
-        return _hide_value(text, self.forms, cut) if self.forms else text
+        if type(text) is not str or not self._match:
+            return text
+        raw, errors = _encoded(text)
+        out, n = self.hide(raw, cut)
+        return out.decode("utf-8", errors) if n else text
 
     def hide_headers(self, pairs: list) -> list:
-        return hide_in_headers(pairs, self.forms, self._texts)
+        """`[name, value]` PAIRS with the known values hidden in each value, but for a session's own
+        header (its id is stored as the writer's keyed hash, which the session rules read). Most
+        records repeat none: one look over all the other values at once tells."""
+        if not self._match:
+            return pairs
+        values = "\n".join([v for k, v in pairs if type(v) is str and not is_session(k)])
+        if not self._match.found(_encoded(values)[0]):
+            return pairs
+        return [[k, v if is_session(k) else self.hide_text(v)] for k, v in pairs]
 
 
-def text_forms(forms: tuple[bytes, ...]) -> tuple[str, ...]:
-    """FORMS as the text a header value holding one would be (for `hide_in_headers`)."""
-    return tuple(_as_text(f) for f in forms)
-
-
-def hide_in_headers(pairs: list, forms: tuple[bytes, ...], texts: tuple[str, ...]) -> list:
-    """`[name, value]` PAIRS with FORMS (as TEXTS: `text_forms`) hidden in each value, but for a
-    session's own header (its id is stored as the writer's keyed hash, which the session rules
-    read). Most records repeat none: one look over all the other values at once tells."""
-    if not texts:
-        return pairs
-    values = "\n".join([v for k, v in pairs if type(v) is str and not is_session(k)])
-    if not any(t in values for t in texts):
-        return pairs
-    return [[k, v if is_session(k) else _hide_value(v, forms)] for k, v in pairs]
-
-
-def _hide_value(text: Any, forms: tuple[bytes, ...], cut: int = 0) -> Any:
-    if type(text) is not str:
-        return text
-    raw, errors = _encoded(text)
-    out, n = hide_kept(raw, forms, cut)
-    return out.decode("utf-8", errors) if n else text
-
-
-def _as_text(form: bytes) -> str:
-    """FORM as the text a header value holding it would be (decoded as tracer.redact_echo's
-    `_encoded` encoded it: a lone surrogate of a HAR's JSON, else surrogate-escaped bytes)."""
-    try:
-        return form.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return form.decode("utf-8", "surrogateescape")
-
-
-def _remember(known: dict[bytes, None], values: Iterable[str]) -> bool:
-    """Add VALUES to KNOWN (the most recent MAX_KNOWN kept); whether it changed."""
-    changed = False
+def _remember(
+    known: dict[bytes, tuple[bytes, ...]], values: Iterable[str], cap: int, match: KnownForms
+) -> None:
+    """Add VALUES to KNOWN and their forms to MATCH, the most recent CAP kept (the oldest go)."""
     for v in values:
         b = _encoded(v)[0]
         if b in known:
             continue
-        if len(known) >= MAX_KNOWN:
-            del known[next(iter(known))]
-        known[b] = None
-        changed = True
-    return changed
+        if len(known) >= cap:
+            oldest = next(iter(known))
+            match.remove(known.pop(oldest))
+        forms = secret_forms([b])
+        known[b] = forms
+        match.add(forms)
 
 
 def _encoded(text: str) -> tuple[bytes, str]:

@@ -9,6 +9,7 @@ from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.model import Record
 from tracer.redact_echo import (
     MAX_KNOWN,
+    MAX_SESSIONS,
     EchoGuard,
     header_secrets,
     hide_cut_tail,
@@ -152,10 +153,11 @@ def test_a_cut_tail_that_starts_a_known_value_is_hidden_from_four_bytes_or_half_
 def test_session_ids_are_kept_apart_so_a_flood_of_sessions_does_not_push_the_token_out():
     guard = EchoGuard()
     guard.learn(["tok-kept-0123456789"])
-    guard.learn_sessions(f"session-{i:08d}" for i in range(MAX_KNOWN * 10))
+    guard.learn_sessions(f"session-{i:08d}" for i in range(MAX_SESSIONS + 10))
     assert guard.hide(b"tok-kept-0123456789")[1] == 1
-    assert guard.hide(f"session-{MAX_KNOWN * 10 - 1:08d}".encode())[1] == 1
-    assert guard.hide(b"session-00000000")[1] == 0  # (bounded: the oldest went)
+    assert guard.hide(f"session-{MAX_SESSIONS + 9:08d}".encode())[1] == 1
+    assert guard.hide(b"session-00000009")[1] == 0  # (bounded: the oldest went)
+    assert len(guard.forms) == MAX_SESSIONS + 1  # (and what they were indexed under with them)
     # (a request's session id header and the legacy transport's ?sessionId=, as written and unquoted)
     guard = EchoGuard()
     guard.learn_exchange([["Mcp-Session-Id", "abcdef0123456789"]], "http://h/m?sessionId=a%2Fb-123456")
@@ -164,6 +166,20 @@ def test_session_ids_are_kept_apart_so_a_flood_of_sessions_does_not_push_the_tok
     guard = EchoGuard()
     guard.learn_exchange([["Mcp-Session-Id", "short"]], "http://h/?q=1")
     assert guard.forms == ()  # (too short to look for: it would blank words)
+
+
+def test_thousands_of_live_sessions_ids_are_all_hidden_where_echoed_the_oldest_too():
+    # a proxy in front of more than 64 sessions forgot the oldest ones' ids: their echoes were kept
+    guard = EchoGuard()
+    sids = [f"{i:08x}-4ead-6e5b-0bca-48c38ab8459c" for i in range(MAX_KNOWN * 40)]
+    guard.learn_sessions(sids)
+    for sid in (sids[0], sids[len(sids) // 2], sids[-1]):
+        line = json.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": f"{sid} ok"}}
+        )
+        assert guard.hide(line.encode()) == (line.replace(sid, "<redacted>").encode(), 1)
+    assert guard.hide(b"00000000-4ead-6e5b-0bca-48c38ab8459") == (b"00000000-4ead-6e5b-0bca-48c38ab8459", 0)
+    assert guard.hide(b"page ... 00000000-4ead-6e", cut=10) == (b"page ... <redacted>", 1)
 
 
 def test_an_sse_event_left_unterminated_keeps_its_start_with_the_known_token_hidden():

@@ -11,7 +11,7 @@ import base64
 import binascii
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import orjson
 
@@ -35,6 +35,16 @@ def pairs(headers: Any) -> Iterable[tuple[str, str]]:
     if isinstance(headers, dict):
         return headers.items()
     return ((p[0], p[1]) for p in headers)
+
+
+def join_url(base: str, uri: str) -> str:
+    """URI (an HTTP+SSE `endpoint` event's data: the server's) resolved against BASE; as it is when
+    it cannot be (`http://[x/`, an authority urllib refuses with ValueError: one hostile event cost
+    the whole session's records before)."""
+    try:
+        return urljoin(base, uri)
+    except ValueError:
+        return uri
 
 
 def header(headers: Any, name: str) -> str | None:

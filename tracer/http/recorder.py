@@ -32,7 +32,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 from tracer.http.conns import Connections, answers, body_facts, client_ip, has_result, id_key
 from tracer.http.headers import (
@@ -43,6 +42,7 @@ from tracer.http.headers import (
     header,
     is_json,
     is_sse,
+    join_url,
     looks_jsonrpc,
     split_url,
 )
@@ -130,7 +130,7 @@ class HttpRecorder:
     def emit(self, recs: list[Record]) -> object:
         """Records out, with the known credentials hidden in their bytes (a record that had one
         says how many: `data.redacted`)."""
-        if self.redact and self.echo.forms:
+        if self.redact and self.echo.watching:
             for rec in recs:
                 if rec.raw and rec.type in _BODIES:
                     raw, n = self.echo.hide(rec.raw, _cut(rec))
@@ -222,6 +222,7 @@ class HttpRecorder:
             self.response_headers(ex)
         if f.tee is not None:
             if not f.tee.ended:  # buffered SSE: replay it through the tee
+                why = self.wire_text(why)
                 f.tee.feed(body or b"", t_ns)
                 f.tee.end((why if why in _STREAM_ENDS else _reason(why)) if why else "end", t_ns)
             self._forget(f, t_ns)
@@ -277,6 +278,7 @@ class HttpRecorder:
         f = self._flows.get(ex.id)
         if f is None:
             return
+        why = self.wire_text(why)  # (mitmproxy's error may quote the server's bytes: a bad header line)
         if f.tee is not None:
             if not f.tee.ended:
                 f.tee.end(_reason(why), t_ns)
@@ -393,7 +395,7 @@ class HttpRecorder:
             f.conn = self.legacy_stream_name(f.ex)
         self.conns.keep(f.conn)  # the stream's session outlives the TCP connection that opened it
         f.transport = HTTP_SSE
-        post_url = urljoin(f.ex.url, uri)
+        post_url = join_url(f.ex.url, uri)
         self._sse_posts[post_url] = f.conn
         self._sse_streams[f.conn] = (_client_ip(f.ex.client), f.ex.url, post_url)
         return post_url
@@ -428,6 +430,12 @@ class HttpRecorder:
         # (a header that echoes a credential, or the session id: an error description quoting it)
         return self.echo.hide_headers(out)
 
+    def wire_text(self, text):
+        """A text from the wire a record keeps outside a body and its headers (an SSE event's `id:`
+        and name, an error quoting the server) with the known credentials and session ids hidden,
+        as they are in bodies and headers."""
+        return self.echo.hide_text(text) if self.redact else text
+
     def record_url(self, url: str) -> str:
         """A URL as records carry it: credentials in its query and userinfo redacted (session ids stay:
         the capture writer hashes them, an importer's analysis needs them)."""
@@ -437,9 +445,9 @@ class HttpRecorder:
         ex = f.ex
         http = {"method": ex.method, "url": self.record_url(ex.url), "flow": ex.id}
         if head:
-            http["req_headers"] = self._headers(ex.req_headers)
+            http["req_headers"] = hs = self._headers(ex.req_headers)
             http["request_t_ns"] = _now(ex.t_ns)
-            ct = header(ex.req_headers, "content-type")
+            ct = header(hs, "content-type")  # (as stored: a known value it repeats hidden there)
             if ct is not None:
                 http["content_type"] = ct
             if ex.http_version:
@@ -459,10 +467,10 @@ class HttpRecorder:
                 http["http_version"] = ex.http_version
             f.head_sent = True
         if full:
-            http["resp_headers"] = self._headers(ex.resp_headers)
+            http["resp_headers"] = hs = self._headers(ex.resp_headers)
             if ex.server:
                 http["server"] = ex.server
-            ct = header(ex.resp_headers, "content-type")
+            ct = header(hs, "content-type")  # (as stored: a known value it repeats hidden there)
             if ct is not None:
                 http["content_type"] = ct
         return http

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from tracer.framing import SseEvent, SseParser
 from tracer.http.conns import answers, has_result
-from tracer.http.headers import HTTP_SSE, looks_jsonrpc
+from tracer.http.headers import HTTP_SSE, join_url, looks_jsonrpc
 from tracer.model import Direction, Record, RecordType
 
 if TYPE_CHECKING:
@@ -117,9 +117,17 @@ class SseTee:
         self.events += 1
         if self.first_ns is None:
             self.first_ns = t
-        sse = {"stream": self.stream, "event": ev.event}
-        if ev.id is not None:
-            sse["id"] = ev.id
+        if ev.event == "endpoint" and self.rec.redact:
+            # its session id, hidden wherever the stream repeats it (this event's own id too), before
+            # the client's first POST names it (the announced URL itself keeps it: the writer stores
+            # the keyed hash, as in the POSTs')
+            self.rec.echo.learn_exchange((), join_url(f.ex.url, ev.data))
+        # (the server's own fields: an event id built from the session id is hidden as its echo)
+        name = self.rec.wire_text(ev.event)
+        sse = {"stream": self.stream, "event": name}
+        eid = self.rec.wire_text(ev.id)
+        if eid is not None:
+            sse["id"] = eid
         if ev.retry is not None:
             sse["retry"] = ev.retry
             self.retry_seen = True
@@ -177,9 +185,9 @@ class SseTee:
                 data={
                     "event": "sse-event",
                     "stream": self.stream,
-                    "id": ev.id,
+                    "id": eid,
                     "retry": ev.retry,
-                    "name": ev.event,
+                    "name": name,
                 },
             )
         )

@@ -66,11 +66,11 @@ class Tap:
         if cut:
             rec.data = {**(rec.data or {}), "cut": cut}
         guard = self._guard
-        if guard.forms and rec.raw:
+        if guard.watching and rec.raw:
             rec.raw, n = guard.hide(rec.raw, cut)
             if n:  # (the stored bytes are not the wire's: say so)
                 rec.data = {**(rec.data or {}), "redacted": n}
-        if guard.forms and rec.http:  # (a header repeating one: a gateway's trace of the session)
+        if guard.watching and rec.http:  # (a header repeating one: a gateway's trace of the session)
             hs = {k: guard.hide_headers(rec.http[k]) for k in _HEADERS if rec.http.get(k)}
             rec.http = {**rec.http, **hs}  # (a copy: the SSE events of one answer share their facts)
         return rec

@@ -52,3 +52,21 @@ def test_a_header_list_of_another_shape_never_raises_and_finds_nothing(headers):
 
 def test_an_entry_of_another_shape_is_skipped_and_the_next_one_found():
     assert header([["x"], {"a": 1}, ["Content-Type", "text/plain"]], "content-type") == "text/plain"
+
+
+def test_an_endpoint_event_naming_an_authority_urllib_refuses_still_opens_its_session():
+    # (`http://[x/`: urljoin raised ValueError, and the stream's session and records were lost)
+    from tracer.http.recorder import Exchange, HttpRecorder
+
+    out: list = []
+    rec = HttpRecorder(out.extend, redact=True)
+    ex = Exchange(
+        "g1", "127.0.0.1:5000", "GET", "http://127.0.0.1:8000/sse", [["Accept", "text/event-stream"]]
+    )
+    rec.request(ex)
+    ex.status, ex.resp_headers = 200, [["Content-Type", "text/event-stream"]]
+    tee = rec.response_headers(ex)
+    tee.feed(b"event: endpoint\ndata: http://[bad/messages?sessionId=abcdef0123456789\n\n")
+    (endpoint,) = [r.data for r in out if (r.data or {}).get("event") == "endpoint"]
+    assert endpoint["url"] == "http://[bad/messages?sessionId=abcdef0123456789"
+    assert rec.end_sse_session(out[-1].conn)
