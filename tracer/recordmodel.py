@@ -32,8 +32,8 @@ def _what(v: Any) -> str:
     t = type(v)
     if t is bool:
         return "a boolean"
-    if t is int:
-        return "an integer beyond 64 bits"
+    if t is int:  # (where an integer is expected, only one out of range is wrong)
+        return "an integer" if _I64_MIN <= v <= _I64_MAX else "an integer beyond 64 bits"
     if t is dict:
         return "an object"
     if t is list:

@@ -91,6 +91,20 @@ def test_a_record_member_of_the_wrong_type_is_a_broken_line_and_reading_goes_on(
     a.finish()
 
 
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        (("data", "unterminated"), 5, "is an integer, not a string"),
+        (("seq",), 2**63, "is an integer beyond 64 bits, not an integer"),
+    ],
+)
+def test_a_wrong_member_is_named_by_what_it_is(path, value, said):
+    base = _with(EVENT, ("data", "event"), "stream-closed") if path[0] == "data" else GOOD
+    items = list(read_capture(io.BytesIO(_capture(_with(base, path, value))), "cap.jsonl"))
+    (problem,) = [x for x in items if isinstance(x, ReadProblem)]
+    assert said in problem.message, problem.message
+
+
 def test_lint_reports_every_bad_member_by_line_without_an_internal_error(tmp_path):
     path = tmp_path / "hostile.jsonl"
     path.write_bytes(_capture(*(_with(b, p, v) for b, p, v in BAD_FIELDS), {**GOOD, "seq": 99}))
