@@ -97,11 +97,18 @@ def start_proxy(upstream: str, out: Path, *extra: str) -> tuple[subprocess.Popen
     err = _Lines(proc.stderr)
     try:
         url = err.wait_for(r"give the host this URL: (\S+)", "mcptrace proxy").group(1)
-    except BaseException:
+    except BaseException as exc:
+        try:  # (before the kill: a proxy that ended by itself says how)
+            ended = proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            ended = None
         proc.kill()
         proc.wait()
+        out = proc.stdout.read() if ended is not None else ""
         proc.stdout.close()
         proc.stderr.close()
+        if ended is not None and isinstance(exc, AssertionError):
+            raise AssertionError(f"{exc} (exit status {ended}; stdout {out[-500:]!r})") from None
         raise
     return proc, err, url
 
