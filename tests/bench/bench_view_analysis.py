@@ -22,7 +22,10 @@ less under load than the whole process's. With --instructions (valgrind installe
 of 20,000 messages or so: valgrind runs some 50 times slower) it prints the machine instructions
 per row of each PIECE of the work, which are the same on a loaded machine as on a quiet one:
 lint's loop, the viewer's loop with the analyser alone, that loop handing each row's results to
-another process as a pipeline would, and the viewer's whole analysis.
+another process as a pipeline would, and the viewer's whole analysis; and of the analysis process,
+the hand-over (what it does beyond the analyser on the same blocks: marshalling and writing the
+frames, and its loop's bookkeeping), with flushes by rows rather than by the clock, which valgrind
+slows some fifty times, so that two runs count the same.
 
 With --floor it prints the floor of two processes on this machine: lint alone; lint while the other
 core spins (a loop that touches no memory: what any second busy process costs); and lint while the
@@ -173,11 +176,27 @@ if piece == "cli":  # `mcptrace lint` as the timed rounds run it (its report inc
     except SystemExit:
         pass
     raise SystemExit
-if piece == "analysis":  # the pipeline's analysis process (tracer.view.pipeline): to the writer
+if piece.startswith("analysis"):  # the pipeline's analysis process (tracer.view.pipeline): to the writer
     from tracer.view.pipeline import Analysis
     frames = sys.argv[3] if len(sys.argv) > 3 else os.devnull
     fd = os.open(frames, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    Analysis(path, fd).run()
+    if len(sys.argv) <= 3:  # (under valgrind: flushes by rows, not by the clock, so counts repeat)
+        A.flush_due = lambda unwritten, last: unwritten >= 16 * A.FLUSH_ROWS
+    an = Analysis(path, fd)
+    an._summary_every = 1e12 if len(sys.argv) <= 3 else an._summary_every
+    if piece != "analysis":  # -nosend: no frame marshalled or written; -alone: the analyser alone
+        an.send = lambda op: None
+    if piece == "analysis-alone":
+        def alone(first, lines):
+            feed, loads, cap = an.analyser.feed, orjson.loads, an.capture
+            for row, line in enumerate(lines, first):
+                obj = loads(line)
+                rec = _fast_record(obj, row + 1, cap) if obj.__class__ is dict else None
+                if rec is not None:
+                    feed(rec)
+            return []
+        an.analyse = alone
+    an.run()
     raise SystemExit
 if piece == "writer":  # the pipeline's row writer (tracer.view.replay), from recorded frames
     from tracer.view.replay import Writer
@@ -233,7 +252,7 @@ while not stop.is_set():
         Writer(path, wd, fh).run()
     shutil.rmtree(wd)
 """
-PIECES = ("cli", "lint", "loop", "handoff", "view", "analysis", "writer")
+PIECES = ("cli", "lint", "loop", "handoff", "view", "analysis", "analysis-nosend", "analysis-alone", "writer")
 
 
 def instructions(tree: str, piece: str, path: str) -> int:
@@ -358,6 +377,11 @@ def main() -> None:
             ):
                 n = got[piece]
                 print(f"  {what:33s} {n:9,.0f}   {cli / n:5.3f}   its part {n - loop:7,.0f} a row")
+            a, quiet, alone = got["analysis"], got["analysis-nosend"], got["analysis-alone"]
+            print(
+                f"  {'  of which the hand-over':33s} {a - alone:9,.0f}   ({(a - alone) / a:4.1%}: marshalling "
+                f"and writing {a - quiet:,.0f}, the loop's bookkeeping {quiet - alone:,.0f})"
+            )
             n = got["writer"]
             print(f"  {'two processes: the row writer':33s} {n:9,.0f}   {cli / n:5.3f}")
             best = max(got["analysis"], n)
