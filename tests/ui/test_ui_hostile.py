@@ -58,3 +58,38 @@ async def test_the_list_draws_escape_sequences_of_a_capture_as_visible_character
         await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == 1, "detail")
         shown = plain(scr.detail.body)
         assert "\x1b" not in shown and "␛[31mred" in shown
+
+
+async def test_markup_in_names_methods_and_a_typed_filter_is_shown_not_read(tmp_path):
+    path = tmp_path / "markup.jsonl"
+    init = {"protocolVersion": "2025-11-25", "capabilities": {"[/]": {}}, "clientInfo": {"name": "[/]"}}
+    _write(
+        path,
+        [
+            HEADER,
+            _message(
+                1, "c2s", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}, conn="[/]"
+            ),
+            _message(
+                2,
+                "s2c",
+                {"jsonrpc": "2.0", "id": 1, "result": {"serverInfo": {"name": "[bold]"}}},
+                conn="[/]",
+            ),
+            _message(3, "c2s", {"jsonrpc": "2.0", "id": 2, "method": "[/]"}, conn="[/]"),
+            _message(4, "s2c", {"jsonrpc": "2.0", "id": 2, "result": {}}, conn="[/]"),
+        ],
+    )
+    app = McpTraceApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await opened_and_analysed(pilot)
+        await pilot.press("s")
+        await until(pilot, lambda: app.screen.query("#summary-body"), "the summary")
+        await pilot.pause()
+        shown = plain(app.screen.query_one("#summary-body"))
+        assert "Session [/]" in shown and "[bold]" in shown
+        await pilot.press("escape", "slash")
+        await pilot.press(*"rule:[/]")
+        await pilot.pause()
+        assert "rule:[/] is not a rule id" in plain(app.screen.query_one("#filter-error"))
+    assert app.return_code in (0, None)  # (an error while drawing ends the app, and run_test re-raises it)

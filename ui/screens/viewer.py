@@ -197,7 +197,7 @@ class ViewerScreen(FollowAndEnd, Screen):
         if self.follow and not msg.view.follow:  # (other inputs' readers stop at their end)
             self.follow = False
             self.status.set(follow=False)
-            self.notify(not_followed(msg.view), timeout=8)
+            self.notify(not_followed(msg.view), timeout=8, markup=False)
         if self.follow:
             self.pending_last = True
 
@@ -210,7 +210,7 @@ class ViewerScreen(FollowAndEnd, Screen):
 
     def on_open_failed(self, msg: OpenFailed) -> None:
         self.status.set(note=f"cannot open: {msg.error}")
-        self.notify(msg.error, title="cannot open", severity="error", timeout=10)
+        self.notify(msg.error, title="cannot open", severity="error", timeout=10, markup=False)
 
     def on_index_progress(self, msg: IndexProgress) -> None:
         if self.view is None:
@@ -310,7 +310,7 @@ class ViewerScreen(FollowAndEnd, Screen):
         try:
             flt = compile_filter(source, rule_names=rule_names())
         except FilterError as exc:
-            self.notify(str(exc), title="filter", severity="error")
+            self.notify(str(exc), title="filter", severity="error", markup=False)
             return
         self.filter_matches = array("i")
         self.filter_scanned = 0
