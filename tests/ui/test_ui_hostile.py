@@ -93,3 +93,17 @@ async def test_markup_in_names_methods_and_a_typed_filter_is_shown_not_read(tmp_
         await pilot.pause()
         assert "rule:[/] is not a rule id" in plain(app.screen.query_one("#filter-error"))
     assert app.return_code in (0, None)  # (an error while drawing ends the app, and run_test re-raises it)
+
+
+async def test_a_list_redrawn_while_f_reopens_a_capture_draws_no_closed_view(tmp_path):
+    path = tmp_path / "torn.jsonl"
+    path.write_text(json.dumps(HEADER)[:40])  # a torn header: too short yet to tell its format
+    app = McpTraceApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await opened_and_analysed(pilot)
+        await pilot.press("f")  # reopens to follow, and waits for the file to say what it is
+        await until(pilot, lambda: "not enough yet to tell its format" in scr.status.state.note, "waiting")
+        scr.list.refresh()
+        await pilot.press("down", "G")
+        await pilot.pause()
+        assert scr.list.count == 0  # (nothing shown until the reopened view is ready)

@@ -125,6 +125,10 @@ class ViewerScreen(FollowAndEnd, Screen):
         if self.filter_job is not None:
             self.filter_job.cancel()
         if self.view is not None:
+            # The list lets go first: drawn after this (f reopening a file that waits to tell its
+            # format), it would read the closed view's removed files and end the viewer.
+            for shown in self.query(MessageList):  # (none when the screen is being unmounted)
+                shown.set_view(None)
             self.view.close()
             self.view = None
 

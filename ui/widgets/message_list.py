@@ -103,7 +103,7 @@ class MessageList(ScrollView, can_focus=True):
 
     # -- data --------------------------------------------------------------------------------
 
-    def set_view(self, view: CaptureView) -> None:
+    def set_view(self, view: CaptureView | None) -> None:
         self.view = view
         self.rows = None
         self.update_count()
