@@ -91,3 +91,14 @@ def id_repr(value: object) -> str:
     if isinstance(value, str):
         return f'"{value}"'
     return str(value)
+
+
+# Control characters from the capture are drawn as their Unicode control pictures (ESC as ␛), one
+# cell for one character so column widths hold: written raw, an ESC or OSC sequence in a method, id,
+# stderr line or body would reach the terminal and restyle it, move the cursor or set its title
+# (Rich and Textual strip only BEL, BS, VT, FF and CR). C1 controls become U+FFFD.
+VISIBLE: dict[int, int] = (
+    {c: 0x2400 + c for c in range(32)} | {0x7F: 0x2421} | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+)
+VISIBLE_LINES = {c: v for c, v in VISIBLE.items() if c != 0x0A}  # a pane of lines keeps its newlines
+VISIBLE_TEXT = {c: v for c, v in VISIBLE_LINES.items() if c != 0x09}  # an editor's text keeps its tabs

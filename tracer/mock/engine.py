@@ -26,6 +26,7 @@ NO_ANSWER = -32603
 INTERNAL_ERROR = -32603
 MAX_PENDING = 10_000  # requests of one session in progress at once (a silent one waits for its cancel)
 PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 _dumps = wire_exact.dumps  # answers echo the caller's id and values exactly as sent
 compact = wire_exact.compact
 
@@ -372,8 +373,29 @@ class MockSession:
         async def collect(data: bytes) -> None:
             answers.append(loads(data))
 
-        for mc in c.members or ():
-            if mc.kind is Kind.REQUEST:
+        if not c.members:  # JSON-RPC 2.0: an empty array is answered with one error, not an array
+            self.server.stats["invalid"] += 1
+            self.server.log("an empty batch; answered with an invalid-request error")
+            await emit(
+                error_message(None, {"code": INVALID_REQUEST, "message": "Invalid Request: an empty batch"})
+            )
+            return
+        for mc in c.members:
+            if mc.kind is Kind.INVALID:
+                # (JSON-RPC 2.0: each member that is not a message gets an error in the answers,
+                # so a batch of garbage is heard back from, as a single garbage line is)
+                self.server.stats["invalid"] += 1
+                self.server.log(
+                    f"a batch member is not a JSON-RPC message ({mc.reason}); answered with an error"
+                )
+                answers.append(
+                    loads(
+                        error_message(
+                            None, {"code": INVALID_REQUEST, "message": f"Invalid Request: {mc.reason}"}
+                        )
+                    )
+                )
+            elif mc.kind is Kind.REQUEST:
                 await self.perform(self.decide(mc.obj), emit, emit_answer=collect)
             elif mc.kind in (Kind.RESULT, Kind.ERROR):
                 self.on_response(mc)

@@ -322,6 +322,14 @@ class MockHttpServer:
             s.mock.on_response(c)
         elif c.kind is Kind.NOTIFICATION:
             s.mock.on_notification(c)
+        elif c.kind is Kind.BATCH and not c.members:  # (JSON-RPC 2.0: one error, not an array)
+            self.server.stats["invalid"] += 1
+            body = error_message(
+                None, {"code": INVALID_REQUEST, "message": "Invalid Request: an empty batch"}
+            )
+            writer.write(encode_response(400, JSON, body))
+            await writer.drain()
+            return True
         elif c.kind is Kind.BATCH:
             out: list[bytes] = []
 

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
 from tracer.view.viewdata import CaptureView
+from ui.format import VISIBLE_TEXT
 from ui.keys import bindings
 from ui.widgets.detail_render import hexdump, pretty_body
 
@@ -90,7 +91,7 @@ class BodyScreen(Screen):
     def on_body_loaded(self, msg: BodyLoaded) -> None:
         self.query_one("#body-title", Static).update(msg.title)
         area = self.query_one(TextArea)
-        area.load_text(msg.text)
+        area.load_text(msg.text.translate(VISIBLE_TEXT))  # (no raw ESC reaches the terminal)
         area.focus()
 
     def _go(self, page: int) -> None:

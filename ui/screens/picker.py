@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import orjson
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
@@ -51,8 +52,11 @@ class PickerScreen(Screen):
             else f"No captures yet in {self.directory}. Record one with `mcptrace stdio -- CMD` "
             f"or try `mcptrace demo`."
         )
-        yield Static(title, id="picker-title")
-        yield OptionList(*[Option(describe(p), id=str(i)) for i, p in enumerate(self.captures)], id="picker")
+        # Text, not markup: the directory, and each capture's label and command, are shown as they are.
+        yield Static(Text(title), id="picker-title")
+        yield OptionList(
+            *[Option(Text(describe(p)), id=str(i)) for i, p in enumerate(self.captures)], id="picker"
+        )
         yield Footer()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

@@ -34,6 +34,12 @@ def _info(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
+def _cells(t: Table, *cells: object, style: str | None = None) -> None:
+    # Names, methods, ids and capabilities come from the capture: as Text they are shown, never read
+    # as Rich markup (a server named "[/]" would otherwise raise MarkupError and end the viewer).
+    t.add_row(*(Text(str(c)) for c in cells), style=style)
+
+
 def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
     if not s:
         return Text("The analysis has not reported yet.", style="italic")
@@ -53,7 +59,7 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
 
     for sess in s.get("sessions") or ():
         t = Table(
-            title=f"Session {sess['conn']} ({sess.get('transport')})",
+            title=Text(f"Session {sess['conn']} ({sess.get('transport')})", style="table.title"),
             title_justify="left",
             show_header=False,
             box=None,
@@ -61,27 +67,30 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
         )
         t.add_column(style="bold cyan", no_wrap=True)
         t.add_column()
-        t.add_row("compatibility", sess.get("cell") or "—")
+        _cells(t, "compatibility", sess.get("cell") or "—")
         eras = ", ".join(f"{k} {v:,}" for k, v in sorted((sess.get("eras") or {}).items()))
-        t.add_row("eras", eras or "—")
+        _cells(t, "eras", eras or "—")
         if sess.get("requested_version") or sess.get("negotiated_version"):
-            t.add_row(
+            _cells(
+                t,
                 "initialize",
                 f"requested {sess.get('requested_version') or '—'}, "
                 f"negotiated {sess.get('negotiated_version') or '— (no answer)'}",
             )
         if sess.get("modern_versions"):
-            t.add_row("per-request _meta", ", ".join(sess["modern_versions"]))
+            _cells(t, "per-request _meta", ", ".join(sess["modern_versions"]))
         if sess.get("discover"):
             sv = sess.get("supported_versions")
-            t.add_row(
-                "server/discover", sess["discover"] + (f"; supports {', '.join(map(str, sv))}" if sv else "")
+            _cells(
+                t,
+                "server/discover",
+                sess["discover"] + (f"; supports {', '.join(map(str, sv))}" if sv else ""),
             )
-        t.add_row("client", _info(sess.get("client_info")))
-        t.add_row("server", _info(sess.get("server_info")))
-        t.add_row("client capabilities", _caps(sess.get("client_caps")))
-        t.add_row("server capabilities", _caps(sess.get("server_caps")))
-        t.add_row("messages", f"{sess.get('messages', 0):,}")
+        _cells(t, "client", _info(sess.get("client_info")))
+        _cells(t, "server", _info(sess.get("server_info")))
+        _cells(t, "client capabilities", _caps(sess.get("client_caps")))
+        _cells(t, "server capabilities", _caps(sess.get("server_caps")))
+        _cells(t, "messages", f"{sess.get('messages', 0):,}")
         parts.append(Text(""))
         parts.append(t)
 
@@ -89,11 +98,11 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
     counts.add_column("kind")
     counts.add_column("count", justify="right")
     for k, v in sorted((s.get("kinds") or {}).items(), key=lambda kv: -kv[1]):
-        counts.add_row(k, f"{v:,}")
+        _cells(counts, k, f"{v:,}")
     for k, v in sorted((s.get("dirs") or {}).items()):
-        counts.add_row({"c2s": "host → server", "s2c": "server → host"}.get(k, k), f"{v:,}", style="dim")
+        _cells(counts, {"c2s": "host → server", "s2c": "server → host"}.get(k, k), f"{v:,}", style="dim")
     for k, v in sorted((s.get("eras") or {}).items()):
-        counts.add_row(f"era {k}", f"{v:,}", style="dim")
+        _cells(counts, f"era {k}", f"{v:,}", style="dim")
     parts.append(Text(""))
     parts.append(counts)
 
@@ -106,9 +115,9 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
     rt.add_column("name")
     rt.add_column("count", justify="right")
     for rid, n in rules.items():
-        rt.add_row(rid, names.get(rid, ("", ""))[0], f"{n:,}")
+        _cells(rt, rid, names.get(rid, ("", ""))[0], f"{n:,}")
     if not rules:
-        rt.add_row("—", "no findings", "0")
+        _cells(rt, "—", "no findings", "0")
     parts.append(Text(""))
     parts.append(rt)
 
@@ -117,9 +126,9 @@ def render_summary(s: dict[str, Any] | None, *, done: bool) -> RenderableType:
     for col in ("method", "count", "p50", "p95", "max"):
         lt.add_column(col, justify="left" if col == "method" else "right")
     for method, v in lat.items():
-        lt.add_row(method, f"{v['count']:,}", duration(v["p50"]), duration(v["p95"]), duration(v["max"]))
+        _cells(lt, method, f"{v['count']:,}", duration(v["p50"]), duration(v["p95"]), duration(v["max"]))
     if not lat:
-        lt.add_row("—", "0", "", "", "")
+        _cells(lt, "—", "0", "", "", "")
     parts.append(Text(""))
     parts.append(lt)
 

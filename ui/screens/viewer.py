@@ -125,6 +125,10 @@ class ViewerScreen(FollowAndEnd, Screen):
         if self.filter_job is not None:
             self.filter_job.cancel()
         if self.view is not None:
+            # The list lets go first: drawn after this (f reopening a file that waits to tell its
+            # format), it would read the closed view's removed files and end the viewer.
+            for shown in self.query(MessageList):  # (none when the screen is being unmounted)
+                shown.set_view(None)
             self.view.close()
             self.view = None
 
@@ -197,7 +201,7 @@ class ViewerScreen(FollowAndEnd, Screen):
         if self.follow and not msg.view.follow:  # (other inputs' readers stop at their end)
             self.follow = False
             self.status.set(follow=False)
-            self.notify(not_followed(msg.view), timeout=8)
+            self.notify(not_followed(msg.view), timeout=8, markup=False)
         if self.follow:
             self.pending_last = True
 
@@ -210,7 +214,7 @@ class ViewerScreen(FollowAndEnd, Screen):
 
     def on_open_failed(self, msg: OpenFailed) -> None:
         self.status.set(note=f"cannot open: {msg.error}")
-        self.notify(msg.error, title="cannot open", severity="error", timeout=10)
+        self.notify(msg.error, title="cannot open", severity="error", timeout=10, markup=False)
 
     def on_index_progress(self, msg: IndexProgress) -> None:
         if self.view is None:
@@ -310,7 +314,7 @@ class ViewerScreen(FollowAndEnd, Screen):
         try:
             flt = compile_filter(source, rule_names=rule_names())
         except FilterError as exc:
-            self.notify(str(exc), title="filter", severity="error")
+            self.notify(str(exc), title="filter", severity="error", markup=False)
             return
         self.filter_matches = array("i")
         self.filter_scanned = 0

@@ -107,7 +107,7 @@ class FollowAndEnd:
                 self.follow_timer.stop()
                 self.follow_timer = None
             self.status.set(follow=False, note=str(exc))
-            self.notify(str(exc), title="follow", severity="warning", timeout=10)
+            self.notify(str(exc), title="follow", severity="warning", timeout=10, markup=False)
             self._rows_grew()
             return
         except (OSError, IndexReset) as exc:
@@ -153,6 +153,7 @@ class FollowAndEnd:
             title=head,
             severity="warning",
             timeout=15,
+            markup=False,  # the problems quote capture lines: shown, not read as markup
         )
 
     def action_last_when_ready(self) -> None:

@@ -19,7 +19,7 @@ from rich.text import Text
 from tracer.classify import exact_json
 from tracer.safejson import dumps_text
 from tracer.view.viewdata import RowDetail
-from ui.format import DIR_WORDS, ERA_STYLE, SEVERITY_NAME, SEVERITY_STYLE, duration, when
+from ui.format import DIR_WORDS, ERA_STYLE, SEVERITY_NAME, SEVERITY_STYLE, VISIBLE_LINES, duration, when
 
 MAX_JSON_LINES = 300
 MAX_JSON_CHARS = 48_000
@@ -107,6 +107,14 @@ def raw_text(data: bytes, limit: int = MAX_RAW_BYTES) -> tuple[str, str]:
 
 def render_detail(d: RowDetail, *, analysed_upto: int | None = None, ended: bool = False) -> RenderableType:
     """`ended`: the analysis has seen the whole capture (a request without answer will get none)."""
+    group = _render_detail(d, analysed_upto=analysed_upto, ended=ended)
+    for part in group.renderables:
+        if isinstance(part, Text):  # (one character for one keeps every span where it was)
+            part.plain = part.plain.translate(VISIBLE_LINES)
+    return group
+
+
+def _render_detail(d: RowDetail, *, analysed_upto: int | None, ended: bool) -> Group:
     parts: list[RenderableType] = []
     rec = d.record
     a = d.analysis or {}

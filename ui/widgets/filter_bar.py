@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Static
@@ -58,7 +59,8 @@ class FilterBar(Horizontal):
         try:
             compile_filter(event.value, rule_names=rule_names())
         except FilterError as exc:
-            err.update(f" {exc} (col {exc.pos + 1})")
+            # Text, not a markup string: the message quotes what was typed ("rule:[/]").
+            err.update(Text(f" {exc} (col {exc.pos + 1})"))
         else:
             err.update("")
 

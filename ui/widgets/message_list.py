@@ -28,6 +28,7 @@ from ui.format import (
     KIND_SHORT,
     KIND_STYLE,
     SEVERITY_STYLE,
+    VISIBLE,
     clock,
     duration,
     id_repr,
@@ -102,7 +103,7 @@ class MessageList(ScrollView, can_focus=True):
 
     # -- data --------------------------------------------------------------------------------
 
-    def set_view(self, view: CaptureView) -> None:
+    def set_view(self, view: CaptureView | None) -> None:
         self.view = view
         self.rows = None
         self.update_count()
@@ -264,6 +265,7 @@ class MessageList(ScrollView, can_focus=True):
         else:
             line_style = base
         segments = self._segments(info, width, row) if row >= 0 else self._ahead(info, width, row)
+        segments = [Segment(s.text.translate(VISIBLE), s.style) for s in segments]
         strip = Strip(segments).apply_style(line_style) if segments else Strip.blank(width, line_style)
         return strip.crop_extend(0, width, line_style)
 

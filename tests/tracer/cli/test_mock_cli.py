@@ -108,6 +108,15 @@ def test_a_batch_is_answered_with_one_array(tmp_path):
     assert [a["id"] for a in answers] == [1, 8]
 
 
+def test_garbage_members_of_a_batch_and_an_empty_batch_each_get_an_invalid_request_error(tmp_path):
+    # JSON-RPC 2.0: an empty array is answered with one error object, a member that is not a
+    # message with an error in the array of answers (a host waiting on the batch hears back).
+    _, out, _ = serve(small_capture(tmp_path), [], [1, "x", None], [req(8, "tools/list"), 7])
+    assert out[0]["error"]["code"] == -32600 and out[0]["id"] is None
+    assert [a["error"]["code"] for a in out[1]] == [-32600] * 3
+    assert [a["id"] for a in out[2]] == [8, None] and out[2][1]["error"]["code"] == -32600
+
+
 def test_a_line_that_is_not_json_gets_a_parse_error(tmp_path):
     code, out, _ = serve(small_capture(tmp_path), "{not json")
     assert out == [

@@ -260,3 +260,14 @@ def test_over_stdio_a_megabyte_method_costs_one_short_error_not_its_echo(tmp_pat
     )  # (before: the million characters came back, and went to stderr)
     assert len(err) < 10_000
     assert by_id[3]["result"]["tools"][0]["name"] == "slow", "served after it"
+
+
+async def test_over_http_an_empty_batch_and_a_batch_of_garbage_each_get_invalid_request_errors():
+    server, url = await _started()
+    try:
+        head, raw = await _post_raw(url, b"[]")
+        assert head.status == 400 and json.loads(raw)["error"]["code"] == -32600
+        head, raw = await _post_raw(url, b'[1, "x"]')
+        assert head.status == 200 and [a["error"]["code"] for a in json.loads(raw)] == [-32600, -32600]
+    finally:
+        await server.close()
