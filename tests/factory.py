@@ -208,3 +208,17 @@ def session(*records: Record | list[Record]) -> list[Record]:
             r.line = i
             r.t_ns = r.t_ns or T0 + i * 1_000_000
     return out
+
+
+def legacy_sse_stream(out: list):
+    """The SSE tee of a legacy HTTP+SSE GET stream just opened through an HttpRecorder (redacting)
+    whose records go to OUT: what a test feeds the server's events to."""
+    from tracer.http.recorder import Exchange, HttpRecorder
+
+    rec = HttpRecorder(out.extend, redact=True)
+    ex = Exchange(
+        "g1", "127.0.0.1:5000", "GET", "http://127.0.0.1:8000/sse", [["Accept", "text/event-stream"]]
+    )
+    rec.request(ex)
+    ex.status, ex.resp_headers = 200, [["Content-Type", "text/event-stream"]]
+    return rec.response_headers(ex)

@@ -16,6 +16,7 @@ import anyio
 from mcp import Client
 from mcp.client.sse import sse_client
 
+from tests.factory import legacy_sse_stream
 from tests.proxy_peers import (
     LegacyHttpSession,
     _stop,
@@ -26,7 +27,6 @@ from tests.proxy_peers import (
 )
 from tests.sdk_peers import serve_http, server_cmd
 from tracer.capture import record_to_dict
-from tracer.http.recorder import Exchange, HttpRecorder
 from tracer.model import RecordType
 
 SID = "sid-4f0c2a9b7e115d3c"
@@ -86,13 +86,7 @@ def test_the_sdk_legacy_sse_servers_session_id_is_one_keyed_hash_in_the_endpoint
 
 def test_a_session_id_the_endpoint_announces_is_hidden_in_events_before_the_first_post():
     out: list = []
-    rec = HttpRecorder(out.extend, redact=True)
-    ex = Exchange(
-        "g1", "127.0.0.1:5000", "GET", "http://127.0.0.1:8000/sse", [["Accept", "text/event-stream"]]
-    )
-    rec.request(ex)
-    ex.status, ex.resp_headers = 200, [["Content-Type", "text/event-stream"]]
-    tee = rec.response_headers(ex)
+    tee = legacy_sse_stream(out)
     log = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"session %s"}}'
     tee.feed(f"event: endpoint\nid: {SID}-0\ndata: /messages?sessionId={SID}\n\n".encode())
     tee.feed(f"event: message\ndata: {log % SID}\n\n".encode())

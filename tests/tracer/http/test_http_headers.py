@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.factory import legacy_sse_stream
 from tracer.http.headers import header
 from tracer.http.wire import Headers
 
@@ -56,17 +57,9 @@ def test_an_entry_of_another_shape_is_skipped_and_the_next_one_found():
 
 def test_an_endpoint_event_naming_an_authority_urllib_refuses_still_opens_its_session():
     # (`http://[x/`: urljoin raised ValueError, and the stream's session and records were lost)
-    from tracer.http.recorder import Exchange, HttpRecorder
-
     out: list = []
-    rec = HttpRecorder(out.extend, redact=True)
-    ex = Exchange(
-        "g1", "127.0.0.1:5000", "GET", "http://127.0.0.1:8000/sse", [["Accept", "text/event-stream"]]
-    )
-    rec.request(ex)
-    ex.status, ex.resp_headers = 200, [["Content-Type", "text/event-stream"]]
-    tee = rec.response_headers(ex)
+    tee = legacy_sse_stream(out)
     tee.feed(b"event: endpoint\ndata: http://[bad/messages?sessionId=abcdef0123456789\n\n")
     (endpoint,) = [r.data for r in out if (r.data or {}).get("event") == "endpoint"]
     assert endpoint["url"] == "http://[bad/messages?sessionId=abcdef0123456789"
-    assert rec.end_sse_session(out[-1].conn)
+    assert tee.rec.end_sse_session(out[-1].conn)
