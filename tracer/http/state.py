@@ -26,6 +26,8 @@ from tracer.state.http import Current, EndpointFacts, FlowFacts, HttpState
 # "error: <why>" (no "client" or "server" in it: not judged); tracer.update.http reads exactly that.
 UNFINISHED = "its body never ended (the HAR's writer recorded no end of it)"
 UNFINISHED_REASON = f"error: {UNFINISHED}"
+# stream-closed reasons that say the server ended the stream (tracer.http.sse_tee.SseTee.end)
+SERVER_ENDS = ("end", "server-closed")
 
 HTTP_TRANSPORTS = ("http", "http+sse")
 

@@ -18,7 +18,7 @@ from tracer.http.headers import (
     media_type,
 )
 from tracer.http.origin import foreign_origin
-from tracer.http.state import current, req_header, state
+from tracer.http.state import SERVER_ENDS, current, req_header, state
 from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
 from tracer.model import ERA_MODERN as _ERA_MODERN
 from tracer.model import KIND_BATCH as _KIND_BATCH
@@ -275,9 +275,6 @@ def cross_origin_served(rec: Record, m: Analysed | None, s):
     return None
 
 
-SERVER_ENDS = ("end", "server-closed")  # stream-closed reasons where the server ended the stream
-
-
 @http_rule(
     "MCP707",
     "sse-data-not-one-message",
@@ -343,7 +340,7 @@ def stream_ended_without_response(rec: Record, m: Analysed | None, s):
     reason = rec.data.get("reason")
     if f.body_kind is not _KIND_REQUEST or f.answered_seq is not None or f.retry_seen:
         return None
-    if reason not in ("end", "server-closed") or _cancelled(f, s) or _session_ended(f, s):
+    if reason not in SERVER_ENDS or _cancelled(f, s) or _session_ended(f, s):
         return None
     how = "the server ended it" if reason == "end" else "the server dropped the connection"
     return Hit(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 
 from tracer.classify import id_key
-from tracer.http.state import UNFINISHED_REASON, endpoint_tool, header_map
+from tracer.http.state import SERVER_ENDS, UNFINISHED_REASON, endpoint_tool, header_map
 from tracer.http.tools import header_problem
 from tracer.model import DIR_C2S as _DIR_C2S  # (enum members as globals: tracer.model)
 from tracer.model import DIR_S2C as _DIR_S2C
@@ -181,7 +181,7 @@ def _event(rec: Record, facts: FlowFacts, st: HttpState, cur: Current, s: Sessio
         facts.t_open = rec.t_ns
     elif name == "stream-closed":
         facts.closed = data
-        if data.get("reason") in ("end", "server-closed"):
+        if data.get("reason") in SERVER_ENDS:
             st.last_close_ns = rec.t_ns
         elif data.get("reason") == "client-closed":
             _cancelled_by_client(rec, facts, s)
