@@ -27,6 +27,7 @@ INTERNAL_ERROR = -32603
 MAX_PENDING = 10_000  # requests of one session in progress at once (a silent one waits for its cancel)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+EMPTY_BATCH = "Invalid Request: an empty batch"  # (JSON-RPC 2.0: one error, not an array)
 _dumps = wire_exact.dumps  # answers echo the caller's id and values exactly as sent
 compact = wire_exact.compact
 
@@ -104,6 +105,14 @@ class MockServer:
     def session(self) -> MockSession:
         self.stats["sessions"] += 1
         return MockSession(self)
+
+    def refused(self, code: int, message: str, said: str | None = None) -> bytes:
+        """The error answer (id null) to what is no request to serve (a parse error, an invalid
+        request), counted as invalid, and logged when SAID: one place for both doors."""
+        self.stats["invalid"] += 1
+        if said is not None:
+            self.log(said)
+        return error_message(None, {"code": code, "message": message})
 
     @property
     def ok(self) -> bool:
@@ -342,9 +351,8 @@ class MockSession:
         elif c.kind is Kind.BATCH:
             await self._batch(c, emit)
         else:
-            self.server.stats["invalid"] += 1
-            self.server.log(f"not a JSON-RPC message ({c.reason}); answered with a parse error")
-            await emit(error_message(None, {"code": PARSE_ERROR, "message": f"Parse error: {c.reason}"}))
+            said = f"not a JSON-RPC message ({c.reason}); answered with a parse error"
+            await emit(self.server.refused(PARSE_ERROR, f"Parse error: {c.reason}", said))
 
     def _start(self, c: Classified, reply: Reply, emit: Emit) -> None:
         if len(self.tasks) >= MAX_PENDING:  # a host that never cancels must not grow the mock without end
@@ -374,26 +382,16 @@ class MockSession:
             answers.append(loads(data))
 
         if not c.members:  # JSON-RPC 2.0: an empty array is answered with one error, not an array
-            self.server.stats["invalid"] += 1
-            self.server.log("an empty batch; answered with an invalid-request error")
-            await emit(
-                error_message(None, {"code": INVALID_REQUEST, "message": "Invalid Request: an empty batch"})
-            )
+            said = "an empty batch; answered with an invalid-request error"
+            await emit(self.server.refused(INVALID_REQUEST, EMPTY_BATCH, said))
             return
         for mc in c.members:
             if mc.kind is Kind.INVALID:
                 # (JSON-RPC 2.0: each member that is not a message gets an error in the answers,
                 # so a batch of garbage is heard back from, as a single garbage line is)
-                self.server.stats["invalid"] += 1
-                self.server.log(
-                    f"a batch member is not a JSON-RPC message ({mc.reason}); answered with an error"
-                )
+                said = f"a batch member is not a JSON-RPC message ({mc.reason}); answered with an error"
                 answers.append(
-                    loads(
-                        error_message(
-                            None, {"code": INVALID_REQUEST, "message": f"Invalid Request: {mc.reason}"}
-                        )
-                    )
+                    loads(self.server.refused(INVALID_REQUEST, f"Invalid Request: {mc.reason}", said))
                 )
             elif mc.kind is Kind.REQUEST:
                 await self.perform(self.decide(mc.obj), emit, emit_answer=collect)

@@ -40,7 +40,9 @@ from tracer.http.wire import (
     read_request,
 )
 from tracer.mock.engine import (
+    EMPTY_BATCH,
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     PARSE_ERROR,
     MockServer,
     MockSession,
@@ -56,7 +58,6 @@ SESSION_HEADER = "Mcp-Session-Id"
 MAX_SESSIONS = 1000
 IDLE_S = 600.0  # a legacy session nobody used for this long is forgotten (its id then gets 404)
 BODY_BUDGET = 256 * 1024 * 1024  # request bodies held at once, all connections together
-INVALID_REQUEST = -32600
 STREAM_QUEUE = 1000  # messages waiting for a GET stream whose host does not read them
 JSON = [("Content-Type", "application/json")]
 SSE = [
@@ -323,10 +324,7 @@ class MockHttpServer:
         elif c.kind is Kind.NOTIFICATION:
             s.mock.on_notification(c)
         elif c.kind is Kind.BATCH and not c.members:  # (JSON-RPC 2.0: one error, not an array)
-            self.server.stats["invalid"] += 1
-            body = error_message(
-                None, {"code": INVALID_REQUEST, "message": "Invalid Request: an empty batch"}
-            )
+            body = self.server.refused(INVALID_REQUEST, EMPTY_BATCH)
             writer.write(encode_response(400, JSON, body))
             await writer.drain()
             return True
@@ -343,8 +341,7 @@ class MockHttpServer:
             await writer.drain()
             return True
         else:
-            self.server.stats["invalid"] += 1
-            body = error_message(None, {"code": PARSE_ERROR, "message": f"Parse error: {c.reason}"})
+            body = self.server.refused(PARSE_ERROR, f"Parse error: {c.reason}")
             writer.write(encode_response(400, JSON, body))
             await writer.drain()
             return True
