@@ -96,9 +96,15 @@ def id_repr(value: object) -> str:
 # Control characters from the capture are drawn as their Unicode control pictures (ESC as ␛), one
 # cell for one character so column widths hold: written raw, an ESC or OSC sequence in a method, id,
 # stderr line or body would reach the terminal and restyle it, move the cursor or set its title
-# (Rich and Textual strip only BEL, BS, VT, FF and CR). C1 controls become U+FFFD.
+# (Rich and Textual strip only BEL, BS, VT, FF and CR). C1 controls become U+FFFD, and so do the
+# bidirectional marks, embeddings, overrides and isolates: written raw they let a peer reorder what
+# the user reads (Trojan Source). Only what is drawn changes; captures and exports keep the bytes.
+BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 VISIBLE: dict[int, int] = (
-    {c: 0x2400 + c for c in range(32)} | {0x7F: 0x2421} | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+    {c: 0x2400 + c for c in range(32)}
+    | {0x7F: 0x2421}
+    | dict.fromkeys(range(0x80, 0xA0), 0xFFFD)
+    | dict.fromkeys(BIDI, 0xFFFD)
 )
 VISIBLE_LINES = {c: v for c, v in VISIBLE.items() if c != 0x0A}  # a pane of lines keeps its newlines
 VISIBLE_TEXT = {c: v for c, v in VISIBLE_LINES.items() if c != 0x09}  # an editor's text keeps its tabs

@@ -60,6 +60,28 @@ async def test_the_list_draws_escape_sequences_of_a_capture_as_visible_character
         assert "\x1b" not in shown and "␛[31mred" in shown
 
 
+async def test_bidirectional_overrides_of_a_capture_are_drawn_visibly_not_obeyed(tmp_path):
+    path = tmp_path / "bidi.jsonl"
+    evil = "tool\u202eexe.\u2066x\u2069\u200e\u200f\u061c"
+    message = _message(1, "c2s", {"jsonrpc": "2.0", "id": evil, "method": evil})
+    message["text"] = json.dumps({"jsonrpc": "2.0", "id": evil, "method": evil}, ensure_ascii=False)
+    # as a real peer writes them: the characters themselves in UTF-8, not JSON escapes
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in (HEADER, message)), "utf-8")
+    app = McpTraceApp(str(path))
+    async with app.run_test(size=SIZE) as pilot:
+        scr = await opened_and_analysed(pilot)
+        drawn = ["".join(s.text for s in scr.list.render_line(y)) for y in range(len(scr.view))]
+        bidi = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+        assert all(not any(ord(c) in bidi for c in line) for line in drawn), drawn
+        assert "tool\ufffdexe.\ufffdx\ufffd" in drawn[1]
+        assert len({len(line) for line in drawn}) == 1  # one cell for each character: columns hold
+        scr.list.select_row(1)
+        await until(pilot, lambda: scr.detail.shown is not None and scr.detail.shown.row == 1, "detail")
+        shown = plain(scr.detail.body)
+        assert "\u202e" not in shown and "\u2066" not in shown and "tool\ufffdexe." in shown
+    assert evil in path.read_text("utf-8")  # the capture keeps what crossed the wire
+
+
 async def test_markup_in_names_methods_and_a_typed_filter_is_shown_not_read(tmp_path):
     path = tmp_path / "markup.jsonl"
     init = {"protocolVersion": "2025-11-25", "capabilities": {"[/]": {}}, "clientInfo": {"name": "[/]"}}

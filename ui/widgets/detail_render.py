@@ -154,15 +154,7 @@ def _render_detail(d: RowDetail, *, analysed_upto: int | None, ended: bool) -> G
         parts.extend(_body(rec.raw, rtype == "message"))
     elif rec.data:
         parts.append(section("Record"))
-        parts.append(
-            Syntax(
-                dumps_text(rec.data, orjson.OPT_INDENT_2),
-                "json",
-                theme=THEME,
-                word_wrap=True,
-                background_color="default",
-            )
-        )
+        parts.append(_json_syntax(dumps_text(rec.data, orjson.OPT_INDENT_2)))
     return Group(*parts)
 
 
@@ -322,13 +314,20 @@ def _http(
     return out
 
 
+def _json_syntax(text: str) -> Syntax:
+    # JSON escapes C0 controls but not DEL, C1 or the bidi controls: they are made visible here too
+    return Syntax(
+        text.translate(VISIBLE_LINES), "json", theme=THEME, word_wrap=True, background_color="default"
+    )
+
+
 def _body(raw: bytes, is_message: bool) -> list[RenderableType]:
     out: list[RenderableType] = []
     if is_message:
         text, truncated = pretty_json(raw)
         if text is not None:
             out.append(section("JSON"))
-            out.append(Syntax(text, "json", theme=THEME, word_wrap=True, background_color="default"))
+            out.append(_json_syntax(text))
             if truncated:
                 out.append(Text("… capped here; press e to see the whole body", style="yellow"))
     how, shown = raw_text(raw)
