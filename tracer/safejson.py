@@ -10,7 +10,7 @@ they owe the reader:
   the visible text `\\ud800` (valid UTF-8 everywhere, readable), integers stay exact, values nested
   deeper than `MAX_DEPTH` become a short note. `safe_text` does the same for a string shown or
   written as text (a finding's message on a UTF-8 stdout). The module-level `dumps`, `dumps_text`,
-  `tame` and `safe_text` are this policy.
+  `tame` and `safe_text` are this policy; `terminal_text` also escapes what a terminal would obey.
 - `wire_exact` (what the mock answers and replay sends): the host matches an answer to its request
   by the exact id, so the value goes as sent, a lone surrogate as its `\\ud800` escape, any depth
   the interpreter can walk; past that, `Unserializable` (the caller then leaves the value out).
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -54,6 +55,26 @@ def safe_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
+
+
+# What a terminal (or a CI log viewer) obeys instead of showing: C0 controls (ESC starts a sequence
+# that restyles, moves the cursor or sets the title; a newline would forge a report line), DEL, C1,
+# and the bidirectional marks, embeddings, overrides and isolates that reorder what is read.
+_OBEYED = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str, keep: str = "") -> str:
+    """`safe_text`, and each character a terminal would obey written as its escape (`\\x1b`,
+    `\\u202e`), except those in `keep`: for a report line that quotes what a peer sent."""
+    if text.isprintable():
+        return text
+    escaped = _OBEYED.sub(lambda m: m.group() if m.group() in keep else _escape(m), text)
+    return safe_text(escaped)
 
 
 def tame(value: Any, max_depth: int = MAX_DEPTH) -> Any:

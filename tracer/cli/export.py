@@ -94,13 +94,14 @@ def _told(records):
     """RECORDS, each read problem said on stderr as lint says it (FILE:LINE: why): what an export
     leaves out of a file (a broken line, where a HAR is cut short) is not left out silently."""
     from tracer.capture import ReadProblem
+    from tracer.safejson import terminal_text
 
     told = 0
     for rec in records:
         if isinstance(rec, ReadProblem):
             told += 1
             if told <= TOLD:
-                sys.stderr.write(f"mcptrace: {rec}\n")
+                sys.stderr.write(f"mcptrace: {terminal_text(str(rec))}\n")
             elif told == TOLD + 1:
                 sys.stderr.write(
                     f"mcptrace: more read problems than {TOLD}; `mcptrace lint` lists every one\n"

@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from tracer.cli.replay import load_recording
     from tracer.mock.engine import MockServer
     from tracer.replay.matcher import MatchMode
+    from tracer.safejson import terminal_text
 
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
     def log(line: str) -> None:
         if not args.quiet:
-            sys.stderr.write(f"mcptrace mock: {line}\n")
+            sys.stderr.write(f"mcptrace mock: {terminal_text(line)}\n")  # (it quotes what the host sent)
             sys.stderr.flush()
 
     server = MockServer(recording, MatchMode(args.match), timeout=args.timeout, log=log)

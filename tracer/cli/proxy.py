@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise UsageError(f"the proxy needs mitmproxy and the addons package: {exc}") from None
     from tracer.output import check_output
+    from tracer.safejson import terminal_text
 
     host, port = args.listen or ("127.0.0.1", DEFAULT_PORT)
     if args.output:
@@ -152,11 +153,11 @@ def run(args: argparse.Namespace) -> int:
         code = run_proxy_with_viewer(runner)
         _finish_otlp(otlp)
         for line in runner.notices:  # (kept off the screen while the viewer ran)
-            sys.stderr.write(f"mcptrace: {line}\n")
+            sys.stderr.write(f"mcptrace: {terminal_text(line)}\n")
         return code
 
-    def notice(line: str) -> None:
-        sys.stderr.write(f"mcptrace: {line}\n")
+    def notice(line: str) -> None:  # (a notice may quote a peer: a URL, a header)
+        sys.stderr.write(f"mcptrace: {terminal_text(line)}\n")
         sys.stderr.flush()
 
     runner.on_notice = notice

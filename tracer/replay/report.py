@@ -16,7 +16,7 @@ from typing import IO, Any
 from tracer.classify import id_key
 from tracer.replay.diff import Difference, Ignores, diff
 from tracer.replay.driver import RunResult, Sent
-from tracer.safejson import safe_text, tame, wire_exact
+from tracer.safejson import tame, terminal_text, wire_exact
 
 
 class Outcome(StrEnum):
@@ -236,57 +236,50 @@ def _fmt_diff(d: Difference) -> str:
     return f"{d.path}: {wire_exact.compact(d.recorded, 50)} → {wire_exact.compact(d.new, 50)} (another type)"
 
 
-class _SafeText:
-    """A text stream that writes lone surrogates as their escapes (labels quote what peers sent)."""
-
-    def __init__(self, out: IO[str]):
-        self._out = out
-
-    def write(self, text: str) -> None:
-        self._out.write(safe_text(text))
-
-
 def render_text(rep: ReplayReport, out: IO[str], *, color: bool = False) -> None:
-    out = _SafeText(out)
+    # Labels, notes and differences quote what peers sent: each goes through `t` (a lone surrogate,
+    # an ESC sequence or a bidi override is written as its escape); only `paint` writes an ESC.
+    t = terminal_text
 
     def paint(text: str, code: str | None) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
 
-    out.write(f"replay of {rep.capture} against {rep.target} ({rep.transport})\n")
+    out.write(t(f"replay of {rep.capture} against {rep.target} ({rep.transport})") + "\n")
     for note in rep.notes:
-        out.write(f"  note: {note}\n")
+        out.write(f"  note: {t(note)}\n")
     several = len({r.conn for r in rep.requests}) > 1
-    width = max((len(r.label) for r in rep.requests), default=10)
+    labels = [t(r.label) for r in rep.requests]
+    width = max(map(len, labels), default=10)
     width = min(max(width, 10), 48)
     conn = None
-    for r in rep.requests:
+    for r, label in zip(rep.requests, labels, strict=True):
         where = f"line {r.line}" if r.line else f"seq {r.seq}"
         if several and r.conn != conn:
             conn = r.conn
-            out.write(f"connection {conn}:\n")
-        label = r.label if len(r.label) <= width else r.label[: width - 1] + "…"
+            out.write(f"connection {t(str(conn))}:\n")
+        label = label if len(label) <= width else label[: width - 1] + "…"
         outcome = paint(f"{_MARK[r.outcome]} {r.outcome.value}", _COLOR.get(r.outcome))
-        note = f"  ({r.note})" if r.note and r.outcome is not Outcome.SAME else ""
+        note = f"  ({t(r.note)})" if r.note and r.outcome is not Outcome.SAME else ""
         out.write(f"  {where:>10}  {label:<{width}}  {outcome}{note}\n")
         for d in r.differences[:12]:
-            out.write(f"  {'':>10}    {_fmt_diff(d)}\n")
+            out.write(f"  {'':>10}    {t(_fmt_diff(d))}\n")
         if len(r.differences) > 12:
             out.write(f"  {'':>10}    … and {len(r.differences) - 12} more\n")
     if rep.server_requests:
         out.write("server requests:\n")
         for s in rep.server_requests:
             note = f"  ({s['note']})" if s.get("note") else ""
-            out.write(f"  {s['method']}: {s['outcome']}{note}\n")
+            out.write(t(f"  {s['method']}: {s['outcome']}{note}") + "\n")
             for d in s.get("differences", [])[:6]:
-                out.write(f"      {d['path']}: {d['change']}\n")
+                out.write(t(f"      {d['path']}: {d['change']}") + "\n")
     for p in rep.problems:
-        out.write(paint(f"problem: {p}", "31") + "\n")
+        out.write(paint(f"problem: {t(p)}", "31") + "\n")
     counts = rep.summary
     parts = [f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])]
     verdict = paint("differences found", "31") if rep.failed else paint("no differences", "32")
     out.write(f"{len(rep.requests)} request(s): {', '.join(parts) or 'none'} — {verdict}\n")
     if rep.new_capture:
-        out.write(f"new capture: {rep.new_capture}\n")
+        out.write(f"new capture: {t(str(rep.new_capture))}\n")
 
 
 def render_json(rep: ReplayReport, out: IO[str]) -> None:

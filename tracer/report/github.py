@@ -11,13 +11,15 @@ from typing import IO
 from tracer.capture import ReadProblem
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding, Severity
-from tracer.safejson import safe_text
+from tracer.safejson import terminal_text
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(text: str) -> str:
-    """The message part of a workflow command (after `::`)."""
+    """The message part of a workflow command (after `::`); what the log viewer would obey (an ESC
+    sequence, a bidi override) is written as its escape, a line break as GitHub's `%0A`."""
+    text = terminal_text(text, keep="\r\n")
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -35,7 +37,7 @@ def annotation(command: str, message: str, *, file: str = "", line: int = 0, tit
     if title:
         props.append(f"title={escape_property(title)}")
     head = f"::{command} {','.join(props)}" if props else f"::{command}"
-    return safe_text(f"{head}::{escape_data(message)}\n")
+    return f"{head}::{escape_data(message)}\n"
 
 
 class GithubReporter(Reporter):

@@ -9,7 +9,7 @@ from tracer.capture import ReadProblem
 from tracer.catalog.docs import spec_links
 from tracer.lint import LintStats, Reporter
 from tracer.model import Finding
-from tracer.safejson import safe_text
+from tracer.safejson import terminal_text
 
 _COLORS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
 _RESET = "\x1b[0m"
@@ -32,7 +32,7 @@ class TextReporter(Reporter):
         self.links = {r.id: next(iter(spec_links(r)), "") for r in rules}
 
     def problem(self, p: ReadProblem) -> None:
-        self.out.write(safe_text(f"{p.source}:{p.line}: capture problem: {p.message}\n"))
+        self.out.write(terminal_text(f"{p.source}:{p.line}: capture problem: {p.message}") + "\n")
 
     def finding(self, f: Finding) -> None:
         sev = f.severity.label
@@ -46,8 +46,9 @@ class TextReporter(Reporter):
         if f.path:
             extra.append(f.path)
         tail = f" ({', '.join(extra)})" if extra else ""
-        # (messages quote what peers sent: a lone surrogate must not kill a UTF-8 stdout)
-        self.out.write(safe_text(f"{location(f)}: {f.rule} [{sev}] {f.message}{tail}\n"))
+        # (messages quote what peers sent: a lone surrogate must not kill a UTF-8 stdout, an ESC
+        # must not restyle the terminal, a newline must not forge a finding of its own)
+        self.out.write(f"{terminal_text(location(f))}: {f.rule} [{sev}] {terminal_text(f.message + tail)}\n")
 
     def end(self, stats: LintStats) -> None:
         out = self.out
