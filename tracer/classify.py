@@ -20,6 +20,7 @@ from tracer.model import KIND_NOTIFICATION as _KIND_NOTIFICATION
 from tracer.model import KIND_REQUEST as _KIND_REQUEST
 from tracer.model import KIND_RESULT as _KIND_RESULT
 from tracer.model import Kind
+from tracer.protocol import META_SUBSCRIPTION_ID
 
 _MISSING = object()
 
@@ -120,12 +121,32 @@ def parse_json(raw: bytes | str) -> tuple[Any, str | None, str | None]:
         return None, "not-json", f"not JSON: {first}"
 
 
-def _has_float_id(obj: Any) -> bool:
+def _float_key(obj: dict) -> bool:
+    """Whether a value the analysis keys on (the id, a cancel's `requestId`, a progress token, a
+    subscription id) came from orjson as a float: written with a fraction or an exponent, or an
+    integer beyond 64 bits, which orjson rounds (18446744073709551617 and ...618 would be one
+    token). Only those few places are looked at: a walk of every value would cost each message."""
+    if type(obj.get("id")) is float:
+        return True
+    params = obj.get("params")
+    if type(params) is dict:
+        if type(params.get("requestId")) is float or type(params.get("progressToken")) is float:
+            return True
+        meta = params.get("_meta")
+    else:
+        result = obj.get("result")
+        meta = result.get("_meta") if type(result) is dict else None
+    return type(meta) is dict and (
+        type(meta.get("progressToken")) is float or type(meta.get(META_SUBSCRIPTION_ID)) is float
+    )
+
+
+def _has_float_key(obj: Any) -> bool:
     t = type(obj)
     if t is dict:
-        return type(obj.get("id")) is float
+        return _float_key(obj)
     if t is list:
-        return any(type(m) is dict and type(m.get("id")) is float for m in obj)
+        return any(type(m) is dict and _float_key(m) for m in obj)
     return False
 
 
@@ -139,6 +160,8 @@ def exact_json(raw: bytes | str, fallback: Any) -> Any:
         return fallback
 
 
+_SUB = META_SUBSCRIPTION_ID
+_NO_META: dict = {}
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _REQUEST, _NOTIFICATION, _RESULT, _ERROR = Kind.REQUEST, Kind.NOTIFICATION, Kind.RESULT, Kind.ERROR
@@ -163,11 +186,35 @@ def classify_common(raw: bytes | str) -> tuple | None:
     msg_id = get("id", _MISSING)
     ti = type(msg_id)
     if type(method) is str:
-        if msg_id is _MISSING:
+        # (what _float_key looks at, inline and only where each kind carries it: every message's path)
+        params = get("params")
+        if type(params) is dict:  # (`in` first: cheaper than a .get for what is nearly always absent)
+            meta = params.get("_meta")
+            if type(meta) is not dict:
+                meta = _NO_META
+            if msg_id is _MISSING:
+                if (
+                    ("progressToken" in params and type(params["progressToken"]) is float)
+                    or ("requestId" in params and type(params["requestId"]) is float)
+                    or (_SUB in meta and type(meta[_SUB]) is float)
+                ):
+                    return None
+                return (_NOTIFICATION, obj, method, None, None)
+            if "progressToken" in meta and type(meta["progressToken"]) is float:
+                return None
+        elif msg_id is _MISSING:
             return (_NOTIFICATION, obj, method, None, None)
         kind = _REQUEST
     elif method is _MISSING and ("result" in obj) != ("error" in obj):
-        kind = _RESULT if "result" in obj else _ERROR
+        if "result" in obj:
+            kind = _RESULT
+            result = obj["result"]
+            if type(result) is dict and "_meta" in result:
+                meta = result["_meta"]
+                if type(meta) is dict and _SUB in meta and type(meta[_SUB]) is float:
+                    return None
+        else:
+            kind = _ERROR
         method = None
     else:
         return None
@@ -182,10 +229,10 @@ def classify_raw(raw: bytes | str) -> Classified:
     obj, problem, reason = parse_json(raw)
     if problem is not None:
         return Classified(_KIND_INVALID, reason=reason, problem=problem, json_ok=False)
-    if _has_float_id(obj):
-        # Rare: an id written as a number orjson could only give as a float (a fraction, an
-        # exponent, or an integer beyond 64 bits). Re-read it exactly so 1.0 stays a float while
-        # 18446744073709551617 stays that integer.
+    if _has_float_key(obj):
+        # Rare: an id, requestId or token written as a number orjson could only give as a float (a
+        # fraction, an exponent, or an integer beyond 64 bits). Re-read it exactly so 1.0 stays a
+        # float while 18446744073709551617 stays that integer.
         obj = exact_json(raw, obj)
     return classify_value(obj)
 

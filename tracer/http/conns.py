@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 import orjson
 
+from tracer.classify import id_key
 from tracer.http.headers import authority_path, endpoint_of
 from tracer.http.tracks import Tracks
 from tracer.session import BoundedMap
@@ -96,11 +97,6 @@ def answers(body: bytes | bytearray, key: tuple) -> bool:
 
 def _id(value: object) -> object:
     return value if type(value) is int or type(value) is str else None
-
-
-def id_key(value: object) -> tuple | None:
-    """A request id as a key: `1` and `"1"` differ."""
-    return (type(value) is int, value) if type(value) is int or type(value) is str else None
 
 
 class Connections:

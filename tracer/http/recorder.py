@@ -33,7 +33,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tracer.http.conns import Connections, answers, body_facts, client_ip, has_result, id_key
+from tracer.classify import id_key
+from tracer.http.conns import Connections, answers, body_facts, client_ip, has_result
 from tracer.http.headers import (
     HTTP,
     HTTP_SSE,
